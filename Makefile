@@ -1,0 +1,31 @@
+# The two commands: `make demo` (the main job) and `make test` (the whole suite).
+# Each one builds the project-local virtual environment in .venv on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt scripts/provision_visdom_assets.py
+	$(PYTHON) -m venv $(VENV)
+	# torch first, pinned: the CPU build from local disk, not a multi-GB CUDA download.
+	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/pip install -q --disable-pip-version-check torch==2.13.0
+	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/pip install -q --disable-pip-version-check -e '.[all,test,bench]'
+	$(BIN)/python scripts/provision_visdom_assets.py
+	touch $(STAMP)
+
+demo: $(STAMP)
+	bash scripts/demo.sh
+
+test: $(STAMP)
+	bash scripts/ensure_chromium.sh
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) checkpoints datasets test-artifacts

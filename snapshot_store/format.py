@@ -1,0 +1,279 @@
+"""The snapshot store's on-disk format: the one contract between trainer and visualizer.
+
+This module is imported by both sides and must never import torch: the visualizer
+runs on laptops that do not have it.
+
+Layout of a store directory (``<checkpoints_dir>/<name>/pickle/``)::
+
+    meta.pickle                 run metadata, one frame, replaced atomically
+    status.pickle               state + heartbeat, one frame, replaced atomically
+    scalars-00000000.pickle     append-only log of scalar batches, one frame per batch
+    images-00000000.pickle      append-only log of PNG image snapshots
+
+Segments roll by size and age; a segment with a higher number exists only once
+the lower one is closed, so closed segments never change again.
+
+Every file is a sequence of frames (the TFRecord idea)::
+
+    uint64 length | uint32 crc32(length bytes) | payload | uint32 crc32(payload)
+
+and every payload is a pickle of plain builtins only. Readers unpickle with
+:class:`SafeUnpickler`, which refuses every global, so a hostile file can not run
+code: it can only fail to load.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import re
+import struct
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+FORMAT_VERSION = 1
+
+META_FILE = "meta.pickle"
+STATUS_FILE = "status.pickle"
+SCALARS = "scalars"
+IMAGES = "images"
+STREAMS = (SCALARS, IMAGES)
+SEGMENT_RE = re.compile(r"^(scalars|images)-(\d{8})\.pickle$")
+
+# Pickle protocol 4 is readable by every Python the visualizer supports.
+PICKLE_PROTOCOL = 4
+# A frame longer than this is treated as corrupt: a hostile length field must
+# not make a reader allocate gigabytes.
+MAX_FRAME_BYTES = 256 * 1024 * 1024
+
+_HEADER = struct.Struct("<QI")
+_FOOTER = struct.Struct("<I")
+FRAME_OVERHEAD = _HEADER.size + _FOOTER.size
+
+STATES = ("running", "finished", "failed")
+
+
+class StoreError(Exception):
+    """A store file that can not be read; the message names the file."""
+
+
+class UnsafePickleError(StoreError):
+    """A payload asked for a global (class or function): refused, nothing ran."""
+
+
+class CorruptFrameError(StoreError):
+    """A complete frame whose checksum or length field is wrong."""
+
+
+def segment_name(stream: str, index: int) -> str:
+    """File name of segment ``index`` of ``stream`` (``scalars`` or ``images``)."""
+    if stream not in STREAMS:
+        raise ValueError(f"unknown stream {stream!r}; expected one of {STREAMS}")
+    return f"{stream}-{index:08d}.pickle"
+
+
+def parse_segment_name(name: str) -> tuple[str, int] | None:
+    """``(stream, index)`` for a segment file name, ``None`` for any other file."""
+    match = SEGMENT_RE.match(name)
+    return (match.group(1), int(match.group(2))) if match else None
+
+
+# --- framing -------------------------------------------------------------------
+
+
+def encode_frame(payload: bytes) -> bytes:
+    """Wrap ``payload`` in a frame carrying its length and checksums."""
+    length = _HEADER.pack(len(payload), zlib.crc32(struct.pack("<Q", len(payload))))
+    return length + payload + _FOOTER.pack(zlib.crc32(payload))
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One decoded frame: its payload and where it ends in the buffer."""
+
+    payload: bytes
+    end: int
+
+
+def iter_frames(buf: bytes | memoryview, start: int = 0) -> Iterator[Frame]:
+    """Yield the complete, valid frames of ``buf`` from ``start``.
+
+    Stops silently at a torn tail (a frame not yet fully written): the caller
+    keeps the offset of the last frame yielded and retries later. Raises
+    :class:`CorruptFrameError` for a complete frame that fails its checksum.
+    """
+    view = memoryview(buf)
+    pos, size = start, len(view)
+    while size - pos >= _HEADER.size:
+        length, length_crc = _HEADER.unpack_from(view, pos)
+        if zlib.crc32(view[pos : pos + 8]) != length_crc or length > MAX_FRAME_BYTES:
+            # A header is written in one piece with its frame, so a header whose
+            # checksum fails with more bytes behind it is torn only if it is the
+            # tail; callers decide by whether the file is still being written.
+            raise CorruptFrameError(f"bad frame header at byte {pos}")
+        end = pos + _HEADER.size + length + _FOOTER.size
+        if end > size:
+            return
+        payload = view[pos + _HEADER.size : end - _FOOTER.size]
+        (crc,) = _FOOTER.unpack_from(view, end - _FOOTER.size)
+        if zlib.crc32(payload) != crc:
+            raise CorruptFrameError(f"checksum mismatch in frame at byte {pos}")
+        yield Frame(bytes(payload), end)
+        pos = end
+
+
+# --- payloads ------------------------------------------------------------------
+
+
+class SafeUnpickler(pickle.Unpickler):
+    """Unpickler that admits plain builtins only.
+
+    dict, list, tuple, str, bytes, int, float, bool and None are built by pickle
+    opcodes without looking up any global; everything else (classes, functions,
+    ``os.system`` in a hostile file) needs ``find_class`` and is refused here.
+    """
+
+    def find_class(self, module: str, name: str) -> Any:  # noqa: D102
+        raise UnsafePickleError(f"refused global {module}.{name}")
+
+    def persistent_load(self, pid: Any) -> Any:  # noqa: D102
+        raise UnsafePickleError("refused persistent id")
+
+
+def dumps(obj: Any) -> bytes:
+    """Pickle ``obj`` (plain builtins only) for a frame payload."""
+    return pickle.dumps(obj, protocol=PICKLE_PROTOCOL)
+
+
+def loads(payload: bytes, source: str | os.PathLike[str] = "<payload>") -> Any:
+    """Unpickle a payload with :class:`SafeUnpickler`; errors name ``source``."""
+    try:
+        return SafeUnpickler(io.BytesIO(payload)).load()
+    except UnsafePickleError as err:
+        raise UnsafePickleError(f"{source}: {err}; not loaded, nothing was executed") from None
+    except Exception as err:  # any malformed pickle: report it, never crash the reader
+        raise StoreError(f"{source}: unreadable payload ({type(err).__name__}: {err})") from None
+
+
+# --- whole files (meta, status) --------------------------------------------------
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``: temp file in the same dir, fsync, rename."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def encode_document(doc: dict[str, Any]) -> bytes:
+    """Bytes of a whole-file document (meta or status): one frame."""
+    return encode_frame(dumps(doc))
+
+
+def decode_document(data: bytes, source: str | os.PathLike[str]) -> dict[str, Any]:
+    """Decode a whole-file document written by :func:`encode_document`."""
+    try:
+        frames = list(iter_frames(data))
+    except CorruptFrameError as err:
+        raise StoreError(f"{source}: {err}") from None
+    if len(frames) != 1 or frames[0].end != len(data):
+        raise StoreError(f"{source}: expected exactly one complete frame")
+    doc = loads(frames[0].payload, source)
+    if not isinstance(doc, dict):
+        raise StoreError(f"{source}: expected a dict, found {type(doc).__name__}")
+    return doc
+
+
+# --- scalar and image batches ----------------------------------------------------
+#
+# A scalar batch is columnar per series, so a reader extends lists instead of
+# walking one small object per point:
+#   {"v": 1, "series": [(group, name, steps, epochs, wall_times, values), ...]}
+# An image batch:
+#   {"v": 1, "images": [(group, name, step, epoch, wall_time, png_bytes), ...]}
+
+SeriesColumns = tuple[str, str, list[int], list[float], list[float], list[float]]
+ImageRecord = tuple[str, str, int, float, float, bytes]
+
+
+def encode_scalar_batch(series: list[SeriesColumns]) -> bytes:
+    """Frame bytes for one batch of scalar series."""
+    return encode_frame(dumps({"v": FORMAT_VERSION, "series": series}))
+
+
+def encode_image_batch(images: list[ImageRecord]) -> bytes:
+    """Frame bytes for one batch of image snapshots."""
+    return encode_frame(dumps({"v": FORMAT_VERSION, "images": images}))
+
+
+def decode_scalar_batch(payload: bytes, source: str) -> list[SeriesColumns]:
+    """Validated series of one scalar frame; malformed content raises StoreError."""
+    doc = loads(payload, source)
+    series = doc.get("series") if isinstance(doc, dict) else None
+    if not isinstance(series, list):
+        raise StoreError(f"{source}: scalar frame without a 'series' list")
+    for item in series:
+        if not (
+            isinstance(item, tuple)
+            and len(item) == 6
+            and isinstance(item[0], str)
+            and isinstance(item[1], str)
+            and all(isinstance(col, list) for col in item[2:])
+            and len({len(col) for col in item[2:]}) == 1
+        ):
+            raise StoreError(f"{source}: malformed scalar series in frame")
+    return series
+
+
+def decode_image_batch(payload: bytes, source: str) -> list[ImageRecord]:
+    """Validated image records of one image frame."""
+    doc = loads(payload, source)
+    images = doc.get("images") if isinstance(doc, dict) else None
+    if not isinstance(images, list) or not all(
+        isinstance(item, tuple) and len(item) == 6 and isinstance(item[5], bytes) for item in images
+    ):
+        raise StoreError(f"{source}: malformed image frame")
+    return images
+
+
+# --- secrets ---------------------------------------------------------------------
+
+_SECRET_KEY = re.compile(r"(secret|passw|token|api[_-]?key|access[_-]?key|credential|auth)", re.I)
+REDACTED = "***"
+
+
+def redact(options: dict[str, Any]) -> dict[str, Any]:
+    """Copy of ``options`` with values of secret-looking keys replaced by ``***``.
+
+    Values are reduced to plain builtins so the metadata stays loadable by
+    :class:`SafeUnpickler`.
+    """
+    out: dict[str, Any] = {}
+    for key, value in options.items():
+        if _SECRET_KEY.search(str(key)):
+            out[str(key)] = REDACTED
+        else:
+            out[str(key)] = _plain(value)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return value
+    if isinstance(value, dict):
+        return redact(value)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(v) for v in value]
+    return str(value)

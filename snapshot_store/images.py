@@ -1,0 +1,82 @@
+"""Image snapshots: arrays or tensors in, PNG bytes out (numpy + Pillow, no torch)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+
+def to_numpy(image: Any) -> np.ndarray:
+    """A private numpy copy of ``image`` (numpy array, torch tensor or nested lists)."""
+    if hasattr(image, "detach"):  # a torch tensor: duck-typed so this module needs no torch
+        image = image.detach().cpu()
+        if str(image.dtype) == "torch.bfloat16":
+            image = image.float()
+        image = image.numpy()
+    return np.array(image, copy=True)
+
+
+def to_hwc_uint8(image: np.ndarray, dataformats: str = "CHW") -> np.ndarray:
+    """Convert an image in ``dataformats`` (CHW, HWC, HW) to HWC uint8.
+
+    Floats are taken as [0, 1], as TensorBoard does; integers as [0, 255].
+    """
+    fmt = dataformats.upper()
+    if fmt not in ("CHW", "HWC", "HW"):
+        raise ValueError(f"dataformats must be CHW, HWC or HW, not {dataformats!r}")
+    if image.ndim != len(fmt):
+        raise ValueError(f"image of shape {image.shape} does not match dataformats {dataformats!r}")
+    if fmt == "HW":
+        image = image[:, :, None]
+    elif fmt == "CHW":
+        image = image.transpose(1, 2, 0)
+    if image.shape[2] not in (1, 3, 4):
+        raise ValueError(f"image has {image.shape[2]} channels; expected 1, 3 or 4")
+    if image.dtype == np.uint8:
+        return image
+    if np.issubdtype(image.dtype, np.floating):
+        image = np.nan_to_num(image.astype(np.float32)) * 255.0
+    return np.clip(image, 0, 255).round().astype(np.uint8)
+
+
+def make_grid(images: np.ndarray, dataformats: str = "NCHW", padding: int = 2) -> np.ndarray:
+    """Tile a batch (NCHW, NHWC or NHW) into one HWC uint8 image, about square."""
+    fmt = dataformats.upper()
+    if fmt not in ("NCHW", "NHWC", "NHW"):
+        raise ValueError(f"dataformats must be NCHW, NHWC or NHW, not {dataformats!r}")
+    if images.ndim != len(fmt) or images.shape[0] == 0:
+        raise ValueError(f"batch of shape {images.shape} does not match dataformats {dataformats!r}")
+    tiles = [to_hwc_uint8(img, fmt[1:]) for img in images]
+    channels = max(t.shape[2] for t in tiles)
+    tiles = [np.repeat(t, channels, axis=2) if t.shape[2] == 1 else t for t in tiles]
+    n = len(tiles)
+    cols = int(np.ceil(np.sqrt(n)))
+    rows = int(np.ceil(n / cols))
+    h, w = tiles[0].shape[:2]
+    grid = np.zeros((rows * (h + padding) + padding, cols * (w + padding) + padding, channels), np.uint8)
+    for i, tile in enumerate(tiles):
+        r, c = divmod(i, cols)
+        y, x = padding + r * (h + padding), padding + c * (w + padding)
+        grid[y : y + h, x : x + w] = tile
+    return grid
+
+
+def encode_png(image: np.ndarray) -> bytes:
+    """PNG bytes of an HWC uint8 image."""
+    if image.shape[2] == 1:
+        image = image[:, :, 0]
+    buf = io.BytesIO()
+    Image.fromarray(image).save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+def decode_png(data: bytes) -> np.ndarray:
+    """HWC uint8 array of PNG bytes (for readers and tests)."""
+    with Image.open(io.BytesIO(data)) as img:
+        if img.format != "PNG":
+            raise ValueError(f"not a PNG image ({img.format})")
+        arr = np.asarray(img.convert("RGBA" if img.mode in ("RGBA", "LA", "P") else "RGB"))
+    return arr
