@@ -31,9 +31,10 @@ import re
 import struct
 import tempfile
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 FORMAT_VERSION = 1
 
@@ -162,19 +163,27 @@ def loads(payload: bytes, source: str | os.PathLike[str] = "<payload>") -> Any:
 # --- whole files (meta, status) --------------------------------------------------
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data``: temp file in the same dir, fsync, rename."""
+@contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """Write a file that appears whole or not at all: temp file in the same dir, fsync, rename."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide it from a viewer running as another user
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically."""
+    with atomic_file(path) as f:
+        f.write(data)
 
 
 def encode_document(doc: dict[str, Any]) -> bytes:

@@ -1,0 +1,241 @@
+"""Follow a snapshot store: read only new bytes, stop at torn frames, refuse hostile files.
+
+The reader works over a :class:`Source` (a local directory here; S3 in the
+visualizer), so the same code replays history and follows a live run anywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from . import format as fmt
+
+log = logging.getLogger(__name__)
+
+
+class Source(Protocol):
+    """Where store files come from."""
+
+    def describe(self, name: str) -> str:
+        """Human-readable location of file ``name`` for messages."""
+
+    def list(self) -> dict[str, tuple]:
+        """File name -> version token whose first item is the size in bytes."""
+
+    def read(self, name: str, offset: int = 0) -> bytes:
+        """Bytes of file ``name`` from ``offset`` to its current end."""
+
+
+class LocalSource:
+    """A store directory on a local or mounted filesystem."""
+
+    def __init__(self, store_dir: str | os.PathLike[str]) -> None:
+        self.root = Path(store_dir)
+
+    def describe(self, name: str) -> str:  # noqa: D102
+        return str(self.root / name)
+
+    def list(self) -> dict[str, tuple]:  # noqa: D102
+        found = {}
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return {}
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue  # temp files of atomic writes
+            try:
+                st = entry.stat()
+            except FileNotFoundError:
+                continue  # replaced between listing and stat
+            found[entry.name] = (st.st_size, st.st_mtime_ns)
+        return found
+
+    def read(self, name: str, offset: int = 0) -> bytes:  # noqa: D102
+        with open(self.root / name, "rb") as f:
+            f.seek(offset)
+            return f.read()
+
+
+@dataclass
+class Update:
+    """What one :meth:`StoreReader.poll` found that is new."""
+
+    scalars: list[fmt.SeriesColumns] = field(default_factory=list)
+    images: list[fmt.ImageRecord] = field(default_factory=list)
+    meta: dict[str, Any] | None = None
+    status: dict[str, Any] | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.scalars or self.images or self.meta is not None or self.status is not None)
+
+    @property
+    def points(self) -> int:
+        """Number of scalar points in this update."""
+        return sum(len(s[2]) for s in self.scalars)
+
+
+@dataclass
+class _SegmentState:
+    offset: int = 0  # bytes consumed as complete, valid frames
+    size_seen: int = 0  # file size at the last read: unchanged means nothing to do
+    closed_seen: bool = False
+    done: bool = False  # corrupt or hostile: skipped for good
+    warned_torn: bool = False
+
+
+class StoreReader:
+    """Incremental reader of one store. Call :meth:`poll` repeatedly.
+
+    Each file is read from where the last poll stopped. A frame cut short (the
+    writer is mid-append) is left for the next poll. A complete frame that fails
+    its checksum, or a payload that asks for any global, is reported once with
+    the file's name and the rest of that file is skipped; the reader goes on.
+    """
+
+    def __init__(self, source: Source | str | os.PathLike[str]) -> None:
+        self.source: Source = LocalSource(source) if isinstance(source, (str, os.PathLike)) else source
+        self._segments: dict[str, _SegmentState] = {}
+        self._documents: dict[str, tuple] = {}
+        self.warnings: list[str] = []
+
+    def poll(self) -> Update:
+        """Read whatever is new since the last call."""
+        update = Update()
+        listing = self.source.list()
+        update.meta = self._read_document(fmt.META_FILE, listing)
+        update.status = self._read_document(fmt.STATUS_FILE, listing)
+        segments = sorted(
+            (parsed, name) for name in listing if (parsed := fmt.parse_segment_name(name))
+        )
+        last_index = {}
+        for (stream, index), _ in segments:
+            last_index[stream] = max(index, last_index.get(stream, -1))
+        for (stream, index), name in segments:
+            state = self._segments.setdefault(name, _SegmentState())
+            closed = index < last_index[stream]
+            size = listing[name][0]
+            if state.done or (size == state.size_seen and closed == state.closed_seen):
+                continue
+            state.size_seen, state.closed_seen = size, closed
+            self._read_segment(name, stream, state, closed, update)
+        return update
+
+    def _warn(self, message: str) -> None:
+        log.warning("%s", message)
+        self.warnings.append(message)
+
+    def _read_document(self, name: str, listing: dict[str, tuple]) -> dict[str, Any] | None:
+        version = listing.get(name)
+        if version is None or self._documents.get(name) == version:
+            return None
+        self._documents[name] = version
+        where = self.source.describe(name)
+        try:
+            return fmt.decode_document(self.source.read(name), where)
+        except FileNotFoundError:
+            self._documents.pop(name, None)
+            return None
+        except fmt.StoreError as err:
+            self._warn(f"skipped {err}")
+            return None
+
+    def _read_segment(
+        self, name: str, stream: str, state: _SegmentState, closed: bool, update: Update
+    ) -> None:
+        where = self.source.describe(name)
+        try:
+            data = self.source.read(name, state.offset)
+        except FileNotFoundError:
+            return
+        except OSError as err:
+            self._warn(f"skipped {where}: can not read it ({err})")
+            state.done = True
+            return
+        consumed = 0
+        try:
+            for frame in fmt.iter_frames(data):
+                if stream == fmt.SCALARS:
+                    update.scalars.extend(fmt.decode_scalar_batch(frame.payload, where))
+                else:
+                    update.images.extend(fmt.decode_image_batch(frame.payload, where))
+                consumed = frame.end
+        except fmt.CorruptFrameError as err:
+            self._warn(f"skipped the rest of {where}: {err} (offset {state.offset + consumed})")
+            state.done = True
+        except fmt.StoreError as err:
+            self._warn(f"skipped the rest of {where}: {err}")
+            state.done = True
+        state.offset += consumed
+        if closed and not state.done and consumed < len(data) and not state.warned_torn:
+            # Normal for a moment on S3 (an older upload of a rolled segment);
+            # kept and re-read if the file changes.
+            state.warned_torn = True
+            log.info("%s ends in an incomplete frame at byte %d", where, state.offset)
+
+
+class History:
+    """All points of every series, keeping the latest value per (series, step).
+
+    A resumed run that logs a step again replaces it; steps normally grow, so
+    the common path is a plain append.
+    """
+
+    def __init__(self) -> None:
+        self._series: dict[tuple[str, str], list[list]] = {}
+        self._unsorted: set[tuple[str, str]] = set()
+
+    def add(self, batch: list[fmt.SeriesColumns]) -> set[tuple[str, str]]:
+        """Add a batch of series columns; returns the keys whose earlier points changed.
+
+        A key is returned when a step arrived that is not after the series' last
+        step, i.e. a consumer must redraw that series instead of appending.
+        """
+        rewound = set()
+        for group, name, steps, epochs, times, values in batch:
+            key = (group, name)
+            cols = self._series.get(key)
+            if cols is None:
+                cols = self._series[key] = [[], [], [], []]
+            if cols[0] and steps and steps[0] <= cols[0][-1] or any(
+                b <= a for a, b in zip(steps, steps[1:])
+            ):
+                self._unsorted.add(key)
+                rewound.add(key)
+            cols[0].extend(steps)
+            cols[1].extend(epochs)
+            cols[2].extend(times)
+            cols[3].extend(values)
+        return rewound
+
+    def keys(self) -> list[tuple[str, str]]:
+        """Every (group, name) seen, in first-seen order."""
+        return list(self._series)
+
+    def series(self, key: tuple[str, str]) -> tuple[list[int], list[float], list[float], list[float]]:
+        """``(steps, epochs, wall_times, values)`` sorted by step, one point per step."""
+        cols = self._series[key]
+        if key in self._unsorted:
+            latest = {step: i for i, step in enumerate(cols[0])}  # later index wins
+            order = [latest[step] for step in sorted(latest)]
+            cols[:] = [[col[i] for i in order] for col in cols]
+            self._unsorted.discard(key)
+        return cols[0], cols[1], cols[2], cols[3]
+
+    @property
+    def points(self) -> int:
+        """Points held, counting replaced steps until the series is next read."""
+        return sum(len(cols[0]) for cols in self._series.values())
+
+
+def read_store(source: Source | str | os.PathLike[str]) -> tuple[History, StoreReader, Update]:
+    """Read a whole store once: its history, the reader (with warnings) and the last documents."""
+    reader = StoreReader(source)
+    history = History()
+    update = reader.poll()
+    history.add(update.scalars)
+    return history, reader, update

@@ -1,0 +1,249 @@
+"""Run a user's transfer hook (``--remote-transfer-cmd module.func``) off the training thread.
+
+The hook is called as DeepLIIF calls it, ``hook(source_path)``; a hook that takes
+a second positional argument also gets the path relative to the checkpoints dir
+(``<name>/pickle/<file>``) so storage keys can keep the layout. A hook function
+may carry a ``preflight`` attribute: a zero-argument callable run once at
+start-up that raises when the destination is unusable (wrong bucket, bad
+credentials), so the user learns it before training, not an hour later.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+log = logging.getLogger(__name__)
+
+Hook = Callable[..., object]
+_SPEC_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
+
+
+class TransferSpecError(ValueError):
+    """A ``--remote-transfer-cmd`` that can not be used; the message says why."""
+
+
+def resolve_hook(spec: str) -> Hook:
+    """Import ``module.func`` (any dotted depth) with the working directory importable."""
+    if not _SPEC_RE.match(spec or ""):
+        raise TransferSpecError(
+            f"--remote-transfer-cmd {spec!r} is not a dotted path like 'mysave.save_to_s3'"
+        )
+    cwd = str(Path.cwd())
+    if cwd not in sys.path and "" not in sys.path:
+        # Users keep mysave.py beside the command they run, as with DeepLIIF.
+        sys.path.insert(0, cwd)
+    parts = spec.split(".")
+    module, error = None, None
+    for cut in range(len(parts) - 1, 0, -1):
+        name = ".".join(parts[:cut])
+        try:
+            module = importlib.import_module(name)
+            break
+        except ModuleNotFoundError as err:
+            # Only "this prefix does not exist" means try a shorter one; a module
+            # that exists but fails on its own imports is the user's real error.
+            if err.name is None or not name.startswith(err.name):
+                raise TransferSpecError(
+                    f"--remote-transfer-cmd {spec!r}: importing {name!r} failed: {err}"
+                ) from err
+            error = err
+        except Exception as err:
+            raise TransferSpecError(
+                f"--remote-transfer-cmd {spec!r}: importing {name!r} raised "
+                f"{type(err).__name__}: {err}"
+            ) from err
+    if module is None:
+        raise TransferSpecError(
+            f"--remote-transfer-cmd {spec!r}: no module {parts[0]!r} found in {cwd} or on "
+            f"sys.path ({error}); put {parts[0]}.py in the working directory or install it"
+        )
+    target: object = module
+    for attr in parts[cut:]:
+        if not hasattr(target, attr):
+            raise TransferSpecError(
+                f"--remote-transfer-cmd {spec!r}: {getattr(target, '__name__', target)!r} "
+                f"(from {getattr(module, '__file__', module.__name__)}) has no attribute {attr!r}"
+            )
+        target = getattr(target, attr)
+    if not callable(target):
+        raise TransferSpecError(f"--remote-transfer-cmd {spec!r}: {attr!r} is not callable")
+    return target
+
+
+def run_preflight(hook: Hook, spec: str = "") -> None:
+    """Run the hook's ``preflight`` check, if it has one, as one clear error."""
+    check = getattr(hook, "preflight", None)
+    if check is None:
+        return
+    try:
+        check()
+    except Exception as err:
+        raise TransferSpecError(f"transfer check failed for {spec or hook!r}: {err}") from err
+
+
+def _takes_relative_path(hook: Hook) -> bool:
+    try:
+        inspect.signature(hook).bind("source", "relative")
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+class TransferRunner:
+    """Worker threads that hand files to a hook, with coalescing, rate limits and retries.
+
+    ``submit(path, closed=True)`` is for files that will not change again
+    (closed segments, checkpoints): sent as soon as a worker is free.
+    ``closed=False`` is for files still being written (the active segment,
+    status): sent at most once per ``min_interval`` seconds. A file submitted
+    again before it is sent is sent once. Failures retry with exponential
+    backoff for as long as the runner runs; nothing raises into the caller.
+    """
+
+    def __init__(
+        self,
+        hook: Hook,
+        root: Path,
+        *,
+        workers: int = 2,
+        min_interval: float = 2.0,
+        backoff: tuple[float, float] = (0.5, 30.0),
+        name: str = "",
+    ) -> None:
+        self.hook = hook
+        self.root = Path(root)
+        self.name = name or getattr(hook, "__qualname__", repr(hook))
+        self.min_interval = min_interval
+        self.backoff = backoff
+        self._with_relative = _takes_relative_path(hook)
+        self._cond = threading.Condition()
+        self._due: dict[Path, float] = {}  # path -> earliest time to send it
+        self._busy: set[Path] = set()
+        self._again: dict[Path, bool] = {}  # resubmitted while being sent -> closed?
+        self._failures: dict[Path, int] = {}
+        self._last_sent: dict[Path, float] = {}
+        self._draining = False
+        self._stopped = False
+        self.sent = 0
+        self._threads = [
+            threading.Thread(target=self._work, name=f"transfer-{i}", daemon=True)
+            for i in range(workers)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    @classmethod
+    def from_spec(cls, spec: str, root: Path, **kwargs) -> "TransferRunner":
+        """Resolve ``spec``, run its preflight check, and start a runner."""
+        hook = resolve_hook(spec)
+        run_preflight(hook, spec)
+        return cls(hook, root, name=spec, **kwargs)
+
+    def submit(self, path: Path, *, closed: bool = True) -> None:
+        """Ask for ``path`` to be transferred; returns at once."""
+        path = Path(path)
+        now = time.monotonic()
+        with self._cond:
+            if self._stopped:
+                log.warning("transfer of %s requested after close; not sent", path)
+                return
+            if path in self._busy:
+                self._again[path] = self._again.get(path, False) or closed
+                return
+            earliest = now
+            if not closed and not self._draining:
+                earliest = max(now, self._last_sent.get(path, -1e9) + self.min_interval)
+            self._due[path] = min(self._due.get(path, earliest), earliest)
+            self._cond.notify()
+
+    def pending(self) -> list[Path]:
+        """Files submitted and not yet transferred."""
+        with self._cond:
+            return sorted(set(self._due) | self._busy | set(self._again))
+
+    def close(self, timeout: float = 60.0) -> list[Path]:
+        """Send everything pending now (retrying within ``timeout``); return what was not sent."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            self._draining = True
+            now = time.monotonic()
+            for path in self._due:
+                if not self._failures.get(path):
+                    self._due[path] = now
+            self._cond.notify_all()
+            while (self._due or self._busy) and time.monotonic() < deadline:
+                self._cond.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+            self._stopped = True
+            self._cond.notify_all()
+        left = self.pending()
+        for thread in self._threads:
+            thread.join(timeout=0.5)
+        return left
+
+    def _next_path(self) -> Path | None:
+        """Block until a file is due; ``None`` once stopped."""
+        with self._cond:
+            while not self._stopped:
+                now = time.monotonic()
+                if self._due:
+                    path = min(self._due, key=self._due.__getitem__)
+                    wait = self._due[path] - now
+                    if wait <= 0:
+                        del self._due[path]
+                        self._busy.add(path)
+                        return path
+                else:
+                    wait = None
+                self._cond.wait(wait)
+            return None
+
+    def _work(self) -> None:
+        while (path := self._next_path()) is not None:
+            ok = self._send(path)
+            with self._cond:
+                self._busy.discard(path)
+                now = time.monotonic()
+                if ok:
+                    self._failures.pop(path, None)
+                    self._last_sent[path] = now
+                else:
+                    tries = self._failures[path] = self._failures.get(path, 0) + 1
+                    delay = min(self.backoff[1], self.backoff[0] * 2 ** (tries - 1))
+                    self._due[path] = min(self._due.get(path, now + delay), now + delay)
+                if path in self._again:
+                    closed = self._again.pop(path)
+                    earliest = now if closed or self._draining else now + self.min_interval
+                    self._due[path] = min(self._due.get(path, earliest), earliest)
+                self._cond.notify_all()
+
+    def _send(self, path: Path) -> bool:
+        if not path.exists():
+            log.warning("transfer: %s no longer exists; skipped", path)
+            return True
+        try:
+            if self._with_relative:
+                self.hook(str(path), self._relative(path))
+            else:
+                self.hook(str(path))
+        except Exception as err:  # a hook must never take training down
+            tries = self._failures.get(path, 0) + 1
+            level = logging.WARNING if tries in (1, 3) or tries % 10 == 0 else logging.DEBUG
+            log.log(level, "transfer %s failed for %s (attempt %d): %s: %s",
+                    self.name, path, tries, type(err).__name__, err)
+            return False
+        self.sent += 1
+        return True
+
+    def _relative(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return path.name
