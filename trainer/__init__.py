@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Recorder", "SummaryWriter"]
+__all__ = ["Recorder", "SummaryWriter", "fit"]
 
 
 def __getattr__(name: str) -> Any:
@@ -19,4 +19,8 @@ def __getattr__(name: str) -> Any:
         from .summary_writer import SummaryWriter
 
         return SummaryWriter
+    if name == "fit":
+        from .api import fit
+
+        return fit
     raise AttributeError(f"module 'trainer' has no attribute {name!r}")
