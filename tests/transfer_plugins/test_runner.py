@@ -1,0 +1,154 @@
+"""Resolving --remote-transfer-cmd specs and running hooks off the training thread."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from snapshot_store import Recorder
+from transfer_plugins.runner import TransferRunner, TransferSpecError, resolve_hook, run_preflight
+
+
+@pytest.fixture
+def user_dir(tmp_path, monkeypatch):
+    """A working directory holding user hook modules, as DeepLIIF users keep mysave.py."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    names = ("mysave", "broken", "pkg", "pkg.sub", "pkg.sub.mod")
+    yield tmp_path
+    for name in names:
+        sys.modules.pop(name, None)
+
+
+def _write(path: Path, code: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(code))
+
+
+def test_resolves_a_module_in_the_working_directory(user_dir):
+    _write(user_dir / "mysave.py", "def save_to_s3(source_path):\n    return source_path\n")
+    assert resolve_hook("mysave.save_to_s3")("x") == "x"
+
+
+def test_resolves_deep_dotted_paths(user_dir):
+    _write(user_dir / "pkg" / "__init__.py", "")
+    _write(user_dir / "pkg" / "sub" / "__init__.py", "")
+    _write(user_dir / "pkg" / "sub" / "mod.py", "class Uploader:\n    @staticmethod\n    def send(p):\n        return 1\n")
+    assert resolve_hook("pkg.sub.mod.Uploader.send")("x") == 1
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("mysave", "is not a dotted path"),
+        ("my-save.fn", "is not a dotted path"),
+        ("nosuchmodule.save", "no module 'nosuchmodule' found in"),
+        ("mysave.nope", "has no attribute 'nope'"),
+        ("mysave.VALUE", "'VALUE' is not callable"),
+        ("broken.fn", "importing 'broken' failed: No module named 'not_installed_dep'"),
+    ],
+)
+def test_bad_specs_fail_with_one_clear_message(user_dir, spec, message):
+    _write(user_dir / "mysave.py", "VALUE = 3\ndef save_to_s3(p):\n    pass\n")
+    _write(user_dir / "broken.py", "import not_installed_dep\ndef fn(p):\n    pass\n")
+    with pytest.raises(TransferSpecError, match=message):
+        resolve_hook(spec)
+
+
+def test_preflight_failure_is_a_start_up_error():
+    def hook(path):
+        pass
+
+    def check():
+        raise RuntimeError("bucket 'b' does not exist")
+
+    hook.preflight = check
+    with pytest.raises(TransferSpecError, match="transfer check failed .*bucket 'b' does not exist"):
+        run_preflight(hook, "mod.hook")
+
+
+def test_recorder_resolves_the_spec_before_anything_is_written(user_dir):
+    with pytest.raises(TransferSpecError):
+        Recorder(user_dir / "run" / "pickle", transfer="nosuchmodule.save", rank=1)
+    assert not (user_dir / "run").exists()
+
+
+def test_failing_hook_is_retried_with_backoff_and_never_raises(tmp_path):
+    calls: list[float] = []
+
+    def flaky(path):
+        calls.append(time.monotonic())
+        if len(calls) < 4:
+            raise ConnectionError("S3 is down")
+
+    target = tmp_path / "f"
+    target.write_text("x")
+    runner = TransferRunner(flaky, tmp_path, backoff=(0.05, 1.0))
+    runner.submit(target)
+    assert runner.close(timeout=10) == []
+    assert len(calls) == 4
+    gaps = [b - a for a, b in zip(calls, calls[1:])]
+    assert gaps == sorted(gaps)  # backing off, not hammering
+
+
+def test_close_reports_files_never_sent(tmp_path):
+    def down(path):
+        raise ConnectionError("unreachable")
+
+    files = [tmp_path / name for name in ("a", "b")]
+    for f in files:
+        f.write_text("x")
+    runner = TransferRunner(down, tmp_path, backoff=(0.01, 0.05))
+    for f in files:
+        runner.submit(f)
+    assert runner.close(timeout=0.3) == files
+
+
+def test_submit_does_not_wait_for_a_slow_hook_and_coalesces(tmp_path):
+    release = threading.Event()
+    calls: list[str] = []
+
+    def slow(path):
+        calls.append(path)
+        release.wait(10)
+
+    target = tmp_path / "segment"
+    target.write_text("x")
+    runner = TransferRunner(slow, tmp_path, workers=1)
+    for _ in range(1000):
+        runner.submit(target, closed=False)  # returns while the hook is stuck
+    assert not release.is_set()
+    release.set()
+    assert runner.close(timeout=10) == []
+    assert 1 <= len(calls) <= 2
+
+
+def test_open_files_are_rate_limited(tmp_path):
+    calls: list[float] = []
+    target = tmp_path / "active"
+    target.write_text("x")
+    runner = TransferRunner(lambda p: calls.append(time.monotonic()), tmp_path, min_interval=0.2)
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        runner.submit(target, closed=False)
+        time.sleep(0.005)
+    runner.close()
+    # At most one send per interval while open, plus the final one at close.
+    assert 1 <= len(calls) <= 1.0 / 0.2 + 2
+    assert all(b - a >= 0.19 for a, b in zip(calls, calls[1:-1]))
+
+
+def test_two_argument_hooks_get_the_path_relative_to_the_root(tmp_path):
+    got = []
+    target = tmp_path / "exp" / "pickle" / "meta.pickle"
+    target.parent.mkdir(parents=True)
+    target.write_text("x")
+    runner = TransferRunner(lambda src, rel: got.append((src, rel)), tmp_path)
+    runner.submit(target)
+    runner.close()
+    assert got == [(str(target), "exp/pickle/meta.pickle")]
