@@ -1,0 +1,424 @@
+"""Start and stop a local visdom server that never downloads anything.
+
+Stock ``python -m visdom.server`` first runs visdom's ``download_scripts()``,
+which fetches JS/CSS from CDNs and breaks without internet. Here the child
+process calls ``visdom.server.run_server.main()`` directly (no download step);
+the assets come from ``scripts/provision_visdom_assets.py`` at install time.
+
+Foreground use: ``python -m visualizer.server [--host H] [--port P] [--env-path DIR]``.
+
+visdom 0.2.4 quirks this module works around:
+
+* ``main()`` takes its options from ``sys.argv`` (single-dash flags such as
+  ``-port``), and ``--hostname`` only changes the printed URL: visdom binds
+  either 127.0.0.1 (``-bind_local``) or every interface. The child therefore
+  pins tornado's listen address to the requested host.
+* ``-enable_login`` reads ``VISDOM_USERNAME``/``VISDOM_PASSWORD`` only when
+  ``VISDOM_USE_ENV_CREDENTIALS`` is set (else it prompts on stdin), and keeps its
+  cookie secret in ``~/.visdom/COOKIE_SECRET`` whatever ``-env_path`` says,
+  exiting if that file and ``VISDOM_COOKIE`` are both missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import http.client
+import ipaddress
+import json
+import logging
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8097
+USERNAME_VAR = "VISDOM_USERNAME"
+PASSWORD_VAR = "VISDOM_PASSWORD"
+LOG_TAIL_LINES = 30
+STOP_GRACE_S = 5.0
+POLL_INTERVAL_S = 0.1
+# visdom's login page says <title>Visdom Login</title> (its index page <title>visdom</title>).
+_VISDOM_TITLE = re.compile(rb"<title>\s*visdom\b", re.IGNORECASE)
+_PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class VisdomServerError(RuntimeError):
+    """A visdom server could not be started, or none answers where one is required."""
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP literals; other names count as reachable from outside."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _url(host: str, port: int) -> str:
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # IPv6 literal
+    return f"http://{host}:{port}"
+
+
+def _http(host: str, port: int, method: str, path: str, body: bytes | None, timeout: float) -> tuple[int, str, bytes]:
+    """One HTTP request; returns (status, Server header, first 64 KiB of the body)."""
+    conn = http.client.HTTPConnection(host.strip("[]"), port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body)
+        resp = conn.getresponse()
+        return resp.status, resp.getheader("Server", ""), resp.read(64 * 1024)
+    finally:
+        conn.close()
+
+
+def _is_env_list(body: bytes) -> bool:
+    try:
+        envs = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(envs, list) and all(isinstance(e, str) for e in envs)
+
+
+def visdom_answers(host: str, port: int, timeout: float = 1.0) -> bool:
+    """True only if a visdom server (not just any HTTP server) answers at host:port.
+
+    Asks visdom's own API (``POST /env_state`` lists the envs); a server with
+    login enabled refuses that, so then its login page must be the one served at ``/``.
+    """
+    try:
+        status, server, body = _http(host, port, "POST", "/env_state", b"{}", timeout)
+        if not server.startswith("TornadoServer"):
+            return False
+        if status == 200:
+            return _is_env_list(body)
+        status, server, body = _http(host, port, "GET", "/", None, timeout)
+    except (OSError, http.client.HTTPException):
+        return False
+    return status == 200 and bool(_VISDOM_TITLE.search(body))
+
+
+def _port_open(host: str, port: int, timeout: float = 1.0) -> bool:
+    try:
+        with socket.create_connection((host.strip("[]"), port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        return f"(log {path} unreadable: {exc})"
+    return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
+
+
+class VisdomServer:
+    """A visdom server in a child process, bound to ``host:port``, started without any download.
+
+    Use as a context manager, or call :meth:`start` and :meth:`stop`. On a
+    non-loopback host visdom's login is enabled with credentials from
+    ``VISDOM_USERNAME``/``VISDOM_PASSWORD``; without them :meth:`start` refuses.
+    """
+
+    def __init__(
+        self,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        env_path: Path | None = None,
+        log_path: Path | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.env_path = Path(env_path) if env_path is not None else None
+        self.log_path = Path(log_path) if log_path is not None else None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """Base URL of the server, ``http://host:port``."""
+        return _url(self.host, self.port)
+
+    @property
+    def running(self) -> bool:
+        """Whether our child process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def login_enabled(self) -> bool:
+        """Login is required exactly when the server is reachable from other machines."""
+        return not is_loopback(self.host)
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Start the child and wait until it answers as visdom; raise VisdomServerError otherwise."""
+        if self.running:
+            return
+        env = self._child_env()  # refuses a non-loopback host without credentials
+        self._refuse_taken_port()
+        if self.log_path is None:
+            self.log_path = Path(tempfile.mkdtemp(prefix="visdom-server-")) / "visdom.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        if self.env_path is not None:
+            self.env_path.mkdir(parents=True, exist_ok=True)
+        log.info("starting visdom at %s (log: %s)", self.url, self.log_path)
+        with self.log_path.open("wb") as log_file:
+            # Own process group: a Ctrl-C in the terminal reaches only us, and stop() decides.
+            self._proc = subprocess.Popen(
+                self._child_command(),
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                env=env,
+                process_group=0,
+            )
+        self._wait_until_up(timeout)
+        log.info("visdom answers at %s (pid %d)", self.url, self._proc.pid)
+
+    def stop(self) -> None:
+        """Stop the child (SIGTERM to its process group, SIGKILL after a grace period). Idempotent."""
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        log.info("stopping visdom at %s (pid %d)", self.url, proc.pid)
+        self._signal_group(proc, signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            log.warning("visdom (pid %d) ignored SIGTERM; killing it", proc.pid)
+            self._signal_group(proc, signal.SIGKILL)
+            proc.wait()
+
+    def __enter__(self) -> VisdomServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _refuse_taken_port(self) -> None:
+        if visdom_answers(self.host, self.port):
+            raise VisdomServerError(
+                f"a visdom server already answers at {self.url}; use it (ensure_server does) or pick another port"
+            )
+        if _port_open(self.host, self.port):
+            raise VisdomServerError(
+                f"port {self.port} on {self.host} is held by something that is not visdom; "
+                "stop that program or choose another port"
+            )
+
+    def _child_command(self) -> list[str]:
+        cmd = [sys.executable, "-m", "visualizer.server", "--child", "--parent-pid", str(os.getpid())]
+        cmd += ["--host", self.host, "--port", str(self.port)]
+        if self.env_path is not None:
+            cmd += ["--env-path", str(self.env_path)]
+        if self.login_enabled:
+            cmd.append("--login")
+        return cmd
+
+    def _child_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["PYTHONUNBUFFERED"] = "1"  # visdom print()s; without this its log is empty until exit
+        # The child runs `-m visualizer.server`: make this very source tree importable there.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PROJECT_ROOT), env.get("PYTHONPATH")) if p)
+        if self.login_enabled:
+            env.update(_login_env(self.host))
+        return env
+
+    def _wait_until_up(self, timeout: float) -> None:
+        assert self._proc is not None and self.log_path is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                code = self._proc.returncode
+                self._proc = None
+                raise VisdomServerError(
+                    f"visdom server for {self.url} exited with status {code} while starting; "
+                    f"last lines of {self.log_path}:\n{_tail(self.log_path)}"
+                )
+            if visdom_answers(self.host, self.port, timeout=POLL_INTERVAL_S * 5):
+                return
+            time.sleep(POLL_INTERVAL_S)
+        self.stop()
+        raise VisdomServerError(
+            f"visdom server for {self.url} did not answer within {timeout:.0f}s; "
+            f"last lines of {self.log_path}:\n{_tail(self.log_path)}"
+        )
+
+    @staticmethod
+    def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass  # already gone
+
+
+def _login_env(host: str) -> dict[str, str]:
+    """Environment that makes visdom's ``-enable_login`` take credentials from env vars."""
+    if not (os.environ.get(USERNAME_VAR) and os.environ.get(PASSWORD_VAR)):
+        raise VisdomServerError(
+            f"refusing to start visdom on non-loopback host {host!r} without login: "
+            f"set {USERNAME_VAR} and {PASSWORD_VAR} (clients then pass them as "
+            "visdom.Visdom(username=..., password=...)), or bind 127.0.0.1"
+        )
+    env = {"VISDOM_USE_ENV_CREDENTIALS": "1"}
+    # visdom keeps its cookie secret in ~/.visdom/ whatever -env_path says, and
+    # exits when neither that file nor VISDOM_COOKIE exists.
+    cookie_dir = Path.home() / ".visdom"
+    cookie_dir.mkdir(parents=True, exist_ok=True)
+    if not (cookie_dir / "COOKIE_SECRET").is_file() and not os.environ.get("VISDOM_COOKIE"):
+        env["VISDOM_COOKIE"] = secrets.token_urlsafe(32)
+    return env
+
+
+def ensure_server(
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    start: bool = True,
+    env_path: Path | None = None,
+) -> VisdomServer | None:
+    """Make sure a visdom server answers at host:port.
+
+    Returns None when one already answers; otherwise starts one (stopped at
+    interpreter exit) and returns it. With ``start=False`` raises
+    VisdomServerError explaining how to start one instead.
+    """
+    if visdom_answers(host, port):
+        log.info("using the visdom server already answering at %s", _url(host, port))
+        return None
+    if not start:
+        raise VisdomServerError(
+            f"no visdom server answers at {_url(host, port)}; start one with "
+            f"`python -m visualizer.server --host {host} --port {port}` (offline-safe, "
+            "unlike `python -m visdom.server`), or allow this program to start it"
+        )
+    server = VisdomServer(host, port, env_path=env_path)
+    server.start()
+    atexit.register(server.stop)
+    return server
+
+
+# ---- child process side ----
+
+
+def _patch_visdom_app(host: str) -> None:
+    """Adapt visdom 0.2.4's tornado Application in this (child) process, before it is built.
+
+    * Bind exactly ``host``: visdom itself binds only 127.0.0.1 or every interface.
+    * Tornado >= 6.6 refuses to compute a version hash for static files outside
+      static/, and visdom's index.html asks for ``static_url("../user/style.css")``
+      (its per-user CSS route), so every ``GET /`` would fail with 403. The
+      static handler below leaves that one URL without a hash; requests for
+      static files are still path-checked by tornado as usual.
+    """
+    from tornado.web import HTTPError, StaticFileHandler
+    from visdom.server import app as visdom_app
+
+    class VisdomStaticFileHandler(StaticFileHandler):
+        @classmethod
+        def get_version(cls, settings: dict[str, object], path: str) -> str | None:
+            try:
+                return super().get_version(settings, path)
+            except HTTPError:
+                return None
+
+    visdom_app.tornado_settings["static_handler_class"] = VisdomStaticFileHandler
+    original_listen = visdom_app.Application.listen
+
+    def listen(self: visdom_app.Application, port: int, *args: object, **kwargs: object) -> object:
+        kwargs["address"] = host
+        return original_listen(self, port, *args, **kwargs)
+
+    visdom_app.Application.listen = listen  # type: ignore[method-assign]
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """End this child when its parent is gone, so a killed parent leaves no stray server."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        log.warning("parent %d is gone; stopping visdom", parent_pid)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _run_child(args: argparse.Namespace) -> None:
+    """Run visdom's own server main() in this process, without its download step."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # One line per HTTP request would flood the log during training.
+    logging.getLogger("tornado.access").setLevel(logging.WARNING)
+    if args.parent_pid:
+        _exit_with_parent(args.parent_pid)
+    _patch_visdom_app(args.host)
+    argv = ["visdom.server", "-port", str(args.port), "--hostname", args.host, "-logging_level", "INFO"]
+    if args.env_path:
+        argv += ["-env_path", args.env_path]
+    if is_loopback(args.host):
+        argv.append("-bind_local")
+    if args.login:
+        argv.append("-enable_login")
+    sys.argv = argv  # visdom's main() parses sys.argv itself
+    from visdom.server.run_server import main as visdom_main
+
+    visdom_main()
+
+
+def _run_foreground(args: argparse.Namespace) -> None:
+    """Serve until interrupted, for people who want a server outside any training run."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    env_path = Path(args.env_path) if args.env_path else None
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with VisdomServer(args.host, args.port, env_path=env_path) as server:
+        log.info("visdom is serving at %s; Ctrl-C stops it", server.url)
+        try:
+            while server.running and not stop.wait(1.0):
+                pass
+        except KeyboardInterrupt:
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry: serve visdom in the foreground (or, internally, be the child)."""
+    parser = argparse.ArgumentParser(description="Run an offline-safe visdom server.")
+    parser.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--env-path", default=None, help="where visdom keeps envs (default ~/.visdom)")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--parent-pid", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--login", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    try:
+        if args.child:
+            _run_child(args)
+        else:
+            _run_foreground(args)
+    except VisdomServerError as exc:
+        log.error("%s", exc)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
