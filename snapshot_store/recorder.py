@@ -28,9 +28,6 @@ from .segments import SegmentWriter
 
 log = logging.getLogger(__name__)
 
-_PLAIN = (float, int)
-
-
 def detect_rank() -> int:
     """Global rank from the launcher's environment: RANK, SLURM_PROCID, LOCAL_RANK, else 0."""
     for var in ("RANK", "SLURM_PROCID", "LOCAL_RANK"):
@@ -41,6 +38,9 @@ def detect_rank() -> int:
             except ValueError:
                 raise ValueError(f"environment variable {var}={value!r} is not an integer rank") from None
     return 0
+
+
+_now = time.time
 
 
 def _snapshot_value(value: Any) -> Any:
@@ -149,13 +149,16 @@ class Recorder:
         """
         if not self.enabled:
             return
-        values = dict(values)
-        for name, value in values.items():
-            if type(value) not in _PLAIN:
-                values[name] = _snapshot_value(value)
-        if epoch is not None:
-            self._epoch = epoch
-        self._scalars.append((group, step, self._epoch, wall_time or time.time(), values))
+        # Copy: callers often reuse one dict. Python floats, the common case,
+        # need nothing more; anything else is frozen without a device sync.
+        values = {k: v if type(v) is float else _snapshot_value(v) for k, v in values.items()}
+        if type(step) is not int:
+            step = int(step)
+        if epoch is None:
+            epoch = self._epoch
+        else:
+            self._epoch = epoch = float(epoch)
+        self._scalars.append((group, step, epoch, wall_time or _now(), values))
 
     def log_image(
         self,
@@ -370,26 +373,56 @@ class Recorder:
                               len(self._retry_frames[stream]), stream, self.store_dir)
 
     def _columns(self, records: list[tuple]) -> list[fmt.SeriesColumns]:
+        """Transpose logged records into per-series columns.
+
+        Records are grouped by their (group, names) shape first, so the per-point
+        work is list comprehensions rather than one dict lookup per value.
+        """
+        shapes: dict[tuple, list[tuple]] = {}
+        for record in records:
+            shapes.setdefault((record[0], *record[4]), []).append(record)
         series: dict[tuple[str, str], fmt.SeriesColumns] = {}
-        for group, step, epoch, wall_time, values in records:
-            for name, value in values.items():
-                try:
-                    value = value if type(value) is float else _to_float(value)
-                except (TypeError, ValueError, RuntimeError):
-                    if (group, name) not in self._bad_values:
-                        self._bad_values.add((group, name))
-                        log.warning("%s/%s: value %r is not a number; not recorded", group, name, value)
-                    continue
+        for (group, *names), recs in shapes.items():
+            steps = [r[1] for r in recs]
+            epochs = [r[2] for r in recs]
+            times = [r[3] for r in recs]
+            for name in names:
+                values = [r[4][name] for r in recs]
+                keep = None
+                if not all(type(v) is float for v in values):
+                    values, keep = self._convert(group, name, values)
                 cols = series.get((group, name))
                 if cols is None:
                     cols = series[(group, name)] = (group, name, [], [], [], [])
-                cols[2].append(int(step))
-                cols[3].append(float(epoch))
-                cols[4].append(wall_time)
-                cols[5].append(value)
-            self._step = step
-            self._last_log_time = wall_time
-        return list(series.values())
+                if keep is None:
+                    cols[2].extend(steps)
+                    cols[3].extend(epochs)
+                    cols[4].extend(times)
+                else:
+                    cols[2].extend(steps[i] for i in keep)
+                    cols[3].extend(epochs[i] for i in keep)
+                    cols[4].extend(times[i] for i in keep)
+                cols[5].extend(values)
+        if records:
+            self._step = records[-1][1]
+            self._last_log_time = records[-1][3]
+        return [cols for cols in series.values() if cols[2]]
+
+    def _convert(self, group: str, name: str, values: list) -> tuple[list[float], list[int] | None]:
+        """Floats of ``values``; indexes kept, or None when every value converted."""
+        out, keep = [], []
+        for i, value in enumerate(values):
+            try:
+                out.append(value if type(value) is float else _to_float(value))
+                keep.append(i)
+            except (TypeError, ValueError, RuntimeError):
+                self._warn_bad_value(group, name, value)
+        return out, (None if len(keep) == len(values) else keep)
+
+    def _warn_bad_value(self, group: str, name: str, value: Any) -> None:
+        if (group, name) not in self._bad_values:
+            self._bad_values.add((group, name))
+            log.warning("%s/%s: value %r is not a number; not recorded", group, name, value)
 
     def _encode_images(self, records: list[tuple]) -> list[fmt.ImageRecord]:
         out = []

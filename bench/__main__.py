@@ -1,0 +1,52 @@
+"""Run the benchmarks and print one table: ours beside the reference, measured in the same run.
+
+    python -m bench            # all
+    python -m bench store      # only bench/bench_store.py
+
+These machines are noisy: compare the ratios, not the absolute times.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+
+SUITES = ("store", "transfer", "trainer", "visualizer")
+COLUMNS = ("benchmark", "ours", "reference", "ratio", "target", "met")
+
+
+def print_table(rows: list[dict]) -> None:
+    """Print rows as an aligned text table."""
+    cells = [[str(row.get(col, "")) for col in COLUMNS] for row in rows]
+    widths = [max(len(col), *(len(c[i]) for c in cells)) for i, col in enumerate(COLUMNS)]
+    line = "  ".join(col.ljust(w) for col, w in zip(COLUMNS, widths))
+    print(line)
+    print("-" * len(line))
+    for c in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(c, widths)))
+
+
+def main(argv: list[str]) -> int:
+    """Run the named suites (all by default); exit 0 even if a target is missed."""
+    logging.basicConfig(level=logging.WARNING)
+    rows: list[dict] = []
+    for name in argv or SUITES:
+        if name not in SUITES:
+            print(f"unknown benchmark suite {name!r}; choose from {', '.join(SUITES)}", file=sys.stderr)
+            return 2
+        try:
+            module = importlib.import_module(f"bench.bench_{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"bench.bench_{name}":
+                raise
+            logging.warning("bench/bench_%s.py does not exist yet; skipped", name)
+            continue
+        print(f"running {name} ...", file=sys.stderr, flush=True)
+        rows.extend(module.run())
+    print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
