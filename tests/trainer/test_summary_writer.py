@@ -1,0 +1,42 @@
+"""trainer.SummaryWriter: a TensorBoard script switches by changing one import."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from snapshot_store import read_store
+from snapshot_store.images import decode_png
+from trainer import SummaryWriter
+
+
+def test_scalar_and_image_methods_write_the_store_in_log_dir(tmp_path):
+    with SummaryWriter(log_dir=tmp_path / "tb") as writer:
+        for step in range(3):
+            writer.add_scalar("Loss/train", torch.tensor(1.0 / (step + 1)), step)
+            writer.add_scalar("accuracy", 0.5 + step / 10, global_step=step)
+            writer.add_scalars("Loss", {"val": 2.0, "test": 3.0}, step)
+        writer.add_image("sample", torch.ones(3, 4, 5), 2)
+        writer.add_images("batch", np.zeros((4, 8, 8, 3), np.uint8), 2, dataformats="NHWC")
+        writer.flush()
+        assert writer.get_logdir() == str(tmp_path / "tb")
+    history, reader, update = read_store(tmp_path / "tb")
+    assert set(history.keys()) == {("Loss", "train"), ("scalars", "accuracy"), ("Loss", "val"),
+                                   ("Loss", "test")}
+    steps, _, _, values = history.series(("Loss", "train"))
+    assert steps == [0, 1, 2] and values == [1.0, 0.5, 1 / 3]
+    assert history.series(("scalars", "accuracy"))[3] == [0.5, 0.6, 0.7]
+    sample, batch = (decode_png(img[5]) for img in update.images)
+    assert sample.shape == (4, 5, 3) and (sample == 255).all()
+    assert batch.shape == (2 * 8 + 3 * 2, 2 * 8 + 3 * 2, 3)
+    assert update.status["state"] == "finished" and reader.warnings == []
+
+
+def test_exception_inside_the_context_marks_the_run_failed(tmp_path):
+    try:
+        with SummaryWriter(tmp_path) as writer:
+            writer.add_scalar("loss", 1.0, 0)
+            raise RuntimeError("diverged")
+    except RuntimeError:
+        pass
+    assert read_store(tmp_path)[2].status["state"] == "failed"
