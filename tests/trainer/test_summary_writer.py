@@ -24,7 +24,7 @@ def test_scalar_and_image_methods_write_the_store_in_log_dir(tmp_path):
     assert set(history.keys()) == {("Loss", "train"), ("scalars", "accuracy"), ("Loss", "val"),
                                    ("Loss", "test")}
     steps, _, _, values = history.series(("Loss", "train"))
-    assert steps == [0, 1, 2] and values == [1.0, 0.5, 1 / 3]
+    assert steps == [0, 1, 2] and values == [1.0, 0.5, float(torch.tensor(1 / 3))]
     assert history.series(("scalars", "accuracy"))[3] == [0.5, 0.6, 0.7]
     sample, batch = (decode_png(img[5]) for img in update.images)
     assert sample.shape == (4, 5, 3) and (sample == 255).all()
