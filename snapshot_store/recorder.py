@@ -469,27 +469,29 @@ class Recorder:
 # --- process exit and signals ------------------------------------------------------
 
 _open_recorders: "weakref.WeakSet[Recorder]" = weakref.WeakSet()
-_exit_hooks_installed = False
+_exit_hook_installed = False
+_signals_installed = False
 _uncaught_exception = False
 
 
 def _register_exit(recorder: Recorder, handle_signals: bool) -> None:
     """Close every open recorder at interpreter exit and on SIGTERM/SIGINT."""
-    global _exit_hooks_installed
+    global _exit_hook_installed, _signals_installed
     _open_recorders.add(recorder)
-    if _exit_hooks_installed:
-        return
-    _exit_hooks_installed = True
-    atexit.register(_close_all)
-    previous_excepthook = sys.excepthook
+    if not _exit_hook_installed:
+        _exit_hook_installed = True
+        atexit.register(_close_all)
+        previous_excepthook = sys.excepthook
 
-    def excepthook(*args):
-        global _uncaught_exception
-        _uncaught_exception = True
-        previous_excepthook(*args)
+        def excepthook(*args):
+            global _uncaught_exception
+            _uncaught_exception = True
+            previous_excepthook(*args)
 
-    sys.excepthook = excepthook
-    if handle_signals and threading.current_thread() is threading.main_thread():
+        sys.excepthook = excepthook
+    # Handlers can only be installed from the main thread.
+    if handle_signals and not _signals_installed and threading.current_thread() is threading.main_thread():
+        _signals_installed = True
         for signum in (signal.SIGTERM, signal.SIGINT):
             _chain_signal(signum)
 
