@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -240,3 +241,34 @@ def test_checkpoint_is_atomic_and_handed_to_the_transfer_hook(tmp_path):
     relative = {rel for _, rel in sent}
     assert {"run/latest.pth", "run/pickle/meta.pickle", "run/pickle/status.pickle"} <= relative
     assert not [p for p in (tmp_path / "run").iterdir() if p.name.startswith(".")]
+
+
+def test_uploads_grow_linearly_closed_segments_sent_once_when_final(tmp_path):
+    from transfer_plugins.runner import TransferRunner
+
+    sends: list[tuple[str, int]] = []
+
+    def hook(source_path, relative_path):
+        sends.append((relative_path, Path(source_path).stat().st_size))
+
+    min_interval = 0.05
+    runner = TransferRunner(hook, tmp_path, min_interval=min_interval)
+    store = tmp_path / "run" / "pickle"
+    rec = Recorder(store, transfer=runner, rank=0, handle_signals=False, flush_interval=0.01,
+                   segment_bytes=4096, segment_seconds=0.2)
+    for step in range(4000):
+        rec.log({"loss": float(step)}, step=step)
+        if step % 50 == 0:
+            time.sleep(0.01)
+    assert rec.close() == []
+    segments = sorted(store.glob("scalars-*.pickle"))
+    assert len(segments) >= 3
+    logged = sum(p.stat().st_size for p in segments)
+    for seg in segments:
+        sizes = [size for rel, size in sends if rel == f"run/pickle/{seg.name}"]
+        assert sizes[-1] == seg.stat().st_size  # the last send is the closed, final file
+        assert sizes.count(seg.stat().st_size) <= 2  # a closed segment is not sent over and over
+    shipped = sum(size for rel, size in sends if "scalars-" in rel)
+    # Each segment is resent at most once per min_interval while open: bytes
+    # shipped are a bounded multiple of bytes logged, not quadratic in them.
+    assert shipped <= logged * (0.2 / min_interval + 2)
