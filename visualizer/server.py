@@ -16,7 +16,10 @@ visdom 0.2.4 quirks this module works around:
 * ``-enable_login`` reads ``VISDOM_USERNAME``/``VISDOM_PASSWORD`` only when
   ``VISDOM_USE_ENV_CREDENTIALS`` is set (else it prompts on stdin), and keeps its
   cookie secret in ``~/.visdom/COOKIE_SECRET`` whatever ``-env_path`` says,
-  exiting if that file and ``VISDOM_COOKIE`` are both missing.
+  exiting if that file and ``VISDOM_COOKIE`` are both missing (we then pass a
+  random ``VISDOM_COOKIE``).
+* With tornado >= 6.6 visdom's index page answers 403 (see ``_patch_visdom_app``);
+  the child fixes that, stock ``python -m visdom.server`` does not.
 """
 
 from __future__ import annotations
@@ -172,8 +175,6 @@ class VisdomServer:
         if self.log_path is None:
             self.log_path = Path(tempfile.mkdtemp(prefix="visdom-server-")) / "visdom.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        if self.env_path is not None:
-            self.env_path.mkdir(parents=True, exist_ok=True)
         log.info("starting visdom at %s (log: %s)", self.url, self.log_path)
         with self.log_path.open("wb") as log_file:
             # Own process group: a Ctrl-C in the terminal reaches only us, and stop() decides.
