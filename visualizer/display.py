@@ -1,0 +1,349 @@
+"""Keep visdom windows equal to the data: append what is new, redraw what changed.
+
+Each env is drawn by an :class:`EnvDisplay` that remembers, per window and per
+trace, how much of each series is already on the server. A sync then sends at
+most one message per window: an ``append`` of the new points of every trace, or
+a full redraw when a trace is new, a series rewound (a resumed run logged a
+step again), or decimation needs the curve thinned again. Before appending it
+asks the server whether the windows still exist, so a restarted visdom server
+(or a window closed in the browser) is rebuilt from the data rather than
+appended to: no lost and no duplicated points.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from . import layout
+from .decimate import MIN_POINTS, decimate_indices
+from .model import RunData, SeriesKey
+from .series import Series
+from .status import status_view
+from .visdom_client import VisdomClient
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_POINTS = 4000
+# How often an env that has nothing new is still checked for a visdom restart.
+PROBE_INTERVAL = 2.0
+# Status panels show ages in seconds: refresh a running run's panel every second,
+# a finished one's rarely.
+STATUS_REFRESH_RUNNING = 1.0
+STATUS_REFRESH_IDLE = 30.0
+
+
+@dataclass
+class _Trace:
+    """How much of a series one drawn trace shows."""
+
+    sent: int  # series points represented on the server (an index into the series)
+    shown: int  # points actually drawn after decimation
+    rewinds: int  # the series' rewind count when drawn
+
+
+@dataclass
+class _Plan:
+    """One message for one window and the trace states it leaves on the server."""
+
+    endpoint: str
+    msg: dict[str, Any]
+    traces: dict[str, _Trace]
+    redraw: bool
+
+
+class PlotWindow:
+    """One line-plot window: decides between appending and redrawing."""
+
+    def __init__(self, spec: layout.WindowSpec, max_points: int) -> None:
+        if max_points < MIN_POINTS:
+            raise ValueError(f"--max-points must be at least {MIN_POINTS}")
+        self.spec = spec
+        self.max_points = max_points
+        self.traces: dict[str, _Trace] = {}  # label -> state, in the server's trace order
+        self.drawn = False
+
+    def invalidate(self) -> None:
+        """Forget what the server shows: the next plan redraws the window."""
+        self.drawn = False
+        self.traces = {}
+
+    def plan(self, series: dict[str, Series], env: str) -> _Plan | None:
+        """The message that brings the window up to date, or None when it is."""
+        if not series:
+            return None
+        if self._needs_redraw(series):
+            return self._redraw(series, env)
+        return self._append(series, env)
+
+    def commit(self, plan: _Plan) -> None:
+        """Record that ``plan`` reached the server."""
+        self.traces = plan.traces
+        self.drawn = True
+
+    def _needs_redraw(self, series: dict[str, Series]) -> bool:
+        if not self.drawn or set(series) != set(self.traces):
+            return True
+        for label, trace in self.traces.items():
+            s = series[label]
+            if s.rewinds != trace.rewinds or len(s) < trace.sent:
+                return True
+            if trace.shown + (len(s) - trace.sent) > self.max_points:
+                return True  # thin the curve again, then keep appending raw points
+        return False
+
+    def _redraw(self, series: dict[str, Series], env: str) -> _Plan:
+        # Leave headroom so the next redraw is many appends away.
+        target = max(MIN_POINTS, self.max_points * 3 // 4)
+        order = [label for label in self.traces if label in series] + [
+            label for label in series if label not in self.traces
+        ]
+        data, states = [], {}
+        for label in order:
+            s = series[label]
+            x, y = s.steps(), s.values()
+            if len(x) > self.max_points:
+                idx = decimate_indices(y, target)
+                x, y = x[idx], y[idx]
+            data.append(_line(label, x, y))
+            states[label] = _Trace(sent=len(s), shown=len(x), rewinds=s.rewinds)
+        msg = {
+            "data": data,
+            "win": self.spec.win,
+            "eid": env,
+            "layout": _plot_layout(self.spec),
+            "opts": {"title": self.spec.title, "showlegend": True},
+        }
+        return _Plan("events", msg, states, redraw=True)
+
+    def _append(self, series: dict[str, Series], env: str) -> _Plan | None:
+        data, states, new = [], {}, 0
+        for label, trace in self.traces.items():
+            s = series[label]
+            x, y = s.steps(trace.sent), s.values(trace.sent)
+            new += len(x)
+            # Every trace goes in, in the server's order: visdom appends data[i]
+            # to trace i. An empty one is skipped by the server.
+            data.append(_line(label, x, y))
+            states[label] = _Trace(sent=len(s), shown=trace.shown + len(x), rewinds=trace.rewinds)
+        if not new:
+            return None
+        msg = {"data": data, "win": self.spec.win, "eid": env, "name": None, "append": True,
+               "opts": {}, "layout": {}}
+        return _Plan("update", msg, states, redraw=False)
+
+
+class EnvDisplay:
+    """The windows of one visdom env and the checks that keep them true to the data."""
+
+    def __init__(self, client: VisdomClient, env: str, max_points: int, sentinel: str) -> None:
+        self.client = client
+        self.env = env
+        self.max_points = max_points
+        self.sentinel = sentinel  # a window always present once drawn: gone means the env is gone
+        self.plots: dict[str, PlotWindow] = {}
+        self.sentinel_drawn = False
+        self._last_probe = 0.0
+
+    def invalidate(self) -> None:
+        """Forget everything on the server; the next sync rebuilds the env."""
+        for window in self.plots.values():
+            window.invalidate()
+        self.sentinel_drawn = False
+
+    def _sync_plots(self, windows: list[tuple[layout.WindowSpec, dict[str, Series]]], now: float) -> bool:
+        """Bring every plot window up to date; True when something was sent."""
+        plans = self._plan_all(windows)
+        appending = [win for win, plan in plans.items() if not plan.redraw]
+        probe_due = now - self._last_probe >= PROBE_INTERVAL
+        if self.sentinel_drawn and (appending or probe_due):
+            self._last_probe = now
+            if not self.client.window_exists(self.env, self.sentinel):
+                log.info("visdom env %r is gone (server restarted or env closed): rebuilding it", self.env)
+                self.invalidate()
+                plans = self._plan_all(windows)
+            else:
+                missing = [win for win in appending if not self.client.window_exists(self.env, win)]
+                for win in missing:
+                    log.info("window %r of env %r was closed: redrawing it", win, self.env)
+                    self.plots[win].invalidate()
+                if missing:
+                    plans = self._plan_all(windows)
+        for win, plan in plans.items():
+            self.client.post(plan.endpoint, plan.msg)
+            self.plots[win].commit(plan)
+        return bool(plans)
+
+    def _plan_all(self, windows: list[tuple[layout.WindowSpec, dict[str, Series]]]) -> dict[str, _Plan]:
+        plans = {}
+        for spec, series in windows:
+            window = self.plots.get(spec.win)
+            if window is None:
+                window = self.plots[spec.win] = PlotWindow(spec, self.max_points)
+            plan = window.plan(series, self.env)
+            if plan is not None:
+                plans[spec.win] = plan
+        return plans
+
+    def _text(self, win: str, html: str, title: str) -> None:
+        self.client.post("events", {"data": [{"content": html, "type": "text"}], "win": win,
+                                    "eid": self.env, "opts": {"title": title}})
+
+
+class RunDisplay(EnvDisplay):
+    """A run's env: a plot window per group, the latest images, the status panel."""
+
+    def __init__(self, client: VisdomClient, env: str, max_points: int) -> None:
+        super().__init__(client, env, max_points, sentinel=layout.STATUS_WIN)
+        self.images_drawn: dict[SeriesKey, int] = {}  # key -> step drawn
+        self._status_html: str | None = None
+        self._status_at = 0.0
+        self.sent_steps: dict[SeriesKey, int] = {}  # last step on the server per series
+
+    def invalidate(self) -> None:  # noqa: D102
+        super().invalidate()
+        self.images_drawn.clear()
+        self._status_html = None
+
+    def sync(self, run: RunData, now: float | None = None) -> bool:
+        """Send whatever of ``run`` the server does not show yet; True if anything was sent."""
+        now = time.time() if now is None else now
+        sent = self._sync_plots(self._windows(run), now)
+        sent |= self._sync_images(run)
+        sent |= self._sync_status(run, now)
+        self.sentinel_drawn = True
+        self.sent_steps = {key: s.last_step for key, s in run.series.items() if s.last_step is not None}
+        return sent
+
+    @staticmethod
+    def _windows(run: RunData) -> list[tuple[layout.WindowSpec, dict[str, Series]]]:
+        by_win: dict[str, tuple[layout.WindowSpec, dict[SeriesKey, Series]]] = {}
+        for (group, name), series in run.series.items():
+            spec = layout.window_for_group(group)
+            by_win.setdefault(spec.win, (spec, {}))[1][(group, name)] = series
+        out = []
+        for spec, members in sorted(by_win.values(), key=lambda item: item[0].order):
+            groups = {group for group, _ in members}
+            # One group: traces are named by series; several (val + validation): group/name.
+            labels = {key: key[1] if len(groups) == 1 else f"{key[0]}/{key[1]}" for key in members}
+            out.append((spec, {labels[key]: s for key, s in members.items()}))
+        return out
+
+    def _sync_images(self, run: RunData) -> bool:
+        sent = False
+        for key, image in run.images.items():
+            if key in self.images_drawn and key not in run.changed_images:
+                continue
+            self.client.post("events", _image_message(self.env, image.group, image.name, image.step, image.png))
+            self.images_drawn[key] = image.step
+            run.changed_images.discard(key)
+            sent = True
+        return sent
+
+    def _sync_status(self, run: RunData, now: float) -> bool:
+        running = (run.status or {}).get("state") == "running"
+        refresh = STATUS_REFRESH_RUNNING if running else STATUS_REFRESH_IDLE
+        if not (run.status_changed or self._status_html is None or now - self._status_at >= refresh):
+            return False
+        html = status_view(run.status, run.meta, run.eta, now).html()
+        run.status_changed = False
+        if html == self._status_html:
+            return False
+        self._text(layout.STATUS_WIN, html, f"{run.name}: status")
+        self._status_html, self._status_at = html, now
+        return True
+
+
+class CompareDisplay(EnvDisplay):
+    """One env overlaying every run's train losses: a window per loss, a trace per run."""
+
+    SENTINEL = "runs"
+
+    def __init__(self, client: VisdomClient, env: str, max_points: int) -> None:
+        super().__init__(client, env, max_points, sentinel=self.SENTINEL)
+        self._runs_listed: list[str] | None = None
+
+    def invalidate(self) -> None:  # noqa: D102
+        super().invalidate()
+        self._runs_listed = None
+
+    def sync(self, runs: Iterable[RunData], now: float | None = None) -> bool:
+        """Overlay the ``train`` series of ``runs``; True if anything was sent."""
+        now = time.time() if now is None else now
+        runs = sorted(runs, key=lambda r: r.name)
+        windows: dict[str, tuple[layout.WindowSpec, dict[str, Series]]] = {}
+        for run in runs:
+            for (group, name), series in run.series.items():
+                if layout.window_for_group(group).win != "train":
+                    continue
+                spec = layout.WindowSpec(f"compare_{layout.safe_id(name)}", f"train {name}: all runs", name, 0)
+                windows.setdefault(spec.win, (spec, {}))[1][run.name] = series
+        sent = self._sync_plots(sorted(windows.values(), key=lambda w: w[0].win), now)
+        names = [run.name for run in runs]
+        if names != self._runs_listed:
+            items = "".join(f"<li>{n}</li>" for n in names)
+            self._text(self.SENTINEL, f"<b>runs compared</b><ul>{items}</ul>", "runs")
+            self._runs_listed = names
+            sent = True
+        self.sentinel_drawn = True
+        return sent
+
+
+# --- messages ------------------------------------------------------------------
+
+
+def _json_floats(values: np.ndarray) -> list:
+    """Values as a JSON-safe list: NaN and +/-inf become None (a gap in the line)."""
+    finite = np.isfinite(values)
+    out = values.tolist()
+    if not finite.all():
+        for i in np.flatnonzero(~finite).tolist():
+            out[i] = None
+    return out
+
+
+def _line(label: str, x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    return {"x": x.tolist(), "y": _json_floats(y), "name": label, "type": "scatter", "mode": "lines"}
+
+
+def _plot_layout(spec: layout.WindowSpec) -> dict[str, Any]:
+    return {
+        "title": spec.title,
+        "showlegend": True,
+        "margin": {"l": 60, "r": 60, "t": 60, "b": 60},
+        "xaxis": {"title": "step"},
+        "yaxis": {"title": spec.ylabel},
+    }
+
+
+def _png_size(png: bytes) -> tuple[int, int] | None:
+    """(width, height) from a PNG's IHDR chunk, without decoding the image."""
+    if len(png) >= 24 and png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR":
+        return struct.unpack(">II", png[16:24])
+    return None
+
+
+def _image_message(env: str, group: str, name: str, step: int, png: bytes) -> dict[str, Any]:
+    caption = f"{name} @ step {step}"
+    opts: dict[str, Any] = {"title": f"{group}/{name}" if group != "images" else name, "caption": caption}
+    size = _png_size(png)
+    if size:
+        # Small images (MNIST's 28 px) get a readable pane; big ones a bounded one.
+        scale = min(max(1.0, 240 / max(min(size), 1)), 640 / max(max(size), 1))
+        opts["width"], opts["height"] = int(size[0] * scale), int(size[1] * scale)
+    src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    return {
+        "data": [{"content": {"src": src, "caption": caption}, "type": "image"}],
+        "win": layout.image_window(group, name),
+        "eid": env,
+        "opts": opts,
+    }
+
+
+OnSent = Callable[[str, dict[SeriesKey, int], float], None]

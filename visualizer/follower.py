@@ -1,0 +1,278 @@
+"""The follow loop: replay each run's history, then send what is new as it lands.
+
+Local stores wake the loop through file events (watchdog: inotify on Linux);
+a polling fallback at ``poll_interval`` covers filesystems without events (NFS,
+Lustre, FUSE). S3 stores are polled, backing off while nothing changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from snapshot_store.reader import StoreReader
+
+from .display import DEFAULT_MAX_POINTS, CompareDisplay, OnSent, RunDisplay
+from .model import RunData
+from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
+from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailable
+
+log = logging.getLogger(__name__)
+
+DEFAULT_POLL_INTERVAL = 1.0
+# S3 back-off ceiling: an idle run then costs about one LIST a minute, ~60 an hour.
+DEFAULT_MAX_IDLE_INTERVAL = 60.0
+WAIT_LOG_INTERVAL = 10.0
+TICK = 1.0  # status panels and restart probes want a look at least this often
+
+
+class NoRunsError(RuntimeError):
+    """Nothing to show at ``--pickle_dir`` (raised by ``--once``)."""
+
+
+class PollSchedule:
+    """When to poll a source next: soon after a change, ever later while nothing changes."""
+
+    def __init__(self, interval: float, max_interval: float | None = None) -> None:
+        self.interval = interval
+        self.max_interval = max(interval, max_interval if max_interval is not None else interval)
+        self.delay = interval
+        self.due = 0.0
+
+    def record(self, changed: bool, now: float) -> None:
+        """Set the next due time after a poll that found (or did not find) news."""
+        self.delay = self.interval if changed else min(self.delay * 2, self.max_interval)
+        self.due = now + self.delay
+
+
+@dataclass
+class _Feed:
+    """One followed run: reader, data, display, schedule."""
+
+    spec: RunSpec
+    reader: StoreReader
+    data: RunData
+    display: RunDisplay
+    schedule: PollSchedule
+    replayed: bool = False
+    failing: str | None = field(default=None)
+
+
+class Follower:
+    """Follows every run under ``pickle_dir`` into visdom.
+
+    Call :meth:`run_once` for a single pass, or :meth:`run` to follow until
+    :meth:`stop` (thread-safe).
+    """
+
+    def __init__(
+        self,
+        pickle_dir: str,
+        client: VisdomClient,
+        *,
+        env: str | None = None,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        max_points: int = DEFAULT_MAX_POINTS,
+        max_idle_interval: float = DEFAULT_MAX_IDLE_INTERVAL,
+        use_watchdog: bool = True,
+        s3_client: Any = None,
+        on_sent: OnSent | None = None,
+    ) -> None:
+        self.runs: LocalRuns | S3Runs = locate(pickle_dir, s3_client)
+        self.client = client
+        self.env_prefix = env
+        self.poll_interval = poll_interval
+        self.max_points = max_points
+        self.max_idle_interval = max_idle_interval
+        self.use_watchdog = use_watchdog
+        self.on_sent = on_sent
+        self.feeds: dict[str, _Feed] = {}
+        self.compare: CompareDisplay | None = None
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._observer: Any = None
+        self._last_wait_log = -WAIT_LOG_INTERVAL
+        self._visdom_down_since: float | None = None
+        self._visdom_retry_at = 0.0
+
+    # --- public -------------------------------------------------------------------
+
+    def run_once(self) -> None:
+        """Read every run completely and draw it; raises NoRunsError if there is nothing."""
+        self._discover()
+        if not self.feeds:
+            raise NoRunsError(f"no snapshot store found: waiting for {self.runs.waiting_for()}")
+        now = time.time()
+        for feed in self.feeds.values():
+            self._poll(feed, now)
+        if not any(self._has_data(f) for f in self.feeds.values()):
+            raise NoRunsError(f"nothing to show yet at {self.runs}: the store is empty")
+        self._sync(time.time(), raise_errors=True)
+
+    def run(self) -> None:
+        """Follow until :meth:`stop`; visdom and source errors are logged and retried."""
+        try:
+            while not self._stop.is_set():
+                now = time.time()
+                woken = self._wake.is_set()
+                self._wake.clear()
+                self._discover()
+                self._start_watch()
+                self._poll_due(now, woken)
+                self._sync(time.time())
+                self._wake.wait(self._timeout(time.time()))
+            self._final_pass()
+        finally:
+            self._stop_watch()
+
+    def _final_pass(self) -> None:
+        # What a trainer wrote just before asking us to stop (its final status,
+        # its last points) still gets drawn.
+        now = time.time()
+        for feed in self.feeds.values():
+            self._poll(feed, now)
+        self._sync(time.time())
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to return after a last poll (from any thread)."""
+        self._stop.set()
+        self._wake.set()
+
+    def wake(self) -> None:
+        """Poll local stores now (what a file event does)."""
+        self._wake.set()
+
+    # --- discovery and polling -------------------------------------------------------
+
+    def _discover(self) -> None:
+        specs = self.runs.discover()
+        for spec in specs:
+            if spec.name in self.feeds:
+                continue
+            env = env_name(spec.name, self.env_prefix, self.runs.multi)
+            schedule = PollSchedule(
+                self.poll_interval, self.max_idle_interval if spec.remote else self.poll_interval
+            )
+            self.feeds[spec.name] = _Feed(
+                spec, StoreReader(spec.source), RunData(spec.name),
+                RunDisplay(self.client, env, self.max_points), schedule,
+            )
+            log.info("following run %r from %s in visdom env %r", spec.name, spec.source.describe(""), env)
+        if self.runs.multi and self.compare is None and len(self.feeds) >= 2:
+            env = env_name("compare", self.env_prefix or Path(str(self.runs)).name, True)
+            self.compare = CompareDisplay(self.client, env, self.max_points)
+            log.info("comparing the runs' train losses in visdom env %r", env)
+
+    def _poll_due(self, now: float, woken: bool) -> None:
+        for feed in self.feeds.values():
+            if now >= feed.schedule.due or (woken and not feed.spec.remote):
+                self._poll(feed, now)
+        if not any(self._has_data(f) for f in self.feeds.values()) and now - self._last_wait_log >= WAIT_LOG_INTERVAL:
+            self._last_wait_log = now
+            log.info("waiting for %s", self.runs.waiting_for())
+
+    def _poll(self, feed: _Feed, now: float) -> None:
+        started = time.perf_counter()
+        try:
+            update = feed.reader.poll()
+        except Exception as err:  # network, permissions: keep the other runs going
+            message = f"{type(err).__name__}: {err}"
+            if message != feed.failing:
+                log.warning("run %r: can not read %s (%s); retrying", feed.spec.name,
+                            feed.spec.source.describe(""), message)
+                feed.failing = message
+            feed.schedule.record(False, now)
+            return
+        if feed.failing:
+            log.info("run %r: %s readable again", feed.spec.name, feed.spec.source.describe(""))
+            feed.failing = None
+        changed = feed.data.apply(update)
+        feed.schedule.record(changed, now)
+        if changed and not feed.replayed:
+            feed.replayed = True
+            log.info("run %r: read %d points of %d series in %.2f s", feed.spec.name, feed.data.points,
+                     len(feed.data.series), time.perf_counter() - started)
+
+    @staticmethod
+    def _has_data(feed: _Feed) -> bool:
+        data = feed.data
+        return bool(data.series or data.images or data.meta is not None or data.status is not None)
+
+    # --- drawing ------------------------------------------------------------------
+
+    def _sync(self, now: float, raise_errors: bool = False) -> None:
+        if self._visdom_down_since is not None and now < self._visdom_retry_at and not raise_errors:
+            return
+        try:
+            for feed in self.feeds.values():
+                if self._has_data(feed) and feed.display.sync(feed.data, now) and self.on_sent:
+                    self.on_sent(feed.spec.name, dict(feed.display.sent_steps), time.time())
+            if self.compare is not None:
+                self.compare.sync([f.data for f in self.feeds.values()], now)
+        except (VisdomUnavailable, VisdomRequestError) as err:
+            if raise_errors:
+                raise
+            self._visdom_failed(err, now)
+            return
+        if self._visdom_down_since is not None:
+            log.info("visdom at %s answers again: windows rebuilt from the store", self.client.url)
+            self._visdom_down_since = None
+
+    def _visdom_failed(self, err: Exception, now: float) -> None:
+        # Whatever the server holds now is unknown: rebuild every window when it is back.
+        for feed in self.feeds.values():
+            feed.display.invalidate()
+        if self.compare is not None:
+            self.compare.invalidate()
+        if self._visdom_down_since is None:
+            self._visdom_down_since = now
+            log.warning("%s; will rebuild the windows when it answers", err)
+        self._visdom_retry_at = now + min(5.0, 0.5 + (now - self._visdom_down_since) / 4)
+
+    def _timeout(self, now: float) -> float:
+        dues = [f.schedule.due for f in self.feeds.values()]
+        due = min(dues) if dues else now + self.poll_interval
+        return max(0.005, min(due - now, TICK, self.poll_interval))
+
+    # --- file events --------------------------------------------------------------
+
+    def _start_watch(self) -> None:
+        if not self.use_watchdog or self._observer is not None or not isinstance(self.runs, LocalRuns):
+            return
+        if not self.runs.root.is_dir():
+            return  # polled until it appears; then watched
+        try:
+            from watchdog.events import FileSystemEventHandler
+            from watchdog.observers import Observer
+        except ImportError:
+            log.info("watchdog is not installed: polling every %.1f s", self.poll_interval)
+            self.use_watchdog = False
+            return
+
+        wake = self._wake
+
+        class _Wake(FileSystemEventHandler):
+            def on_any_event(self, event: Any) -> None:
+                if event.event_type != "opened" and event.event_type != "closed_no_write":
+                    wake.set()
+
+        observer = Observer()
+        try:
+            observer.schedule(_Wake(), str(self.runs.root), recursive=True)
+            observer.start()
+        except OSError as err:  # inotify watch limit, or a filesystem without events
+            log.info("no file events for %s (%s): polling every %.1f s", self.runs.root, err, self.poll_interval)
+            self.use_watchdog = False
+            return
+        self._observer = observer
+
+    def _stop_watch(self) -> None:
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=5)
+            self._observer = None
+

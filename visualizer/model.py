@@ -1,0 +1,72 @@
+"""What the visualizer knows about one run, fed by the store reader's updates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from snapshot_store.reader import Update
+
+from .series import Series
+from .status import EtaEstimator
+
+SeriesKey = tuple[str, str]  # (group, name)
+
+
+@dataclass(frozen=True)
+class ImageSnapshot:
+    """The latest PNG logged under one (group, name)."""
+
+    group: str
+    name: str
+    step: int
+    png: bytes
+
+
+class RunData:
+    """Series, latest images and the meta/status documents of one run.
+
+    :meth:`apply` records what changed since the display last looked, so the
+    display can send only that.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.series: dict[SeriesKey, Series] = {}
+        self.images: dict[SeriesKey, ImageSnapshot] = {}
+        self.meta: dict[str, Any] | None = None
+        self.status: dict[str, Any] | None = None
+        self.eta = EtaEstimator()
+        self.changed_images: set[SeriesKey] = set()
+        self.status_changed = False
+
+    def apply(self, update: Update) -> bool:
+        """Merge one reader update; True when anything is new."""
+        for group, name, steps, _epochs, _times, values in update.scalars:
+            series = self.series.get((group, name))
+            if series is None:
+                series = self.series[(group, name)] = Series()
+            series.extend(steps, values)
+        for group, name, step, _epoch, _time, png in update.images:
+            # The last one logged wins, as for scalars: a resumed run's newest image.
+            self.images[(group, name)] = ImageSnapshot(group, name, step, png)
+            self.changed_images.add((group, name))
+        if update.meta is not None:
+            self.meta = update.meta
+            self.status_changed = True
+        if update.status is not None:
+            self.status = update.status
+            self.eta.observe(update.status)
+            self.status_changed = True
+        return bool(update)
+
+    @property
+    def points(self) -> int:
+        """Scalar points held."""
+        return sum(len(s) for s in self.series.values())
+
+    @property
+    def last_step(self) -> int | None:
+        """Highest step of any series."""
+        steps = [s.last_step for s in self.series.values() if s.last_step is not None]
+        return max(steps) if steps else None

@@ -1,0 +1,120 @@
+"""Finding the runs under ``--pickle_dir``: one store, a run dir, or a directory of runs."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from snapshot_store import format as fmt
+from snapshot_store.reader import LocalSource, Source
+
+from .layout import safe_id
+from .s3 import S3Location, S3Source, is_s3_url
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A run found under the root: its display name and where its store is."""
+
+    name: str
+    source: Source
+    remote: bool  # polled with back-off (S3) rather than woken by file events
+
+
+def is_store(path: Path) -> bool:
+    """True when ``path`` holds snapshot store files."""
+    try:
+        with os.scandir(path) as entries:
+            return any(
+                e.name in (fmt.META_FILE, fmt.STATUS_FILE) or fmt.parse_segment_name(e.name)
+                for e in entries
+            )
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return False
+
+
+class LocalRuns:
+    """Runs under a local directory, re-scanned on every call so later runs are picked up.
+
+    ``root`` may be a store (``<name>/pickle``, or a SummaryWriter log dir), a run
+    dir holding ``pickle/``, or a directory of runs, each ``<name>/pickle`` or a
+    store itself.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.multi = False  # True once the root turned out to be a directory of runs
+        self._sources: dict[Path, LocalSource] = {}
+
+    def __str__(self) -> str:
+        return str(self.root)
+
+    def waiting_for(self) -> str:
+        """What is missing, for the 'waiting' message."""
+        if not self.root.exists():
+            return f"{self.root} to appear (no snapshot store there yet)"
+        return f"a run in {self.root} (a store: {self.root}/<name>/pickle/meta.pickle)"
+
+    def discover(self) -> list[RunSpec]:
+        """The runs there now, in name order."""
+        root = self.root
+        if is_store(root):
+            name = root.parent.name if root.name == "pickle" else root.name
+            return [self._spec(name or "run", root)]
+        if is_store(root / "pickle"):
+            return [self._spec(root.name or "run", root / "pickle")]
+        found = []
+        try:
+            children = sorted(e.path for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return []
+        for child in map(Path, children):
+            if is_store(child / "pickle"):
+                found.append(self._spec(child.name, child / "pickle"))
+            elif is_store(child):
+                found.append(self._spec(child.name, child))
+        if found:
+            self.multi = True
+        return found
+
+    def _spec(self, name: str, store: Path) -> RunSpec:
+        source = self._sources.get(store)
+        if source is None:
+            source = self._sources[store] = LocalSource(store)
+        return RunSpec(name, source, remote=False)
+
+
+class S3Runs:
+    """One run's store under an S3 prefix."""
+
+    multi = False
+
+    def __init__(self, url: str, client: Any = None) -> None:
+        self.location = S3Location.parse(url)
+        self._spec = RunSpec(self.location.run_name, S3Source(self.location, client), remote=True)
+
+    def __str__(self) -> str:
+        return str(self.location)
+
+    def waiting_for(self) -> str:  # noqa: D102
+        return f"a snapshot store at {self.location}"
+
+    def discover(self) -> list[RunSpec]:  # noqa: D102
+        # The first poll of the run itself tells whether anything is there.
+        return [self._spec]
+
+
+def locate(pickle_dir: str, s3_client: Any = None) -> LocalRuns | S3Runs:
+    """The run finder for a ``--pickle_dir`` value (a path or an ``s3://`` URL)."""
+    if is_s3_url(pickle_dir):
+        return S3Runs(pickle_dir, s3_client)
+    return LocalRuns(Path(pickle_dir).expanduser())
+
+
+def env_name(run: str, prefix: str | None, multi: bool) -> str:
+    """visdom env of a run: the run's name, or ``--env`` (a prefix when there are many runs)."""
+    if prefix and multi:
+        return safe_id(f"{prefix}_{run}")
+    return safe_id(prefix or run)

@@ -1,0 +1,133 @@
+"""The status panel: state, progress, ETA, and whether the run has gone silent."""
+
+from __future__ import annotations
+
+import html
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+# A heartbeat this many intervals late means the trainer is gone (killed, hung,
+# or its host down) even though its last status still says "running".
+STALE_AFTER_HEARTBEATS = 3.0
+DEFAULT_HEARTBEAT = 5.0
+RATE_WINDOW_SECONDS = 120.0
+
+
+def is_stale(status: dict[str, Any], now: float | None = None) -> bool:
+    """True when a running run's heartbeat is more than ~3 intervals old."""
+    if status.get("state") != "running":
+        return False
+    updated = _number(status.get("updated"))
+    if updated is None:
+        return False
+    heartbeat = _number(status.get("heartbeat_seconds")) or DEFAULT_HEARTBEAT
+    now = time.time() if now is None else now
+    return now - updated > STALE_AFTER_HEARTBEATS * heartbeat
+
+
+class EtaEstimator:
+    """Steps per second over the recent status updates, and the time left at that rate."""
+
+    def __init__(self, window_seconds: float = RATE_WINDOW_SECONDS) -> None:
+        self.window_seconds = window_seconds
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def observe(self, status: dict[str, Any]) -> None:
+        """Record the ``(updated, step)`` of a status document."""
+        updated, step = _number(status.get("updated")), status.get("step")
+        if updated is None or not isinstance(step, int):
+            return
+        if self._samples and (step < self._samples[-1][1] or updated < self._samples[-1][0]):
+            self._samples.clear()  # a resumed run went back: the old rate means nothing
+        self._samples.append((updated, step))
+        while len(self._samples) > 2 and updated - self._samples[0][0] > self.window_seconds:
+            self._samples.popleft()
+
+    def rate(self) -> float | None:
+        """Steps per second, or None before two distinct samples exist."""
+        if len(self._samples) < 2:
+            return None
+        (t0, s0), (t1, s1) = self._samples[0], self._samples[-1]
+        if t1 <= t0 or s1 <= s0:
+            return None
+        return (s1 - s0) / (t1 - t0)
+
+    def eta_seconds(self, status: dict[str, Any]) -> float | None:
+        """Seconds until ``total_steps`` at the recent rate; None if unknown."""
+        total, step = status.get("total_steps"), status.get("step")
+        rate = self.rate()
+        if not isinstance(total, (int, float)) or not isinstance(step, int) or not rate:
+            return None
+        return max(0.0, (total - step) / rate)
+
+
+@dataclass
+class StatusView:
+    """What the panel shows; built from the status and meta documents."""
+
+    state: str
+    stale: bool
+    rows: list[tuple[str, str]]
+
+    def html(self) -> str:
+        """The panel as an HTML table (visdom text windows render HTML)."""
+        color = {"running": "#1a7f37", "finished": "#0550ae", "failed": "#cf222e"}.get(self.state, "#555")
+        badge = self.state.upper()
+        if self.stale:
+            badge, color = "STALE (no heartbeat)", "#bc4c00"
+        cells = "".join(
+            f"<tr><td style='padding-right:1em;color:#555'>{html.escape(k)}</td>"
+            f"<td>{html.escape(v)}</td></tr>"
+            for k, v in self.rows
+        )
+        return (
+            f"<div style='font-family:sans-serif'><b style='color:{color}'>{html.escape(badge)}</b>"
+            f"<table style='margin-top:4px'>{cells}</table></div>"
+        )
+
+
+def status_view(
+    status: dict[str, Any] | None,
+    meta: dict[str, Any] | None,
+    eta: EtaEstimator | None = None,
+    now: float | None = None,
+) -> StatusView:
+    """Assemble the panel's rows: state, epoch, step, world size, host, ETA, ages."""
+    status, meta = status or {}, meta or {}
+    now = time.time() if now is None else now
+    state = str(status.get("state", "waiting for status"))
+    rows: list[tuple[str, str]] = []
+    step, total = status.get("step"), status.get("total_steps")
+    step_text = "-" if step is None else str(step)
+    if isinstance(total, (int, float)):
+        step_text += f" / {int(total)}"
+    rows.append(("step", step_text))
+    epoch = _number(status.get("epoch"))
+    rows.append(("epoch", "-" if epoch is None else f"{epoch:.2f}"))
+    rows.append(("world size", str(meta.get("world_size", status.get("world_size", "-")))))
+    rows.append(("host", str(status.get("host") or ", ".join(map(str, meta.get("hosts", []))) or "-")))
+    remaining = eta.eta_seconds(status) if eta and state == "running" else None
+    rows.append(("ETA", "-" if remaining is None else format_duration(remaining)))
+    last_log = _number(status.get("last_log_time"))
+    rows.append(("last value logged", "-" if last_log is None else f"{format_duration(now - last_log)} ago"))
+    updated = _number(status.get("updated"))
+    rows.append(("last heartbeat", "-" if updated is None else f"{format_duration(now - updated)} ago"))
+    return StatusView(state=state, stale=is_stale(status, now), rows=rows)
+
+
+def format_duration(seconds: float) -> str:
+    """``3h 04m``, ``4m 05s`` or ``12s``."""
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
