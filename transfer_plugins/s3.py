@@ -1,0 +1,221 @@
+"""Upload store files and checkpoints to S3.
+
+Use with ``--remote-transfer-cmd transfer_plugins.s3.save_to_s3``. Configured by
+the environment only, so no secret is ever in a command line, in code or in a log:
+
+``TRANSFER_S3_URI=s3://bucket/prefix``
+    where files go; the key of a file is ``<prefix>/<relative_path>``, e.g.
+    ``prefix/myrun/pickle/scalars-00000000.pickle``.
+boto3's standard configuration
+    credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, instance
+    roles, ...), AWS_DEFAULT_REGION, and AWS_ENDPOINT_URL for S3-compatible servers.
+
+Uploads go through boto3's transfer manager: multipart above
+:data:`MULTIPART_THRESHOLD`, every part with a CRC32 checksum that the server
+verifies. A file unchanged since its last successful upload is not sent again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
+from botocore.exceptions import ConnectionError as BotoConnectionError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    HTTPClientError,
+    NoCredentialsError,
+    PartialCredentialsError,
+)
+
+from transfer_plugins.common import SentRecord, checked_relative
+
+log = logging.getLogger(__name__)
+
+URI_ENV = "TRANSFER_S3_URI"
+_URI_RE = re.compile(r"s3://(?P<bucket>[^/?#\s]+)(?:/(?P<prefix>[^?#]*))?")
+
+MiB = 1024 * 1024
+MULTIPART_THRESHOLD = 16 * MiB
+CHECKSUM_ALGORITHM = "CRC32"
+TRANSFER_CONFIG = TransferConfig(
+    multipart_threshold=MULTIPART_THRESHOLD,
+    multipart_chunksize=8 * MiB,
+    max_concurrency=4,
+)
+_CLIENT_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 3},
+    connect_timeout=10,
+    read_timeout=60,
+    # Several runner workers, each with a multipart upload of max_concurrency parts.
+    max_pool_connections=32,
+)
+
+_DENIED_CODES = {"403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"}
+_MISSING_BUCKET_CODES = {"404", "NoSuchBucket"}
+
+
+class S3TransferError(RuntimeError):
+    """S3 transfer misconfigured or unusable; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Bucket and key prefix parsed from ``TRANSFER_S3_URI``."""
+
+    bucket: str
+    prefix: str
+
+    @classmethod
+    def from_env(cls) -> Destination:
+        """The destination named by ``TRANSFER_S3_URI``; S3TransferError if unset or malformed."""
+        uri = os.environ.get(URI_ENV, "").strip()
+        if not uri:
+            raise S3TransferError(f"{URI_ENV} is not set: set it to s3://<bucket>/<prefix>")
+        match = _URI_RE.fullmatch(uri)
+        if not match:
+            raise S3TransferError(f"{URI_ENV}={uri!r} is not of the form s3://<bucket>/<prefix>")
+        return cls(match["bucket"], (match["prefix"] or "").strip("/"))
+
+    def key(self, relative_path: str) -> str:
+        """Object key of a file at ``relative_path`` under the checkpoints dir."""
+        relative = str(checked_relative(relative_path))
+        return f"{self.prefix}/{relative}" if self.prefix else relative
+
+    def __str__(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}"
+
+
+class _Uploader:
+    """Client, destination and upload record of this process."""
+
+    def __init__(self, destination: Destination) -> None:
+        self.destination = destination
+        try:
+            # A session of our own: boto3's default session is not thread-safe.
+            self.client = boto3.session.Session().client("s3", config=_CLIENT_CONFIG)
+        except ValueError as err:  # e.g. "Invalid endpoint" from AWS_ENDPOINT_URL
+            raise S3TransferError(f"cannot create the S3 client: {err}") from err
+        self.record = SentRecord()
+
+    @property
+    def endpoint(self) -> str:
+        return self.client.meta.endpoint_url
+
+    def upload(self, source: Path, relative_path: str) -> bool:
+        """Upload ``source`` unless unchanged since its last upload; True if sent."""
+        key = self.destination.key(relative_path)
+
+        def send() -> None:
+            self.client.upload_file(
+                str(source),
+                self.destination.bucket,
+                key,
+                ExtraArgs={"ChecksumAlgorithm": CHECKSUM_ALGORITHM},
+                Config=TRANSFER_CONFIG,
+            )
+
+        sent = self.record.send_if_changed(key, source, send)
+        action = "uploaded" if sent else "unchanged, skipped"
+        log.debug("%s s3://%s/%s", action, self.destination.bucket, key)
+        return sent
+
+    def check(self) -> None:
+        """Raise S3TransferError unless the bucket exists and takes a write."""
+        bucket = self.destination.bucket
+        probe = self.destination.key(f".preflight-{uuid.uuid4().hex}")
+        try:
+            self.client.head_bucket(Bucket=bucket)
+            self.client.put_object(
+                Bucket=bucket, Key=probe, Body=b"", ChecksumAlgorithm=CHECKSUM_ALGORITHM
+            )
+        except (BotoCoreError, ClientError) as err:
+            raise S3TransferError(self._explain(err)) from err
+        try:
+            self.client.delete_object(Bucket=bucket, Key=probe)
+        except (BotoCoreError, ClientError) as err:
+            # Uploads never delete, so credentials without delete rights are fine.
+            log.warning("could not delete the preflight probe s3://%s/%s: %s", bucket, probe, err)
+        log.info("S3 transfer ready: %s at %s", self.destination, self.endpoint)
+
+    def _explain(self, err: Exception) -> str:
+        where = f"S3 bucket {self.destination.bucket!r} at {self.endpoint}"
+        if isinstance(err, (NoCredentialsError, PartialCredentialsError)):
+            hint = (
+                "no usable AWS credentials: set AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
+            )
+        elif isinstance(err, (BotoConnectionError, HTTPClientError)):
+            hint = (
+                f"endpoint unreachable ({err}): check AWS_ENDPOINT_URL and the "
+                "network, and that the S3 server is running"
+            )
+        elif isinstance(err, ClientError):
+            hint = _explain_client_error(err, self.destination.bucket)
+        else:
+            hint = str(err)
+        return f"cannot upload to {where}: {hint}"
+
+
+def _explain_client_error(err: ClientError, bucket: str) -> str:
+    error: dict[str, Any] = err.response.get("Error", {})
+    code = str(error.get("Code", ""))
+    status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    if code in _MISSING_BUCKET_CODES:
+        return (
+            f"the bucket does not exist: create it (e.g. `aws s3 mb s3://{bucket}`) "
+            f"or fix {URI_ENV}"
+        )
+    if code in _DENIED_CODES or status == 403:
+        return (
+            f"access denied ({code}): check the credentials (AWS_ACCESS_KEY_ID/"
+            "AWS_SECRET_ACCESS_KEY or AWS_PROFILE) and that they may write to this bucket"
+        )
+    return f"S3 answered {code or status}: {error.get('Message', err)}"
+
+
+_lock = threading.Lock()
+_uploader: _Uploader | None = None
+
+
+def _current() -> _Uploader:
+    """The process's uploader, built from the environment on first use."""
+    global _uploader
+    with _lock:
+        if _uploader is None:
+            _uploader = _Uploader(Destination.from_env())
+        return _uploader
+
+
+def save_to_s3(source_path: str | os.PathLike[str], relative_path: str) -> bool:
+    """Upload ``source_path`` to ``<prefix>/<relative_path>`` unless unchanged.
+
+    Returns whether the file was sent. Upload errors propagate for the runner
+    to retry.
+    """
+    return _current().upload(Path(source_path), relative_path)
+
+
+def preflight() -> None:
+    """Check once at start-up that uploads can work; S3TransferError says what to fix."""
+    _current().check()
+
+
+def reset() -> None:
+    """Forget client, destination and upload record; the next call re-reads the env."""
+    global _uploader
+    with _lock:
+        _uploader = None
+
+
+save_to_s3.preflight = preflight  # type: ignore[attr-defined]
