@@ -167,7 +167,7 @@ def fetch_tarball(spec: str, cache_dir: Path) -> Path:
         log.info("npm pack %s", spec)
         try:
             proc = subprocess.run(
-                [npm, "pack", "--silent", "--pack-destination", scratch, spec],
+                [npm, "pack", "--loglevel=error", "--pack-destination", scratch, spec],
                 capture_output=True,
                 text=True,
                 timeout=NPM_TIMEOUT_S,
