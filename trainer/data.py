@@ -1,0 +1,198 @@
+"""Image-folder datasets read with Pillow, and a generator of a small real one.
+
+The layout is the one torchvision's ``ImageFolder`` reads (torchvision itself is
+not a dependency)::
+
+    DATAROOT/train/<class>/*.png|jpg
+    DATAROOT/val/<class>/*.png|jpg
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
+SPLITS = ("train", "val")
+SHAPES = ("circle", "square", "triangle", "cross", "ring", "bar")
+
+
+class DataError(ValueError):
+    """A dataroot that can not be trained on; the message says what to fix."""
+
+
+class ImageFolder:
+    """``root/<class>/<image>`` as ``(float CHW tensor in [0, 1], class index)`` pairs.
+
+    Images are converted to RGB and resized to ``image_size`` when they differ.
+    Decoded images are kept in memory (``cache=True``) because the datasets this
+    trainer targets are small and decoding dominates a CPU step otherwise.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], classes: list[str] | None = None,
+                 image_size: int | None = None, cache: bool = True,
+                 transform: Callable | None = None) -> None:
+        self.root = Path(root)
+        self.classes = classes if classes is not None else find_classes(self.root)
+        self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
+        self.samples: list[tuple[Path, int]] = [
+            (path, self.class_to_idx[name])
+            for name in self.classes
+            for path in _image_files(self.root / name)
+        ]
+        self.targets = [label for _, label in self.samples]
+        self.image_size = image_size
+        self.transform = transform
+        self._cache: dict[int, np.ndarray] | None = {} if cache else None
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, index: int):
+        import torch
+
+        pixels = self._pixels(index)
+        image = torch.from_numpy(pixels).permute(2, 0, 1).float().div_(255.0)
+        if self.transform is not None:
+            image = self.transform(image)
+        return image, self.samples[index][1]
+
+    def _pixels(self, index: int) -> np.ndarray:
+        if self._cache is not None and index in self._cache:
+            return self._cache[index]
+        path = self.samples[index][0]
+        with Image.open(path) as img:
+            img = img.convert("RGB")
+            if self.image_size and img.size != (self.image_size, self.image_size):
+                img = img.resize((self.image_size, self.image_size), Image.BILINEAR)
+            pixels = np.asarray(img, dtype=np.uint8).copy()
+        if self._cache is not None:
+            self._cache[index] = pixels
+        return pixels
+
+
+def _image_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+
+
+def find_classes(split_dir: Path) -> list[str]:
+    """Sorted names of the class folders of one split."""
+    return sorted(p.name for p in split_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def check_dataroot(dataroot: str | os.PathLike[str]) -> dict[str, int]:
+    """Check the layout without decoding anything; return the image count per split.
+
+    Raises :class:`DataError` with one line that names the problem and the path.
+    """
+    root = Path(dataroot)
+    if not root.exists():
+        raise DataError(f"--dataroot {root}: no such directory")
+    if not root.is_dir():
+        raise DataError(f"--dataroot {root}: not a directory")
+    train = root / "train"
+    if not train.is_dir():
+        found = ", ".join(sorted(p.name for p in root.iterdir())[:5]) or "nothing"
+        raise DataError(f"--dataroot {root}: expected {train}/<class>/*.png (found {found}); "
+                        f"create one with: python -m trainer make-dataset {root}")
+    counts = {}
+    train_classes = find_classes(train)
+    for split in SPLITS:
+        split_dir = root / split
+        if not split_dir.is_dir():
+            continue
+        classes = find_classes(split_dir)
+        if not classes:
+            raise DataError(f"--dataroot {root}: {split_dir} has no class folders")
+        if split != "train" and classes != train_classes:
+            raise DataError(f"--dataroot {root}: classes of {split}/ {classes} differ from "
+                            f"train/ {train_classes}")
+        counts[split] = sum(len(_image_files(split_dir / name)) for name in classes)
+        if counts[split] == 0:
+            raise DataError(f"--dataroot {root}: no images ({'/'.join(IMAGE_SUFFIXES)}) "
+                            f"under {split_dir}/<class>/")
+    if len(train_classes) < 2:
+        raise DataError(f"--dataroot {root}: need at least 2 class folders in {train}, "
+                        f"found {train_classes}")
+    return counts
+
+
+def load_datasets(dataroot: str | os.PathLike[str], image_size: int | None = None,
+                  cache: bool = True) -> dict[str, ImageFolder]:
+    """The ``train`` and (when present) ``valid`` splits of an image folder."""
+    root = Path(dataroot)
+    counts = check_dataroot(root)
+    classes = find_classes(root / "train")
+    datasets = {"train": ImageFolder(root / "train", classes, image_size, cache)}
+    if "val" in counts:
+        datasets["valid"] = ImageFolder(root / "val", classes, image_size, cache)
+    return datasets
+
+
+# --- a generated dataset of noisy shapes ----------------------------------------------
+
+
+def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, cx: float, cy: float, r: float,
+                angle: float, color: tuple[int, int, int]) -> None:
+    def rotated(points):
+        c, s = math.cos(angle), math.sin(angle)
+        return [(cx + x * c - y * s, cy + x * s + y * c) for x, y in points]
+
+    width = max(1, round(r / 3))
+    if shape == "circle":
+        draw.ellipse([cx - r, cy - r, cx + r, cy + r], fill=color)
+    elif shape == "ring":
+        draw.ellipse([cx - r, cy - r, cx + r, cy + r], outline=color, width=width)
+    elif shape == "square":
+        draw.polygon(rotated([(-r, -r), (r, -r), (r, r), (-r, r)]), fill=color)
+    elif shape == "triangle":
+        draw.polygon(rotated([(0, -r), (r * 0.87, r * 0.5), (-r * 0.87, r * 0.5)]), fill=color)
+    elif shape == "cross":
+        draw.line(rotated([(-r, 0), (r, 0)]), fill=color, width=width)
+        draw.line(rotated([(0, -r), (0, r)]), fill=color, width=width)
+    elif shape == "bar":
+        draw.polygon(rotated([(-r, -r / 3), (r, -r / 3), (r, r / 3), (-r, r / 3)]), fill=color)
+    else:
+        raise ValueError(f"unknown shape {shape!r}")
+
+
+def render_shape(shape: str, size: int, rng: random.Random, noise: float = 24.0) -> Image.Image:
+    """One ``size``×``size`` RGB image of ``shape`` at a random place, scale, angle and color."""
+    background = tuple(rng.randrange(0, 90) for _ in range(3))
+    color = tuple(rng.randrange(140, 256) for _ in range(3))
+    img = Image.new("RGB", (size, size), background)
+    r = rng.uniform(0.2, 0.38) * size
+    cx, cy = (rng.uniform(r, size - r) for _ in range(2))
+    _draw_shape(ImageDraw.Draw(img), shape, cx, cy, r, rng.uniform(0, math.pi), color)
+    pixels = np.asarray(img, dtype=np.float32)
+    noise_rng = np.random.default_rng(rng.getrandbits(32))
+    pixels = pixels + noise_rng.normal(0.0, noise, pixels.shape)
+    return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
+
+
+def make_dataset(out_dir: str | os.PathLike[str], classes: int = 4, train_per_class: int = 400,
+                 val_per_class: int = 100, image_size: int = 32, seed: int = 0) -> dict[str, int]:
+    """Write ``out_dir/{train,val}/<shape>/*.png``; return the image count per split.
+
+    The defaults make 2,000 32×32 images, about 3 MB.
+    """
+    if not 2 <= classes <= len(SHAPES):
+        raise ValueError(f"classes must be between 2 and {len(SHAPES)}, not {classes}")
+    out = Path(out_dir)
+    rng = random.Random(seed)
+    counts = {}
+    for split, per_class in (("train", train_per_class), ("val", val_per_class)):
+        for shape in SHAPES[:classes]:
+            folder = out / split / shape
+            folder.mkdir(parents=True, exist_ok=True)
+            for i in range(per_class):
+                render_shape(shape, image_size, rng).save(folder / f"{shape}_{i:05d}.png",
+                                                          optimize=False)
+        counts[split] = classes * per_class
+    return counts
