@@ -69,9 +69,6 @@ def main(argv: list[str] | None = None) -> int:
     """Follow (or with ``--once``, ingest) ``--pickle_dir`` into visdom; the exit status."""
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level)
-    if args.poll_interval <= 0:
-        log.error("--poll-interval must be positive")
-        return EXIT_NO_DATA
     host = parse_host(args.server)
     client = VisdomClient(host, args.port)
     try:

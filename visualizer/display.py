@@ -68,6 +68,8 @@ class PlotWindow:
         self.max_points = max_points
         self.traces: dict[str, _Trace] = {}  # label -> state, in the server's trace order
         self.drawn = False
+        self.redraws = 0  # messages sent, by kind: appends should be the common case
+        self.appends = 0
 
     def invalidate(self) -> None:
         """Forget what the server shows: the next plan redraws the window."""
@@ -86,6 +88,10 @@ class PlotWindow:
         """Record that ``plan`` reached the server."""
         self.traces = plan.traces
         self.drawn = True
+        if plan.redraw:
+            self.redraws += 1
+        else:
+            self.appends += 1
 
     def _needs_redraw(self, series: dict[str, Series]) -> bool:
         if not self.drawn or set(series) != set(self.traces):

@@ -16,6 +16,7 @@ from typing import Any
 
 from snapshot_store.reader import StoreReader
 
+from .decimate import MIN_POINTS
 from .display import DEFAULT_MAX_POINTS, CompareDisplay, OnSent, RunDisplay
 from .model import RunData
 from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
@@ -82,6 +83,10 @@ class Follower:
         s3_client: Any = None,
         on_sent: OnSent | None = None,
     ) -> None:
+        if max_points < MIN_POINTS:
+            raise ValueError(f"max_points (--max-points) must be at least {MIN_POINTS}, not {max_points}")
+        if poll_interval <= 0:
+            raise ValueError(f"poll_interval (--poll-interval) must be positive, not {poll_interval}")
         self.runs: LocalRuns | S3Runs = locate(pickle_dir, s3_client)
         self.client = client
         self.env_prefix = env

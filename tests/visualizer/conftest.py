@@ -1,0 +1,99 @@
+"""Helpers for the visualizer tests: a visdom reader, a background follower, waiting."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+import warnings
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from visualizer.follower import Follower
+from visualizer.visdom_client import VisdomClient
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, interval: float = 0.02) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last_error = None
+    while time.monotonic() < deadline:
+        try:
+            result = predicate()
+            if result:
+                return result
+        except Exception as err:  # the window may not exist yet
+            last_error = err
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s (last error: {last_error!r})")
+
+
+class VisdomReader:
+    """Reads windows back through visdom's own client (``Visdom.get_window_data``)."""
+
+    def __init__(self, port: int) -> None:
+        import visdom  # the reference client; slow to import (it imports torch), so only here
+
+        logging.getLogger("visdom").setLevel(logging.ERROR)  # its socket-less setup chatter
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.viz = visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False,
+                                     raise_exceptions=True)
+
+    def traces(self, env: str, win: str) -> dict[str, tuple[list, list]]:
+        """Trace name -> (x, y) of a plot window."""
+        data = json.loads(self.viz.get_window_data(win, env))
+        return {t["name"]: (t["x"], t["y"]) for t in data["content"]["data"]}
+
+    def windows(self, env: str) -> dict[str, Any]:
+        """Window id -> window JSON for every window of ``env``."""
+        return json.loads(self.viz.get_window_data(None, env))
+
+    def has_window(self, env: str, win: str) -> bool:
+        """True when ``win`` exists in ``env``."""
+        return bool(self.viz.win_exists(win, env))
+
+    def envs(self) -> list[str]:
+        """Env names on the server."""
+        return self.viz.get_env_list()
+
+
+@pytest.fixture(scope="session")
+def reader(visdom_server) -> VisdomReader:
+    """Reads back the session visdom server's windows."""
+    return VisdomReader(visdom_server.port)
+
+
+@pytest.fixture
+def run_name() -> str:
+    """A run name no other test uses, so envs on the shared server never collide."""
+    return f"run-{uuid.uuid4().hex[:8]}"
+
+
+@contextmanager
+def following(pickle_dir, port: int, **options: Any) -> Iterator[Follower]:
+    """A Follower running in a background thread until the block ends."""
+    options.setdefault("poll_interval", 0.2)
+    follower = Follower(str(pickle_dir), VisdomClient("127.0.0.1", port), **options)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            follower.run()
+        except BaseException as err:  # surfaced in the test thread
+            errors.append(err)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield follower
+    finally:
+        follower.stop()
+        thread.join(15)
+    assert not thread.is_alive(), "follower did not stop"
+    if errors:
+        raise errors[0]

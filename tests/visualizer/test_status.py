@@ -1,0 +1,72 @@
+"""The status panel: STALE detection, ETA, rendering; the window layout of groups."""
+
+from __future__ import annotations
+
+from visualizer.follower import DEFAULT_MAX_IDLE_INTERVAL, DEFAULT_POLL_INTERVAL, PollSchedule
+from visualizer.layout import window_for_group
+from visualizer.status import EtaEstimator, format_duration, is_stale, status_view
+
+NOW = 1_700_000_000.0
+
+
+def running(updated_ago: float, **extra):
+    return {"state": "running", "updated": NOW - updated_ago, "heartbeat_seconds": 5.0, **extra}
+
+
+def test_stale_only_when_running_and_heartbeat_late():
+    assert not is_stale(running(4.0), NOW)
+    assert not is_stale(running(14.0), NOW)
+    assert is_stale(running(16.0), NOW)
+    assert not is_stale({**running(1000.0), "state": "finished"}, NOW)
+
+
+def test_panel_shows_fields_and_flags_stale():
+    meta = {"world_size": 4, "hosts": ["node1"]}
+    view = status_view(running(60.0, step=500, epoch=1.5, total_steps=1000, host="node1",
+                                    last_log_time=NOW - 61.0), meta, None, NOW)
+    rows = dict(view.rows)
+    assert view.stale and "STALE" in view.html()
+    assert rows["step"] == "500 / 1000" and rows["epoch"] == "1.50"
+    assert rows["world size"] == "4" and rows["host"] == "node1"
+    assert rows["last heartbeat"] == "1m 00s ago"
+    fresh = status_view(running(1.0, step=1), meta, None, NOW)
+    assert not fresh.stale and "RUNNING" in fresh.html()
+
+
+def test_eta_from_recent_rate_and_reset_on_resume():
+    eta = EtaEstimator()
+    eta.observe({"updated": NOW, "step": 100})
+    eta.observe({"updated": NOW + 10, "step": 200, "total_steps": 1200})
+    assert eta.rate() == 10.0
+    assert eta.eta_seconds({"step": 200, "total_steps": 1200}) == 100.0
+    eta.observe({"updated": NOW + 20, "step": 50})  # resumed from an earlier checkpoint
+    assert eta.rate() is None
+
+
+def test_format_duration():
+    assert format_duration(5) == "5s"
+    assert format_duration(125) == "2m 05s"
+    assert format_duration(3 * 3600 + 240) == "3h 04m"
+
+
+def test_groups_map_to_windows():
+    assert window_for_group("train").title == "train losses"
+    assert window_for_group("val").win == window_for_group("validation").win == "validation"
+    assert window_for_group("metric").win == "metrics"
+    assert window_for_group("lr").title == "learning rate"
+    assert window_for_group("throughput").win == "throughput"
+    other = window_for_group("Loss/weird group")
+    assert other.title == "Loss/weird group" and other.win == "group_Loss_weird_group"
+
+
+def test_idle_s3_polling_costs_at_most_120_requests_an_hour():
+    """One LIST per poll; the default back-off makes an idle hour cheap."""
+    schedule, now, polls = PollSchedule(DEFAULT_POLL_INTERVAL, DEFAULT_MAX_IDLE_INTERVAL), 0.0, 0
+    schedule.record(True, now)  # the replay found data, then nothing changes
+    while schedule.due < 3600:
+        now = schedule.due
+        polls += 1
+        schedule.record(False, now)
+    assert polls <= 120, polls
+    schedule.record(True, now)
+    assert schedule.delay == DEFAULT_POLL_INTERVAL, "a change brings the poll rate back at once"
