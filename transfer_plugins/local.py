@@ -18,6 +18,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from snapshot_store.format import atomic_file
 from transfer_plugins.common import SentRecord, checked_relative
 
 log = logging.getLogger(__name__)
@@ -40,16 +41,8 @@ def target_dir() -> Path:
 def copy_atomic(source: Path, target: Path) -> None:
     """Replace ``target`` with a copy of ``source``: temp file in the same dir, fsync, rename."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as out, source.open("rb") as src:
-            shutil.copyfileobj(src, out, 1024 * 1024)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(target) as out, source.open("rb") as src:
+        shutil.copyfileobj(src, out, 1024 * 1024)
 
 
 _record = SentRecord()
