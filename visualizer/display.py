@@ -337,7 +337,7 @@ def _png_size(png: bytes) -> tuple[int, int] | None:
 
 def _image_message(env: str, group: str, name: str, step: int, png: bytes) -> dict[str, Any]:
     caption = f"{name} @ step {step}"
-    opts: dict[str, Any] = {"title": f"{group}/{name}" if group != "images" else name, "caption": caption}
+    opts: dict[str, Any] = {"title": f"{group}/{name}" if group != "images" else name}
     size = _png_size(png)
     if size:
         # Small images (MNIST's 28 px) get a readable pane; big ones a bounded one.

@@ -1,0 +1,131 @@
+"""The S3 source against a real S3 server (SeaweedFS): ranged GETs for new bytes, idle back-off."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from snapshot_store import Recorder
+from snapshot_store.reader import StoreReader
+from tests.visualizer.conftest import following, wait_until
+from visualizer.s3 import S3Location, S3Source, make_client
+
+
+class RequestLog:
+    """Every HTTP request a boto3 client sends, seen through its event hooks."""
+
+    def __init__(self, client) -> None:
+        self.requests: list[tuple[str, dict]] = []
+        client.meta.events.register("before-send.s3", self._record)
+
+    def _record(self, request, event_name: str, **_) -> None:
+        headers = {k: v.decode() if isinstance(v, bytes) else v for k, v in request.headers.items()}
+        self.requests.append((event_name.rsplit(".", 1)[-1], headers))
+
+    def counts(self) -> Counter:
+        return Counter(op for op, _ in self.requests)
+
+    def clear(self) -> None:
+        self.requests.clear()
+
+
+class CountingSource(S3Source):
+    """An S3Source that remembers how many bytes each read returned."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.bytes_read: dict[str, int] = Counter()
+
+    def read(self, name: str, offset: int = 0) -> bytes:
+        data = super().read(name, offset)
+        self.bytes_read[name] += len(data)
+        return data
+
+
+def upload(bucket, store: Path, prefix: str) -> None:
+    """Copy the store to S3 as the transfer hook does: whole files, replaced as they grow."""
+    client = bucket.client()
+    for path in sorted(store.iterdir()):
+        if not path.name.startswith("."):
+            client.put_object(Bucket=bucket.name, Key=prefix + path.name, Body=path.read_bytes())
+
+
+def test_location_parsing():
+    loc = S3Location.parse("s3://bkt/some/prefix/exp1/pickle")
+    assert (loc.bucket, loc.prefix, loc.run_name) == ("bkt", "some/prefix/exp1/pickle/", "exp1")
+    assert S3Location.parse("s3://bkt/exp2/").run_name == "exp2"
+    with pytest.raises(ValueError):
+        S3Location.parse("/local/path")
+
+
+def test_reader_gets_only_new_bytes_with_ranged_gets(tmp_path, s3_bucket):
+    store, prefix = tmp_path / "exp" / "pickle", "runs/exp/pickle/"
+    client = make_client()  # the standard chain: the fixture's AWS_* variables
+    log = RequestLog(client)
+    source = CountingSource(s3_bucket.uri(prefix), client)
+    reader = StoreReader(source)
+    rec = Recorder(store, flush_interval=0.05, handle_signals=False)
+    try:
+        for step in range(50):
+            rec.log({"loss": float(step)}, step=step)
+        rec.flush()
+        upload(s3_bucket, store, prefix)
+        first = reader.poll()
+        assert first.points == 50 and first.meta is not None and first.status is not None
+        assert log.counts()["ListObjectsV2"] == 1
+        assert all("Range" not in h for op, h in log.requests if op == "GetObject")
+        segment = store / "scalars-00000000.pickle"
+        size_before = segment.stat().st_size
+
+        log.clear()
+        assert not reader.poll(), "nothing changed"
+        assert log.counts() == Counter({"ListObjectsV2": 1}), "an idle poll is one LIST"
+
+        for step in range(50, 60):
+            rec.log({"loss": float(step)}, step=step)
+        rec.flush()
+        upload(s3_bucket, store, prefix)
+        log.clear()
+        second = reader.poll()
+        assert second.points == 10
+        ranged = [h["Range"] for op, h in log.requests if op == "GetObject" and "Range" in h]
+        assert ranged == [f"bytes={size_before}-"], "the grown segment is read from where the last poll stopped"
+        assert source.bytes_read[segment.name] == segment.stat().st_size, "each byte downloaded once"
+    finally:
+        rec.close()
+    assert [s[2] for s in first.scalars + second.scalars] == [list(range(50)), list(range(50, 60))]
+
+
+def test_missing_object_and_empty_prefix(s3_bucket):
+    source = S3Source(s3_bucket.uri("nothing/here/pickle"), make_client())
+    assert source.list() == {}
+    with pytest.raises(FileNotFoundError):
+        source.read("meta.pickle")
+
+
+def test_follower_draws_an_s3_run_and_backs_off_while_idle(tmp_path, s3_bucket, visdom_server, reader, run_name):
+    store, prefix = tmp_path / run_name / "pickle", f"team/{run_name}/pickle/"
+    with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
+        for step in range(30):
+            rec.log({"loss": 1.0 / (step + 1)}, step=step)
+    upload(s3_bucket, store, prefix)
+    client = make_client()
+    log = RequestLog(client)
+    with following(s3_bucket.uri(prefix), visdom_server.port, poll_interval=0.05, max_idle_interval=0.4,
+                   s3_client=client):
+        wait_until(lambda: reader.traces(run_name, "train")["loss"][0] == list(range(30)))
+        time.sleep(0.5)
+        log.clear()
+        time.sleep(2.5)  # idle: polls spread out to 0.4 s instead of every 0.05 s
+        idle = log.counts()
+        assert idle["GetObject"] == 0, "an unchanged run downloads nothing"
+        assert 2 <= idle["ListObjectsV2"] <= 8, idle  # 50 at the undamped rate
+
+        with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:  # the run resumes
+            for step in range(30, 40):
+                rec.log({"loss": 0.01}, step=step)
+        upload(s3_bucket, store, prefix)
+        wait_until(lambda: reader.traces(run_name, "train")["loss"][0] == list(range(40)), timeout=5)
