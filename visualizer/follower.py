@@ -19,6 +19,7 @@ from snapshot_store.reader import StoreReader
 from .decimate import MIN_POINTS
 from .display import DEFAULT_MAX_POINTS, CompareDisplay, OnSent, RunDisplay
 from .model import RunData
+from .paging import PagedSource
 from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
 from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailable
 
@@ -55,6 +56,7 @@ class _Feed:
     """One followed run: reader, data, display, schedule."""
 
     spec: RunSpec
+    source: PagedSource
     reader: StoreReader
     data: RunData
     display: RunDisplay
@@ -162,8 +164,9 @@ class Follower:
             schedule = PollSchedule(
                 self.poll_interval, self.max_idle_interval if spec.remote else self.poll_interval
             )
+            source = PagedSource(spec.source)
             self.feeds[spec.name] = _Feed(
-                spec, StoreReader(spec.source), RunData(spec.name),
+                spec, source, StoreReader(source), RunData(spec.name),
                 RunDisplay(self.client, env, self.max_points), schedule,
             )
             log.info("following run %r from %s in visdom env %r", spec.name, spec.source.describe(""), env)
@@ -182,8 +185,12 @@ class Follower:
 
     def _poll(self, feed: _Feed, now: float) -> None:
         started = time.perf_counter()
+        changed = False
         try:
-            update = feed.reader.poll()
+            while True:  # a long history arrives a page at a time; drain it before drawing
+                changed |= feed.data.apply(feed.reader.poll())
+                if not feed.source.more:
+                    break
         except Exception as err:  # network, permissions: keep the other runs going
             message = f"{type(err).__name__}: {err}"
             if message != feed.failing:
@@ -195,7 +202,6 @@ class Follower:
         if feed.failing:
             log.info("run %r: %s readable again", feed.spec.name, feed.spec.source.describe(""))
             feed.failing = None
-        changed = feed.data.apply(update)
         feed.schedule.record(changed, now)
         if changed and not feed.replayed:
             feed.replayed = True
