@@ -206,16 +206,19 @@ def build_scheduler(opts: argparse.Namespace, optimizer):
 def train(argv: Sequence[str]) -> int:
     """``trainer train``: check everything, build the parts, run :func:`trainer.loop.fit`."""
     opts = train_parser().parse_args(argv)
-    from torch import nn  # after parsing: --help and option errors stay instant
+    from . import data
 
-    from . import checkpoint, data, distributed
+    datasets = data.load_datasets(opts.dataroot, opts.image_size)
+    run_dir = check_run_dir(opts.checkpoints_dir, opts.name)
+    # torch only now: the common mistakes above are reported without its import time.
+    from torch import nn
+
+    from . import checkpoint, distributed
     from .loop import LATEST, fit, scale_lr
     from .models import SmallCNN, accuracy, prediction_grid
 
     env = distributed.detect()
     distributed.select_devices(opts.gpu_ids, env)  # an absent GPU fails here, on every rank
-    datasets = data.load_datasets(opts.dataroot, opts.image_size)
-    run_dir = check_run_dir(opts.checkpoints_dir, opts.name)
     if opts.continue_train and not (run_dir / LATEST).exists():
         raise UsageError(f"--continue-train: no checkpoint {run_dir / LATEST} to resume from")
     if opts.amp == "fp16" and distributed.select_devices(opts.gpu_ids, env).device.type != "cuda":

@@ -26,6 +26,7 @@ from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
+from urllib.parse import urlsplit
 
 import torch
 from torch import nn
@@ -236,11 +237,11 @@ class Runner:
         if self.amp == "fp16" and self.device.type != "cuda":
             raise ValueError("amp fp16 needs a GPU; use amp='bf16' or 'off' on the CPU")
         self._crash_step = self._crash_hook()
+        self.recorder = self._open_recorder()  # resolves and preflights the transfer hook
         with ExitStack() as stack:
-            stack.enter_context(self._run_logging())
-            self.recorder = self._open_recorder()  # resolves and preflights the transfer hook
             self._live, self._outcome = None, "failed"
             stack.callback(self._close_outputs)
+            stack.enter_context(self._run_logging())
             if distributed.init_process_group(self.env, self.devices):
                 stack.callback(distributed.destroy_process_group)
             self.hosts = sorted(set(distributed.all_gather_objects(socket.gethostname())))
@@ -300,8 +301,9 @@ class Runner:
                      "python run_visualizer_local.py --pickle_dir %s", self.run_dir / "pickle")
             return None
         server, port, env = self.display
+        host = urlsplit(server).hostname if "://" in server else server  # DeepLIIF passes a URL
         try:
-            return start_live(str(self.run_dir / "pickle"), server, port, env)
+            return start_live(str(self.run_dir / "pickle"), host or "localhost", port, env)
         except Exception as err:  # plots are a convenience; training goes on without them
             log.warning("live plots unavailable (%s); the store is still written", err)
             return None
