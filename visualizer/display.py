@@ -2,12 +2,13 @@
 
 Each env is drawn by an :class:`EnvDisplay` that remembers, per window and per
 trace, how much of each series is already on the server. A sync then sends at
-most one message per window: an ``append`` of the new points of every trace, or
-a full redraw when a trace is new, a series rewound (a resumed run logged a
-step again), or decimation needs the curve thinned again. Before appending it
-asks the server whether the windows still exist, so a restarted visdom server
-(or a window closed in the browser) is rebuilt from the data rather than
-appended to: no lost and no duplicated points.
+most one message per window: an ``append`` of the new points of every trace
+(small windows), or a full redraw, decimated to ``max_points`` per trace, when
+a trace is new, a series rewound (a resumed run logged a step again), or the
+window is too big for visdom's costly appends. Before appending it asks the
+server whether the windows still exist, so a restarted visdom server (or a
+window closed in the browser) is rebuilt from the data rather than appended
+to: no lost and no duplicated points.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import base64
 import logging
 import struct
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -30,7 +31,17 @@ from .visdom_client import VisdomClient
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_POINTS = 4000
+DEFAULT_MAX_POINTS = 2000
+# visdom 0.2.4 turns every append into a deepcopy plus jsonpatch.make_patch of the
+# whole window: measured about 30 us per point already drawn (0.5 s per append to
+# four 4000-point traces), against about 2 us per point to redraw the window
+# outright. So a window is appended to only while it is small (appends also keep
+# browser traffic small); a bigger one is redrawn, at most every few times its
+# last redraw took, so one busy window can not saturate the visdom server.
+APPEND_MAX_SHOWN = 800
+REDRAW_COST_FACTOR = 4.0
+MIN_REDRAW_INTERVAL = 0.1
+MAX_REDRAW_INTERVAL = 1.0
 # How often an env that has nothing new is still checked for a visdom restart.
 PROBE_INTERVAL = 2.0
 # Status panels show ages in seconds: refresh a running run's panel every second,
@@ -59,7 +70,7 @@ class _Plan:
 
 
 class PlotWindow:
-    """One line-plot window: decides between appending and redrawing."""
+    """One line-plot window: decides between appending and redrawing, and when."""
 
     def __init__(self, spec: layout.WindowSpec, max_points: int) -> None:
         if max_points < MIN_POINTS:
@@ -68,7 +79,9 @@ class PlotWindow:
         self.max_points = max_points
         self.traces: dict[str, _Trace] = {}  # label -> state, in the server's trace order
         self.drawn = False
-        self.redraws = 0  # messages sent, by kind: appends should be the common case
+        self.deferred = False  # new points wait for the next redraw slot
+        self._next_redraw = 0.0
+        self.redraws = 0  # messages sent, by kind
         self.appends = 0
 
     def invalidate(self) -> None:
@@ -76,37 +89,48 @@ class PlotWindow:
         self.drawn = False
         self.traces = {}
 
-    def plan(self, series: dict[str, Series], env: str) -> _Plan | None:
-        """The message that brings the window up to date, or None when it is."""
+    def plan(self, series: dict[str, Series], env: str, now: float, force: bool = False) -> _Plan | None:
+        """The message that brings the window up to date; None when it is, or must wait.
+
+        ``force`` skips the wait for a redraw slot (a last sync before exiting).
+        """
+        self.deferred = False
         if not series:
             return None
-        if self._needs_redraw(series):
+        if self._stale(series):
             return self._redraw(series, env)
-        return self._append(series, env)
+        fresh = {label: len(series[label]) - trace.sent for label, trace in self.traces.items()}
+        if not any(fresh.values()):
+            return None
+        within_max = all(t.shown + fresh[label] <= self.max_points for label, t in self.traces.items())
+        if within_max and sum(t.shown for t in self.traces.values()) + sum(fresh.values()) <= APPEND_MAX_SHOWN:
+            return self._append(series, env)
+        if now < self._next_redraw and not force:
+            self.deferred = True
+            return None
+        return self._redraw(series, env)
 
-    def commit(self, plan: _Plan) -> None:
-        """Record that ``plan`` reached the server."""
+    def commit(self, plan: _Plan, now: float, seconds: float) -> None:
+        """Record that ``plan`` reached the server, taking ``seconds``."""
         self.traces = plan.traces
         self.drawn = True
         if plan.redraw:
             self.redraws += 1
+            pause = min(MAX_REDRAW_INTERVAL, max(MIN_REDRAW_INTERVAL, REDRAW_COST_FACTOR * seconds))
+            self._next_redraw = now + pause
         else:
             self.appends += 1
 
-    def _needs_redraw(self, series: dict[str, Series]) -> bool:
+    def _stale(self, series: dict[str, Series]) -> bool:
+        """True when what the server shows is wrong, not just behind: redraw at once."""
         if not self.drawn or set(series) != set(self.traces):
             return True
-        for label, trace in self.traces.items():
-            s = series[label]
-            if s.rewinds != trace.rewinds or len(s) < trace.sent:
-                return True
-            if trace.shown + (len(s) - trace.sent) > self.max_points:
-                return True  # thin the curve again, then keep appending raw points
-        return False
+        return any(
+            series[label].rewinds != trace.rewinds or len(series[label]) < trace.sent
+            for label, trace in self.traces.items()
+        )
 
     def _redraw(self, series: dict[str, Series], env: str) -> _Plan:
-        # Leave headroom so the next redraw is many appends away.
-        target = max(MIN_POINTS, self.max_points * 3 // 4)
         order = [label for label in self.traces if label in series] + [
             label for label in series if label not in self.traces
         ]
@@ -115,9 +139,9 @@ class PlotWindow:
             s = series[label]
             x, y = s.steps(), s.values()
             if len(x) > self.max_points:
-                idx = decimate_indices(y, target)
+                idx = decimate_indices(y, self.max_points)
                 x, y = x[idx], y[idx]
-            data.append(_line(label, x, y))
+            data.append(_line(label, x, y, full=True))
             states[label] = _Trace(sent=len(s), shown=len(x), rewinds=s.rewinds)
         msg = {
             "data": data,
@@ -128,18 +152,15 @@ class PlotWindow:
         }
         return _Plan("events", msg, states, redraw=True)
 
-    def _append(self, series: dict[str, Series], env: str) -> _Plan | None:
-        data, states, new = [], {}, 0
+    def _append(self, series: dict[str, Series], env: str) -> _Plan:
+        data, states = [], {}
         for label, trace in self.traces.items():
             s = series[label]
             x, y = s.steps(trace.sent), s.values(trace.sent)
-            new += len(x)
             # Every trace goes in, in the server's order: visdom appends data[i]
             # to trace i. An empty one is skipped by the server.
             data.append(_line(label, x, y))
             states[label] = _Trace(sent=len(s), shown=trace.shown + len(x), rewinds=trace.rewinds)
-        if not new:
-            return None
         msg = {"data": data, "win": self.spec.win, "eid": env, "name": None, "append": True,
                "opts": {}, "layout": {}}
         return _Plan("update", msg, states, redraw=False)
@@ -163,9 +184,15 @@ class EnvDisplay:
             window.invalidate()
         self.sentinel_drawn = False
 
-    def _sync_plots(self, windows: list[tuple[layout.WindowSpec, dict[str, Series]]], now: float) -> bool:
+    @property
+    def pending(self) -> bool:
+        """True when a window holds back new points until its next redraw slot."""
+        return any(window.deferred for window in self.plots.values())
+
+    def _sync_plots(self, windows: list[tuple[layout.WindowSpec, dict[str, Series]]], now: float,
+                    force: bool = False) -> bool:
         """Bring every plot window up to date; True when something was sent."""
-        plans = self._plan_all(windows)
+        plans = self._plan_all(windows, now, force)
         appending = [win for win, plan in plans.items() if not plan.redraw]
         probe_due = now - self._last_probe >= PROBE_INTERVAL
         if self.sentinel_drawn and (appending or probe_due):
@@ -173,26 +200,28 @@ class EnvDisplay:
             if not self.client.window_exists(self.env, self.sentinel):
                 log.info("visdom env %r is gone (server restarted or env closed): rebuilding it", self.env)
                 self.invalidate()
-                plans = self._plan_all(windows)
+                plans = self._plan_all(windows, now, force)
             else:
                 missing = [win for win in appending if not self.client.window_exists(self.env, win)]
                 for win in missing:
                     log.info("window %r of env %r was closed: redrawing it", win, self.env)
                     self.plots[win].invalidate()
                 if missing:
-                    plans = self._plan_all(windows)
+                    plans = self._plan_all(windows, now, force)
         for win, plan in plans.items():
+            started = time.perf_counter()
             self.client.post(plan.endpoint, plan.msg)
-            self.plots[win].commit(plan)
+            self.plots[win].commit(plan, now, time.perf_counter() - started)
         return bool(plans)
 
-    def _plan_all(self, windows: list[tuple[layout.WindowSpec, dict[str, Series]]]) -> dict[str, _Plan]:
+    def _plan_all(self, windows: list[tuple[layout.WindowSpec, dict[str, Series]]],
+                  now: float, force: bool = False) -> dict[str, _Plan]:
         plans = {}
         for spec, series in windows:
             window = self.plots.get(spec.win)
             if window is None:
                 window = self.plots[spec.win] = PlotWindow(spec, self.max_points)
-            plan = window.plan(series, self.env)
+            plan = window.plan(series, self.env, now, force)
             if plan is not None:
                 plans[spec.win] = plan
         return plans
@@ -217,18 +246,30 @@ class RunDisplay(EnvDisplay):
         self.images_drawn.clear()
         self._status_html = None
 
-    def sync(self, run: RunData, now: float | None = None) -> bool:
+    def sync(self, run: RunData, now: float | None = None, force: bool = False) -> bool:
         """Send whatever of ``run`` the server does not show yet; True if anything was sent."""
         now = time.time() if now is None else now
-        sent = self._sync_plots(self._windows(run), now)
+        windows = self._windows(run)
+        sent = self._sync_plots([(spec, series) for spec, series, _ in windows], now, force)
         sent |= self._sync_images(run)
         sent |= self._sync_status(run, now)
         self.sentinel_drawn = True
-        self.sent_steps = {key: s.last_step for key, s in run.series.items() if s.last_step is not None}
+        self.sent_steps = self._sent_steps(windows)
         return sent
 
+    def _sent_steps(self, windows) -> dict[SeriesKey, int]:
+        """The last step of each series that is on the server (held-back points excluded)."""
+        out = {}
+        for spec, series, keys in windows:
+            window = self.plots.get(spec.win)
+            for label, trace in (window.traces if window else {}).items():
+                if trace.sent and label in series:
+                    out[keys[label]] = series[label].step_at(trace.sent - 1)
+        return out
+
     @staticmethod
-    def _windows(run: RunData) -> list[tuple[layout.WindowSpec, dict[str, Series]]]:
+    def _windows(run: RunData) -> list[tuple[layout.WindowSpec, dict[str, Series], dict[str, SeriesKey]]]:
+        """Per window: its spec, its traces' series by label, and each label's series key."""
         by_win: dict[str, tuple[layout.WindowSpec, dict[SeriesKey, Series]]] = {}
         for (group, name), series in run.series.items():
             spec = layout.window_for_group(group)
@@ -238,7 +279,8 @@ class RunDisplay(EnvDisplay):
             groups = {group for group, _ in members}
             # One group: traces are named by series; several (val + validation): group/name.
             labels = {key: key[1] if len(groups) == 1 else f"{key[0]}/{key[1]}" for key in members}
-            out.append((spec, {labels[key]: s for key, s in members.items()}))
+            out.append((spec, {labels[key]: s for key, s in members.items()},
+                        {label: key for key, label in labels.items()}))
         return out
 
     def _sync_images(self, run: RunData) -> bool:
@@ -279,7 +321,7 @@ class CompareDisplay(EnvDisplay):
         super().invalidate()
         self._runs_listed = None
 
-    def sync(self, runs: Iterable[RunData], now: float | None = None) -> bool:
+    def sync(self, runs: Iterable[RunData], now: float | None = None, force: bool = False) -> bool:
         """Overlay the ``train`` series of ``runs``; True if anything was sent."""
         now = time.time() if now is None else now
         runs = sorted(runs, key=lambda r: r.name)
@@ -290,7 +332,7 @@ class CompareDisplay(EnvDisplay):
                     continue
                 spec = layout.WindowSpec(f"compare_{layout.safe_id(name)}", f"train {name}: all runs", name, 0)
                 windows.setdefault(spec.win, (spec, {}))[1][run.name] = series
-        sent = self._sync_plots(sorted(windows.values(), key=lambda w: w[0].win), now)
+        sent = self._sync_plots(sorted(windows.values(), key=lambda w: w[0].win), now, force)
         names = [run.name for run in runs]
         if names != self._runs_listed:
             items = "".join(f"<li>{n}</li>" for n in names)
@@ -314,8 +356,12 @@ def _json_floats(values: np.ndarray) -> list:
     return out
 
 
-def _line(label: str, x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
-    return {"x": x.tolist(), "y": _json_floats(y), "name": label, "type": "scatter", "mode": "lines"}
+def _line(label: str, x: np.ndarray, y: np.ndarray, full: bool = False) -> dict[str, Any]:
+    trace = {"x": x.tolist(), "y": _json_floats(y), "name": label, "type": "scatter", "mode": "lines"}
+    if full:
+        # visdom's page reads marker.line when its "smooth lines" button is used.
+        trace["marker"] = {"size": 10, "symbol": "dot", "line": {"color": "#000000", "width": 0.5}}
+    return trace
 
 
 def _plot_layout(spec: layout.WindowSpec) -> dict[str, Any]:

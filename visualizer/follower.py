@@ -17,7 +17,7 @@ from typing import Any
 from snapshot_store.reader import StoreReader
 
 from .decimate import MIN_POINTS
-from .display import DEFAULT_MAX_POINTS, CompareDisplay, OnSent, RunDisplay
+from .display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, CompareDisplay, OnSent, RunDisplay
 from .model import RunData
 from .paging import PagedSource
 from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
@@ -118,7 +118,7 @@ class Follower:
             self._poll(feed, now)
         if not any(self._has_data(f) for f in self.feeds.values()):
             raise NoRunsError(f"nothing to show yet at {self.runs}: the store is empty")
-        self._sync(time.time(), raise_errors=True)
+        self._sync(time.time(), raise_errors=True, force=True)
 
     def run(self) -> None:
         """Follow until :meth:`stop`; visdom and source errors are logged and retried."""
@@ -142,7 +142,7 @@ class Follower:
         now = time.time()
         for feed in self.feeds.values():
             self._poll(feed, now)
-        self._sync(time.time())
+        self._sync(time.time(), force=True)
 
     def stop(self) -> None:
         """Ask :meth:`run` to return after a last poll (from any thread)."""
@@ -215,15 +215,15 @@ class Follower:
 
     # --- drawing ------------------------------------------------------------------
 
-    def _sync(self, now: float, raise_errors: bool = False) -> None:
+    def _sync(self, now: float, raise_errors: bool = False, force: bool = False) -> None:
         if self._visdom_down_since is not None and now < self._visdom_retry_at and not raise_errors:
             return
         try:
             for feed in self.feeds.values():
-                if self._has_data(feed) and feed.display.sync(feed.data, now) and self.on_sent:
+                if self._has_data(feed) and feed.display.sync(feed.data, now, force) and self.on_sent:
                     self.on_sent(feed.spec.name, dict(feed.display.sent_steps), time.time())
             if self.compare is not None:
-                self.compare.sync([f.data for f in self.feeds.values()], now)
+                self.compare.sync([f.data for f in self.feeds.values()], now, force)
         except (VisdomUnavailable, VisdomRequestError) as err:
             if raise_errors:
                 raise
@@ -247,7 +247,11 @@ class Follower:
     def _timeout(self, now: float) -> float:
         dues = [f.schedule.due for f in self.feeds.values()]
         due = min(dues) if dues else now + self.poll_interval
-        return max(0.005, min(due - now, TICK, self.poll_interval))
+        timeout = min(due - now, TICK, self.poll_interval)
+        displays = [f.display for f in self.feeds.values()] + ([self.compare] if self.compare else [])
+        if any(d.pending for d in displays):
+            timeout = min(timeout, MIN_REDRAW_INTERVAL / 2)  # held-back points go out on time
+        return max(0.005, timeout)
 
     # --- file events --------------------------------------------------------------
 

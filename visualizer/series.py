@@ -64,6 +64,10 @@ class Series:
         self._steps = array("q", steps[keep].tobytes())
         self._values = array("d", values[keep].tobytes())
 
+    def step_at(self, index: int) -> int:
+        """The step of point ``index`` (in step order)."""
+        return self._steps[index]
+
     def steps(self, start: int = 0) -> np.ndarray:
         """Steps from index ``start`` as an int64 array (a copy: safe to keep)."""
         return np.frombuffer(self._steps, dtype=np.int64)[start:].copy()
