@@ -103,6 +103,7 @@ class Follower:
         self._stop = threading.Event()
         self._observer: Any = None
         self._last_wait_log = -WAIT_LOG_INTERVAL
+        self._next_discovery = 0.0
         self._visdom_down_since: float | None = None
         self._visdom_retry_at = 0.0
 
@@ -127,7 +128,9 @@ class Follower:
                 now = time.time()
                 woken = self._wake.is_set()
                 self._wake.clear()
-                self._discover()
+                if now >= self._next_discovery:  # new runs show up within a second
+                    self._next_discovery = now + min(TICK, self.poll_interval)
+                    self._discover()
                 self._start_watch()
                 self._poll_due(now, woken)
                 self._sync(time.time())

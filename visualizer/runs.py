@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from snapshot_store import format as fmt
 from snapshot_store.reader import LocalSource, Source
 
 from .layout import safe_id
-from .s3 import S3Location, S3Source, is_s3_url
+from .s3 import S3Location, S3Source, is_s3_url, make_client
 
 
 @dataclass(frozen=True)
@@ -87,23 +88,55 @@ class LocalRuns:
 
 
 class S3Runs:
-    """One run's store under an S3 prefix."""
+    """Runs under an S3 prefix: one store (``.../<name>/pickle``) or a prefix of runs.
 
-    multi = False
+    A prefix of runs is listed with a delimiter (one request) to find its
+    ``<name>/`` folders, each taken as a run with its store in ``<name>/pickle/``;
+    that listing is repeated every ``rediscover_interval`` seconds to pick up new runs.
+    """
 
-    def __init__(self, url: str, client: Any = None) -> None:
+    def __init__(self, url: str, client: Any = None, rediscover_interval: float = 60.0) -> None:
         self.location = S3Location.parse(url)
-        self._spec = RunSpec(self.location.run_name, S3Source(self.location, client), remote=True)
+        self.client = client if client is not None else make_client()
+        self.rediscover_interval = rediscover_interval
+        self.multi = False
+        self._specs: dict[str, RunSpec] = {}
+        self._next_discovery = 0.0
 
     def __str__(self) -> str:
         return str(self.location)
 
     def waiting_for(self) -> str:  # noqa: D102
-        return f"a snapshot store at {self.location}"
+        return f"a snapshot store at {self.location} (or runs at {self.location}<name>/pickle/)"
 
     def discover(self) -> list[RunSpec]:  # noqa: D102
-        # The first poll of the run itself tells whether anything is there.
-        return [self._spec]
+        if self.location.prefix.endswith("pickle/"):
+            # The usual single-run URL: the run's own polls tell whether anything is there.
+            return [self._spec(self.location.run_name, self.location)]
+        now = time.monotonic()
+        if now >= self._next_discovery:
+            self._next_discovery = now + self.rediscover_interval
+            self._list_runs()
+        return sorted(self._specs.values(), key=lambda spec: spec.name)
+
+    def _list_runs(self) -> None:
+        page = self.client.list_objects_v2(Bucket=self.location.bucket, Prefix=self.location.prefix,
+                                           Delimiter="/")
+        names = [obj["Key"][len(self.location.prefix):] for obj in page.get("Contents", ())]
+        if any(n in (fmt.META_FILE, fmt.STATUS_FILE) or fmt.parse_segment_name(n) for n in names):
+            self._spec(self.location.run_name, self.location)  # the prefix is a store itself
+            return
+        for common in page.get("CommonPrefixes", ()):
+            name = common["Prefix"][len(self.location.prefix):].strip("/")
+            if name and not name.startswith("."):
+                self.multi = True
+                self._spec(name, S3Location(self.location.bucket, f"{common['Prefix']}pickle/"))
+
+    def _spec(self, name: str, location: S3Location) -> RunSpec:
+        spec = self._specs.get(name)
+        if spec is None:
+            spec = self._specs[name] = RunSpec(name, S3Source(location, self.client), remote=True)
+        return spec
 
 
 def locate(pickle_dir: str, s3_client: Any = None) -> LocalRuns | S3Runs:

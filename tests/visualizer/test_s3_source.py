@@ -129,3 +129,15 @@ def test_follower_draws_an_s3_run_and_backs_off_while_idle(tmp_path, s3_bucket, 
                 rec.log({"loss": 0.01}, step=step)
         upload(s3_bucket, store, prefix)
         wait_until(lambda: reader.traces(run_name, "train")["loss"][0] == list(range(40)), timeout=5)
+
+
+def test_a_prefix_of_runs_gets_an_env_per_run_and_a_comparison(tmp_path, s3_bucket, visdom_server, reader, run_name):
+    for name, scale in (("a", 1.0), ("b", 3.0)):
+        store = tmp_path / name / "pickle"
+        with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
+            for step in range(10):
+                rec.log({"loss": scale * step}, step=step)
+        upload(s3_bucket, store, f"{run_name}/{name}/pickle/")
+    with following(s3_bucket.uri(f"{run_name}/"), visdom_server.port, env=run_name, poll_interval=0.05):
+        wait_until(lambda: set(reader.traces(f"{run_name}_compare", "compare_loss")) == {"a", "b"})
+    assert reader.traces(f"{run_name}_b", "train")["loss"] == ([*range(10)], [3.0 * s for s in range(10)])
