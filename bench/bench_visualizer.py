@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import statistics
 import subprocess
 import sys
 import tempfile

@@ -142,7 +142,11 @@ class S3Runs:
 def locate(pickle_dir: str, s3_client: Any = None) -> LocalRuns | S3Runs:
     """The run finder for a ``--pickle_dir`` value (a path or an ``s3://`` URL)."""
     if is_s3_url(pickle_dir):
-        return S3Runs(pickle_dir, s3_client)
+        try:
+            return S3Runs(pickle_dir, s3_client)
+        except ImportError as err:
+            raise ValueError(f"reading {pickle_dir} needs boto3 ({err}); install it: "
+                             "pip install 'remote-train-monitor[s3]'") from None
     return LocalRuns(Path(pickle_dir).expanduser())
 
 

@@ -57,7 +57,7 @@ class EtaEstimator:
     def eta_seconds(self, status: dict[str, Any]) -> float | None:
         """Seconds until ``total_steps`` at the recent rate; None if unknown."""
         total, step = status.get("total_steps"), status.get("step")
-        rate = self.rate()
+        rate = self.rate() or _overall_rate(status)
         if not isinstance(total, (int, float)) or not isinstance(step, int) or not rate:
             return None
         return max(0.0, (total - step) / rate)
@@ -127,6 +127,14 @@ def format_duration(seconds: float) -> str:
     if minutes:
         return f"{minutes}m {secs:02d}s"
     return f"{secs}s"
+
+
+def _overall_rate(status: dict[str, Any]) -> float | None:
+    """Steps per second since the run started: the fallback before two status samples exist."""
+    updated, started, step = _number(status.get("updated")), _number(status.get("start_time")), status.get("step")
+    if updated is None or started is None or not isinstance(step, int) or step <= 0 or updated <= started:
+        return None
+    return step / (updated - started)
 
 
 def _number(value: Any) -> float | None:

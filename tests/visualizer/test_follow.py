@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from snapshot_store import Recorder
 from snapshot_store import format as fmt

@@ -43,6 +43,11 @@ def test_eta_from_recent_rate_and_reset_on_resume():
     assert eta.rate() is None
 
 
+def test_eta_falls_back_to_the_rate_since_start():
+    status = {"updated": NOW, "start_time": NOW - 100, "step": 500, "total_steps": 1500}
+    assert EtaEstimator().eta_seconds(status) == 200.0
+
+
 def test_format_duration():
     assert format_duration(5) == "5s"
     assert format_duration(125) == "2m 05s"
