@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# `make demo`: a few minutes of 2-process DDP training on the CPU (torchrun, gloo) in
+# remote mode, watched live in visdom through the visualizer, as on a real remote box:
+#
+#   trainer (2 ranks) --writes--> checkpoints/demo/pickle --followed by--> visualizer --> visdom
+#
+# Knobs (environment): DEMO_EPOCHS (80), DEMO_NPROC (2), DEMO_PORT (8097), PYTHON (.venv/bin/python).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-.venv/bin/python}
+DATA=datasets/demo
+NAME=demo
+CHECKPOINTS=checkpoints
+RUN_DIR=$CHECKPOINTS/$NAME
+PORT=${DEMO_PORT:-8097}
+EPOCHS=${DEMO_EPOCHS:-80}
+NPROC=${DEMO_NPROC:-2}
+TRAIN_LOG=$CHECKPOINTS/$NAME.torchrun.log
+VIS_LOG=$CHECKPOINTS/$NAME.visualizer.log
+URL="http://127.0.0.1:$PORT/env/$NAME"
+
+train_pid=""
+vis_pid=""
+
+say() { printf '\n==> %s\n' "$*"; }
+
+stop() {  # $1 = pid: SIGTERM (both programs shut down cleanly on it), then wait a little
+    local pid=$1
+    [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.2; done
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+    trap - EXIT INT TERM
+    stop "$train_pid"
+    stop "$vis_pid"
+    wait 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'echo; say "stopping"; exit 130' INT TERM
+
+if [[ ! -d $DATA/train ]]; then
+    say "generating the demo dataset in $DATA"
+    "$PY" -m trainer make-dataset "$DATA"
+fi
+
+mkdir -p "$CHECKPOINTS"
+if [[ -d $RUN_DIR ]]; then
+    # A new run under the same name would append to the old store; start clean.
+    say "removing the previous demo run $RUN_DIR"
+    rm -rf "$RUN_DIR"
+fi
+
+say "training: torchrun --nproc_per_node $NPROC -m trainer train --remote True ($EPOCHS epochs; log: $TRAIN_LOG)"
+# OMP_NUM_THREADS=1: one core per process (torchrun would set it too, with a warning).
+OMP_NUM_THREADS=1 "$PY" -m torch.distributed.run --standalone --nproc_per_node "$NPROC" \
+    -m trainer train --dataroot "$DATA" --name "$NAME" --checkpoints-dir "$CHECKPOINTS" \
+    --remote True --gpu-ids -1 --batch-size 32 --n-epochs "$EPOCHS" --print-freq 5 \
+    --display-freq 25 --save-epoch-freq 20 >"$TRAIN_LOG" 2>&1 &
+train_pid=$!
+
+# The visualizer reads what the trainer writes: wait for the store to exist.
+for _ in $(seq 300); do
+    [[ -f $RUN_DIR/pickle/meta.pickle ]] && break
+    if ! kill -0 "$train_pid" 2>/dev/null; then
+        say "training failed to start:"; tail -n 20 "$TRAIN_LOG"; exit 1
+    fi
+    sleep 0.2
+done
+
+say "visualizer: python run_visualizer_local.py --pickle_dir $RUN_DIR/pickle (log: $VIS_LOG)"
+"$PY" run_visualizer_local.py --pickle_dir "$RUN_DIR/pickle" --port "$PORT" >"$VIS_LOG" 2>&1 &
+vis_pid=$!
+for _ in $(seq 150); do  # it prints "visdom: <url>" once visdom answers
+    grep -q '^visdom: ' "$VIS_LOG" 2>/dev/null && break
+    if ! kill -0 "$vis_pid" 2>/dev/null; then
+        say "the visualizer failed to start:"; tail -n 20 "$VIS_LOG"; exit 1
+    fi
+    sleep 0.2
+done
+
+cat <<EOF
+
+    ################################################################
+    #  Live plots:  $URL
+    ################################################################
+
+    (Training progress: tail -f $TRAIN_LOG)
+EOF
+
+set +e
+wait "$train_pid"
+status=$?
+set -e
+train_pid=""
+if [[ $status -ne 0 ]]; then
+    say "training failed (exit $status); last lines of $TRAIN_LOG:"
+    tail -n 20 "$TRAIN_LOG"
+else
+    say "training finished:"
+    grep -E 'validation|done:' "$TRAIN_LOG" | tail -n 3
+fi
+
+say "the plots stay at $URL until you press Ctrl-C"
+wait "$vis_pid" || true
