@@ -131,8 +131,12 @@ def fit(
         raise FitInputError("pass exactly one of datasets={'train': ..., 'valid': ...} or dataset_fn=...")
     if batch_size < 1 or num_epochs < 1:
         raise FitInputError(f"batch_size and num_epochs must be >= 1 (got {batch_size}, {num_epochs})")
+    if remote_transfer_cmd:
+        from transfer_plugins.runner import resolve_hook
+
+        resolve_hook(remote_transfer_cmd)  # a bad spec fails here, not in rank 0 mid-start
     built = datasets if datasets is not None else _call_dataset_fn(dataset_fn)
-    check_datasets(built, needs_valid=True)
+    check_datasets(built)
     check_one_batch(model, criterion, built["train"])
 
     loop_args = dict(
@@ -142,19 +146,21 @@ def fit(
         **options,
     )
     env = distributed.detect()
-    if env.launcher != "none":
-        if not ddp and env.distributed:
-            log.info("launched as rank %d of %d (%s): training with DDP although ddp=False",
-                     env.rank, env.world_size, env.launcher)
-        return loop.fit(model, criterion, optimizer, built, device=_loop_device(device), env=env, **loop_args)
-    if not ddp:
-        return loop.fit(model, criterion, optimizer, built, device=_loop_device(device), env=env, **loop_args)
+    if env.launcher != "none" and env.distributed and not ddp:
+        log.info("launched as rank %d of %d (%s): training with DDP although ddp=False",
+                 env.rank, env.world_size, env.launcher)
+    if env.launcher != "none" and nprocs not in (None, env.world_size):
+        log.warning("nprocs=%d ignored: the %s launcher started %d process(es)", nprocs,
+                    env.launcher, env.world_size)
+    if env.launcher != "none" or not ddp:
+        return _fit_here(model, criterion, optimizer, built, device=_loop_device(device), env=env,
+                         **loop_args)
 
     nprocs, gpu_ids = plan_workers(device, nprocs)
     if nprocs == 1:
         log.info("ddp=True with one process to run: training in this process")
-        return loop.fit(model, criterion, optimizer, built, env=env,
-                        device=gpu_ids if gpu_ids else "cpu", **loop_args)
+        return _fit_here(model, criterion, optimizer, built, env=env,
+                         device=gpu_ids if gpu_ids else "cpu", **loop_args)
     worker_args = {
         "model": model, "criterion": criterion, "optimizer": optimizer, "scheduler": scheduler,
         # With a dataset_fn the workers build their own data; only the function travels.
@@ -199,15 +205,13 @@ def _call_dataset_fn(dataset_fn: Callable[[], Datasets]) -> Datasets:
     return dataset_fn()
 
 
-def check_datasets(datasets: Any, *, needs_valid: bool = True) -> None:
-    """Raise :class:`FitInputError` unless ``datasets`` has usable train (and valid) splits."""
+def check_datasets(datasets: Any) -> None:
+    """Raise :class:`FitInputError` unless ``datasets`` has usable train and valid splits."""
     if not isinstance(datasets, Mapping):
         raise FitInputError(f"datasets must be a dict like {{'train': ds, 'valid': ds}}, not "
                             f"{type(datasets).__name__}")
     valid_key = next((k for k in VALID_SPLITS if k in datasets), None)
     missing = [k for k, present in (("train", "train" in datasets), ("valid", valid_key)) if not present]
-    if not needs_valid and "valid" in missing:
-        missing.remove("valid")
     if missing:
         raise FitInputError(
             f"datasets has no {' and no '.join(map(repr, missing))} split (it has "
@@ -217,8 +221,6 @@ def check_datasets(datasets: Any, *, needs_valid: bool = True) -> None:
     if extra:
         log.warning("datasets: split(s) %s are not used by fit (only 'train' and 'valid')", extra)
     for split in ("train", valid_key):
-        if split is None:
-            continue
         ds = datasets[split]
         if not (hasattr(ds, "__len__") and hasattr(ds, "__getitem__")):
             raise FitInputError(f"datasets[{split!r}] must be a map-style dataset (with __len__ and "
@@ -327,6 +329,23 @@ def _loop_device(device: Any) -> Any:
     return None if device == "auto" else device
 
 
+# --- running the loop --------------------------------------------------------------------------
+
+
+def _fit_here(model: nn.Module, criterion: Any, optimizer: torch.optim.Optimizer, datasets: Datasets,
+              *, device: Any, env: distributed.DistEnv | None = None, **loop_args: Any) -> FitResult:
+    """Run the shared loop in this process, with the optimizer's state where the model will be."""
+    env = env or distributed.detect()
+    if optimizer.state:
+        # The loop moves the model to its device but not the optimizer's state (Adam's
+        # moments), which stays where an earlier fit, or the state loaded back from
+        # workers, left it: a second fit on the GPU would fail with "Expected all tensors
+        # to be on the same device". Loading the state again casts it onto the parameters.
+        model.to(distributed.select_devices(distributed.parse_device(device), env).device)
+        optimizer.load_state_dict(optimizer.state_dict())
+    return loop.fit(model, criterion, optimizer, datasets, device=device, env=env, **loop_args)
+
+
 # --- in the workers ------------------------------------------------------------------------
 
 
@@ -346,7 +365,7 @@ def _train_worker(model: nn.Module, criterion: Any, optimizer: torch.optim.Optim
                   loop_args: dict[str, Any]) -> _Outcome | None:
     """One worker: build the data, run the shared loop (it joins the process group)."""
     data = dataset_fn() if dataset_fn is not None else datasets
-    result = loop.fit(model, criterion, optimizer, data, **loop_args)
+    result = _fit_here(model, criterion, optimizer, data, **loop_args)
     if not distributed.detect().master_process:
         return None
     return _Outcome(

@@ -35,6 +35,8 @@ START_METHODS = ("auto", "spawn", "fork", "forkserver")
 
 # Seconds a failed run's other workers get to exit by themselves before SIGTERM.
 _GRACE_SECONDS = 5.0
+# Tries with a fresh MASTER_PORT when the chosen one was taken in the meantime.
+_PORT_ATTEMPTS = 3
 
 # Set in the workers so the launched code knows it was started here, not by torchrun.
 SPAWNED_ENV = "TRAINER_SPAWNED"
@@ -96,11 +98,11 @@ def in_interactive_session() -> bool:
 
 
 _CUDA_FORK_ADVICE = (
-    "CUDA is already initialised in this process, so workers started with 'fork' can not use "
-    "the GPU. In a notebook: restart the kernel and call trainer.fit(..., ddp=True) before "
-    "anything touches CUDA (keep the model on the CPU, the workers move it to their GPU; "
-    "torch.cuda.is_available() counts as a touch unless PYTORCH_NVML_BASED_CUDA_CHECK=1 is set, "
-    "torch.cuda.device_count() does not). Or run the training from a script "
+    "CUDA was already used in this process (initialised, or queried by torch.cuda.is_available()), "
+    "so workers started with 'fork' can not use the GPU. In a notebook: restart the kernel and call trainer.fit(..., ddp=True) before "
+    "anything touches CUDA (keep the model on the CPU, the workers move it to their GPU; use "
+    "torch.cuda.device_count() rather than torch.cuda.is_available(), or set "
+    "PYTORCH_NVML_BASED_CUDA_CHECK=1 before importing torch). Or run the training from a script "
     "(`python train.py` with the call under `if __name__ == \"__main__\":`, or torchrun), or pass "
     "start_method='spawn' with the model, dataset function etc. defined in an importable .py module."
 )
@@ -306,24 +308,45 @@ def launch(
     payload: Mapping[str, Any] | bytes = (
         dict(arguments) if method == "fork" else pickle_arguments(arguments)
     )
-    threads = max(1, (os.cpu_count() or 1) // nprocs)
-    port = free_port()
-    log.info("starting %d worker(s) with %r (gloo/nccl rendezvous on 127.0.0.1:%d, %d thread(s) each)",
-             nprocs, method, port, threads)
-    with tempfile.TemporaryDirectory(prefix="trainer-launch-") as tmp:
-        result_path = str(Path(tmp) / "result.pt")
-        context = mp.start_processes(
-            _worker,
-            args=(fn, payload, nprocs, port, result_path, threads, logging.getLogger().getEffectiveLevel()),
-            nprocs=nprocs,
-            join=False,
-            start_method=method,
-        )
-        _join(context)
-        if not os.path.exists(result_path):
-            raise WorkerError(0, "rank 0 finished without writing its result")
-        # Our own file from our own child in a private temp dir: full unpickling is safe here.
-        return torch.load(result_path, map_location="cpu", weights_only=False)
+    threads = max(1, _usable_cpus() // nprocs)
+    level = logging.getLogger().getEffectiveLevel()
+    for attempt in range(1, _PORT_ATTEMPTS + 1):
+        port = free_port()
+        log.info("starting %d worker(s) with %r (rendezvous on 127.0.0.1:%d, %d thread(s) each)",
+                 nprocs, method, port, threads)
+        with tempfile.TemporaryDirectory(prefix="trainer-launch-") as tmp:
+            result_path = str(Path(tmp) / "result.pt")
+            context = mp.start_processes(
+                _worker, args=(fn, payload, nprocs, port, result_path, threads, level),
+                nprocs=nprocs, join=False, start_method=method,
+            )
+            try:
+                _join(context)
+            except WorkerError as err:
+                # The port was free when chosen, but another process may take it before
+                # rank 0 listens on it; the group never formed, so nothing trained yet.
+                if attempt < _PORT_ATTEMPTS and _port_taken(str(err)):
+                    log.warning("port %d was taken before the workers could use it; retrying", port)
+                    continue
+                raise
+            if not os.path.exists(result_path):
+                raise WorkerError(0, "rank 0 finished without writing its result")
+            # Our own file from our own child in a private temp dir: full unpickling is safe here.
+            return torch.load(result_path, map_location="cpu", weights_only=False)
+    raise AssertionError("unreachable")
+
+
+def _usable_cpus() -> int:
+    """CPUs this process may run on (the affinity mask, which containers and Slurm narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _port_taken(message: str) -> bool:
+    text = message.lower()
+    return "eaddrinuse" in text or "address already in use" in text
 
 
 def _join(context: Any) -> None:

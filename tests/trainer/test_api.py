@@ -147,6 +147,100 @@ def test_catalyst_example_ddp_two_cpu_workers_matches(single_process_run, tmp_pa
     _check_store(result, steps_per_epoch=math.ceil(NUM_SAMPLES / 64))
 
 
+def test_fit_twice_continues_from_the_callers_objects(tmp_path):
+    """A second ddp=True call (say, the next notebook cell) goes on from the state the first left."""
+    torch.manual_seed(0)
+    model, criterion, optimizer = _linear_parts()
+    kwargs = dict(datasets=_small_datasets(256), batch_size=16, num_epochs=1, ddp=True, nprocs=2,
+                  device="cpu", start_method="fork", checkpoints_dir=tmp_path)
+    first = trainer.fit(model, criterion, optimizer, name="first", **kwargs)
+    assert optimizer.state[model.weight]["step"].item() == first.global_step == 8
+    second = trainer.fit(model, criterion, optimizer, name="second", **kwargs)
+    assert optimizer.state[model.weight]["step"].item() == 16
+    assert second.values("val/loss")[0] < first.values("val/loss")[0]
+
+
+# --- from a plain script, and under torchrun --------------------------------------------------
+
+SCRIPT = """
+import json, os, sys
+
+import torch
+from torch import nn
+from torch.utils.data import TensorDataset
+
+import trainer
+from trainer import spawn
+
+
+class Net(nn.Module):  # defined in the script: spawned workers re-import it from __main__
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+def make_datasets():
+    x = torch.rand(256, 4, generator=torch.Generator().manual_seed(1))
+    dataset = TensorDataset(x, x.sum(1, keepdim=True))
+    return {"train": dataset, "valid": dataset}
+
+
+if __name__ == "__main__":
+    launched = []
+    real_launch = spawn.launch
+
+    def recording_launch(*args, **kwargs):
+        launched.append(kwargs["nprocs"])
+        return real_launch(*args, **kwargs)
+
+    spawn.launch = recording_launch
+    torch.manual_seed(0)
+    model = Net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    result = trainer.fit(model, nn.MSELoss(), optimizer, dataset_fn=make_datasets, batch_size=16,
+                         num_epochs=2, ddp=True, nprocs=2, device="cpu",
+                         checkpoints_dir=sys.argv[1], name="script")
+    print("RESULT " + json.dumps({"launched": launched, "rank": int(os.environ.get("RANK", 0)),
+                                  "val": result.values("val/loss"), "steps": result.global_step,
+                                  "weight": model.linear.weight.flatten().tolist()}))
+"""
+
+
+def _run_script(tmp_path: Path, *launcher: str) -> list[dict]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    script = tmp_path / "train_script.py"
+    script.write_text(SCRIPT)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(var, None)
+    proc = subprocess.run([sys.executable, *launcher, str(script), str(out)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = [json.loads(line.split("RESULT ", 1)[1]) for line in proc.stdout.splitlines()
+               if line.startswith("RESULT ")]
+    history, _, update = read_store(out / "script" / "pickle")
+    assert update.meta["world_size"] == 2 and len(history.series(("val", "loss"))[0]) == 2
+    return sorted(results, key=lambda r: r["rank"])
+
+
+def test_script_spawns_and_torchrun_joins_the_same_training(tmp_path, port):
+    """``python train.py`` starts 2 workers itself; under torchrun it starts none, and trains the same."""
+    (spawned,) = _run_script(tmp_path / "spawned")
+    assert spawned["launched"] == [2]
+    joined = _run_script(tmp_path / "torchrun", "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                         "--master-port", str(port))
+    assert [r["rank"] for r in joined] == [0, 1]
+    for rank_result in joined:
+        assert rank_result["launched"] == []  # already in a process group: nothing started
+        assert rank_result["steps"] == spawned["steps"] == 2 * 256 // (2 * 16)
+        assert rank_result["val"] == pytest.approx(spawned["val"], rel=1e-5)
+        assert rank_result["weight"] == pytest.approx(spawned["weight"], rel=1e-5)
+
+
 # --- early stopping -------------------------------------------------------------------------
 
 
@@ -290,6 +384,9 @@ def test_other_bad_arguments(no_workers, tmp_path):
     with pytest.raises(TypeError, match="unexpected option.*'n_epoch'"):
         trainer.fit(model, criterion, optimizer, datasets=_small_datasets(), batch_size=4,
                     num_epochs=1, n_epoch=3)
+    with pytest.raises(ValueError, match="no_such_module"):
+        trainer.fit(model, criterion, optimizer, datasets=_small_datasets(), batch_size=4,
+                    num_epochs=1, remote_transfer_cmd="no_such_module.save")
     with pytest.raises(FitInputError, match=r"\(input, target\) pair"):
         trainer.fit(model, criterion, optimizer, datasets={"train": [1, 2], "valid": [1, 2]},
                     batch_size=4, num_epochs=1)

@@ -52,6 +52,16 @@ def failing_worker(bad_rank: int) -> None:
     time.sleep(60)  # the launcher must stop this one when the other fails
 
 
+def port_taking_worker(holder_dir: str) -> int:
+    """Fail like a rank 0 whose MASTER_PORT was taken, the first time only."""
+    marker = os.path.join(holder_dir, "tried")
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        raise RuntimeError("The server socket has failed to listen on any local network address. "
+                           "port: 1234, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use")
+    return int(os.environ["MASTER_PORT"])
+
+
 def dying_worker() -> None:
     if os.environ["RANK"] == "1":
         os._exit(7)
@@ -98,7 +108,7 @@ def test_launch_runs_a_process_group_and_returns_rank0_result(method):
     assert result["sum"] == 10 + 11
     assert (result["rank"], result["world"], result["local_rank"]) == (0, 2, 0)
     assert result["spawned"] == "1"
-    assert result["threads"] == max(1, (os.cpu_count() or 1) // 2)
+    assert result["threads"] == max(1, len(os.sched_getaffinity(0)) // 2)
     assert torch.equal(result["tensor"], torch.arange(3.0))
 
 
@@ -119,6 +129,12 @@ def test_worker_exception_names_rank_and_stops_the_others(monkeypatch):
     assert info.value.rank == 1
     assert "worker rank 1 failed" in str(info.value)
     assert time.monotonic() - start < 30  # the sleeping rank 0 was stopped, not waited for
+
+
+def test_taken_port_is_retried_with_another(tmp_path, monkeypatch):
+    monkeypatch.setattr(spawn, "_GRACE_SECONDS", 0.5)
+    assert launch(port_taking_worker, {"holder_dir": str(tmp_path)}, nprocs=1, start_method="fork") > 0
+    assert (tmp_path / "tried").exists()
 
 
 def test_worker_dying_without_exception_is_reported(monkeypatch):
