@@ -133,6 +133,27 @@ def cuda_usable_after_fork() -> bool:
     return probe.exitcode == 0
 
 
+_UNGUARDED_SCRIPT = (
+    "workers were about to be started while a spawned worker was importing your script, so the "
+    "script's top level is starting training itself. Put the code that builds and trains the model "
+    "under `if __name__ == \"__main__\":` (spawned workers import the script to find its functions "
+    "and classes, and must not run its training code)"
+)
+
+
+def _check_not_bootstrapping() -> None:
+    """Refuse to start workers from a spawned child that is still importing ``__main__``.
+
+    multiprocessing checks the same private flag for its own processes; here it
+    also has to cover fork, which it does not check, and the file-less
+    ``__mp_main__`` would otherwise pass for a notebook and pick fork.
+    """
+    import multiprocessing
+
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise LaunchError(_UNGUARDED_SCRIPT)
+
+
 def choose_start_method(requested: str = "auto", *, uses_cuda: bool = False) -> str:
     """Resolve ``requested`` (one of :data:`START_METHODS`) for this process.
 
@@ -143,6 +164,7 @@ def choose_start_method(requested: str = "auto", *, uses_cuda: bool = False) -> 
     """
     if requested not in START_METHODS:
         raise LaunchError(f"start_method must be one of {START_METHODS}, not {requested!r}")
+    _check_not_bootstrapping()
     method = requested
     if method == "auto":
         method = "fork" if in_interactive_session() else "spawn"
@@ -359,12 +381,15 @@ def _join(context: Any) -> None:
     except ProcessRaisedException as err:
         raise WorkerError(err.error_index, f"worker rank {err.error_index} failed:{err.msg}") from None
     except ProcessExitedException as err:
-        raise WorkerError(
-            err.error_index,
-            f"worker rank {err.error_index} died ({err.msg.split(' ', 2)[-1]}) without a Python "
-            "exception: out of memory (the kernel's OOM killer), a crash in native code, or a "
-            "signal from outside",
-        ) from None
+        how = err.msg.split(" ", 2)[-1]  # "terminated with signal SIGKILL" / "... exit code 1"
+        if err.signal_name:
+            why = ("out of memory (the kernel's OOM killer), a crash in native code, or a signal "
+                   "from outside")
+        else:
+            why = ("its own output above says why; a script that starts training at its top level, "
+                   "not under `if __name__ == \"__main__\":`, fails this way")
+        raise WorkerError(err.error_index, f"worker rank {err.error_index} died ({how}) without a "
+                          f"Python traceback: {why}") from None
     except BaseException:
         # KeyboardInterrupt in the caller (a notebook's interrupt button) does not
         # reach the workers; without this they would train on, orphaned.

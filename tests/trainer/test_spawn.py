@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -139,7 +140,7 @@ def test_taken_port_is_retried_with_another(tmp_path, monkeypatch):
 
 def test_worker_dying_without_exception_is_reported(monkeypatch):
     monkeypatch.setattr(spawn, "_GRACE_SECONDS", 0.5)
-    with pytest.raises(WorkerError, match=r"worker rank 1 died \(terminated with exit code 7\)"):
+    with pytest.raises(WorkerError, match=r"worker rank 1 died \(terminated with exit code 7\).*its own output"):
         launch(dying_worker, {}, nprocs=2, start_method="fork")
 
 
@@ -157,6 +158,32 @@ def test_interrupt_in_caller_stops_the_workers(tmp_path):
     for pid in pids:  # reaped children: signalling them fails
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+UNGUARDED_SCRIPT = """
+import os
+from trainer import spawn
+
+def work():
+    return os.getpid()
+
+print("TOP LEVEL RUN", flush=True)
+spawn.launch(work, {}, nprocs=2, start_method="spawn")  # not under `if __name__ == "__main__":`
+"""
+
+
+def test_unguarded_script_fails_clearly_instead_of_training_again(tmp_path):
+    script = tmp_path / "unguarded.py"
+    script.write_text(UNGUARDED_SCRIPT)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": root}
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode != 0
+    assert proc.stdout.count("TOP LEVEL RUN") == 3  # the script, then each worker importing it
+    assert 'under `if __name__ == "__main__":`' in proc.stderr
+    assert "spawned worker was importing your script" in proc.stderr  # the worker's own error
+    assert "WorkerError: worker rank" in proc.stderr  # the caller's
 
 
 # --- checks before any worker starts ------------------------------------------------------
