@@ -102,10 +102,18 @@ class StoreReader:
         self._segments: dict[str, _SegmentState] = {}
         self._documents: dict[str, tuple] = {}
         self.warnings: list[str] = []
+        self.more = False  # the last poll stopped at max_bytes: poll again at once
 
-    def poll(self) -> Update:
-        """Read whatever is new since the last call."""
+    def poll(self, max_bytes: int | None = None) -> Update:
+        """Read whatever is new since the last call.
+
+        With ``max_bytes``, stop after about that many bytes of segments and set
+        :attr:`more`, so a long history can be replayed a page at a time
+        instead of sitting in memory whole.
+        """
         update = Update()
+        self.more = False
+        budget = max_bytes
         listing = self.source.list()
         update.meta = self._read_document(fmt.META_FILE, listing)
         update.status = self._read_document(fmt.STATUS_FILE, listing)
@@ -121,8 +129,13 @@ class StoreReader:
             size = listing[name][0]
             if state.done or (size == state.size_seen and closed == state.closed_seen):
                 continue
+            if budget is not None and budget <= 0:
+                self.more = True
+                break
             state.size_seen, state.closed_seen = size, closed
-            self._read_segment(name, stream, state, closed, update)
+            read = self._read_segment(name, stream, state, closed, update)
+            if budget is not None:
+                budget -= read
         return update
 
     def _warn(self, message: str) -> None:
@@ -146,16 +159,17 @@ class StoreReader:
 
     def _read_segment(
         self, name: str, stream: str, state: _SegmentState, closed: bool, update: Update
-    ) -> None:
+    ) -> int:
+        """Add the new frames of one segment to ``update``; returns the bytes read."""
         where = self.source.describe(name)
         try:
             data = self.source.read(name, state.offset)
         except FileNotFoundError:
-            return
+            return 0
         except OSError as err:
             self._warn(f"skipped {where}: can not read it ({err})")
             state.done = True
-            return
+            return 0
         consumed = 0
         try:
             for frame in fmt.iter_frames(data):
@@ -176,6 +190,7 @@ class StoreReader:
             # kept and re-read if the file changes.
             state.warned_torn = True
             log.info("%s ends in an incomplete frame at byte %d", where, state.offset)
+        return len(data)
 
 
 class History:

@@ -19,7 +19,6 @@ from snapshot_store.reader import StoreReader
 from .decimate import MIN_POINTS
 from .display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, CompareDisplay, OnSent, RunDisplay
 from .model import RunData
-from .paging import PagedSource
 from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
 from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailable
 
@@ -29,6 +28,9 @@ DEFAULT_POLL_INTERVAL = 1.0
 # S3 back-off ceiling: an idle run then costs about one LIST a minute, ~60 an hour.
 DEFAULT_MAX_IDLE_INTERVAL = 60.0
 WAIT_LOG_INTERVAL = 10.0
+# A long history is replayed this many bytes of segments at a time: each page
+# becomes compact arrays before the next is read, so memory stays flat.
+PAGE_BYTES = 8 << 20
 TICK = 1.0  # status panels and restart probes want a look at least this often
 
 
@@ -56,7 +58,6 @@ class _Feed:
     """One followed run: reader, data, display, schedule."""
 
     spec: RunSpec
-    source: PagedSource
     reader: StoreReader
     data: RunData
     display: RunDisplay
@@ -167,9 +168,8 @@ class Follower:
             schedule = PollSchedule(
                 self.poll_interval, self.max_idle_interval if spec.remote else self.poll_interval
             )
-            source = PagedSource(spec.source)
             self.feeds[spec.name] = _Feed(
-                spec, source, StoreReader(source), RunData(spec.name),
+                spec, StoreReader(spec.source), RunData(spec.name),
                 RunDisplay(self.client, env, self.max_points), schedule,
             )
             log.info("following run %r from %s in visdom env %r", spec.name, spec.source.describe(""), env)
@@ -191,8 +191,8 @@ class Follower:
         changed = False
         try:
             while True:  # a long history arrives a page at a time; drain it before drawing
-                changed |= feed.data.apply(feed.reader.poll())
-                if not feed.source.more:
+                changed |= feed.data.apply(feed.reader.poll(max_bytes=PAGE_BYTES))
+                if not feed.reader.more:
                     break
         except Exception as err:  # network, permissions: keep the other runs going
             message = f"{type(err).__name__}: {err}"

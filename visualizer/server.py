@@ -371,6 +371,9 @@ def _run_child(args: argparse.Namespace) -> None:
     logging.getLogger("tornado.access").setLevel(logging.WARNING)
     if args.parent_pid:
         _exit_with_parent(args.parent_pid)
+    # visdom's package imports torch when it can (seconds, ~200 MB); its server
+    # never uses it. A None entry makes that optional import fail fast.
+    sys.modules.setdefault("torch", None)
     _patch_visdom_app(args.host)
     argv = ["visdom.server", "-port", str(args.port), "--hostname", args.host, "-logging_level", "INFO"]
     if args.env_path:

@@ -107,3 +107,23 @@ def test_history_keeps_the_latest_value_per_step():
     assert rewound == {("train", "loss")}
     steps, _, _, values = history.series(("train", "loss"))
     assert steps == [0, 1, 2, 3] and values == [1.0, 2.0, 30.0, 4.0]
+
+
+def test_max_bytes_pages_through_a_long_history_reading_each_byte_once(tmp_path):
+    store = tmp_path / "run" / "pickle"
+    with Recorder(store, flush_interval=0.01, segment_bytes=2_000, rank=0, handle_signals=False) as rec:
+        for step in range(3_000):
+            rec.log({"loss": float(step)}, step=step)
+            if step % 500 == 0:
+                rec.flush()
+    segments = list(store.glob("scalars-*.pickle"))
+    assert len(segments) > 3
+    reader, history, polls = StoreReader(store), History(), 0
+    while True:
+        history.add(reader.poll(max_bytes=1).scalars)  # one segment per page
+        polls += 1
+        if not reader.more:
+            break
+    assert polls == len(segments)
+    assert history.series(("train", "loss"))[0] == list(range(3_000))
+    assert not reader.poll()
