@@ -213,10 +213,14 @@ class Recorder:
             self._transfer.submit(path, closed=True)
         return path
 
-    def transfer_file(self, path: str | os.PathLike[str]) -> None:
-        """Hand any finished file of the run to the transfer hook (rank 0 only)."""
+    def transfer_file(self, path: str | os.PathLike[str], *, closed: bool = True) -> None:
+        """Hand another file of the run (a text log, say) to the transfer hook (rank 0 only).
+
+        ``closed=False`` for a file still growing: it is then sent at a bounded
+        rate; submit it once more with ``closed=True`` when it is complete.
+        """
         if self.enabled and self._transfer is not None:
-            self._transfer.submit(Path(path), closed=True)
+            self._transfer.submit(Path(path), closed=closed)
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Block until everything logged so far is written; False on timeout."""

@@ -158,6 +158,8 @@ class TransferRunner:
             if path in self._busy:
                 self._again[path] = self._again.get(path, False) or closed
                 return
+            if self._failures.get(path) and path in self._due:
+                return  # its retry is scheduled and will send the newest bytes: keep the backoff
             earliest = now
             if not closed and not self._draining:
                 earliest = max(now, self._last_sent.get(path, -1e9) + self.min_interval)
@@ -218,8 +220,8 @@ class TransferRunner:
                     tries = self._failures[path] = self._failures.get(path, 0) + 1
                     delay = min(self.backoff[1], self.backoff[0] * 2 ** (tries - 1))
                     self._due[path] = min(self._due.get(path, now + delay), now + delay)
-                if path in self._again:
-                    closed = self._again.pop(path)
+                closed = self._again.pop(path, None)
+                if ok and closed is not None:  # changed while being sent: send again
                     earliest = now if closed or self._draining else now + self.min_interval
                     self._due[path] = min(self._due.get(path, earliest), earliest)
                 self._cond.notify_all()

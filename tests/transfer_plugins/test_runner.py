@@ -152,3 +152,22 @@ def test_two_argument_hooks_get_the_path_relative_to_the_root(tmp_path):
     runner.submit(target)
     runner.close()
     assert got == [(str(target), "exp/pickle/meta.pickle")]
+
+
+def test_resubmitting_a_failing_file_keeps_its_backoff(tmp_path):
+    calls: list[float] = []
+
+    def down(path):
+        calls.append(time.monotonic())
+        raise ConnectionError("S3 is down")
+
+    target = tmp_path / "active"
+    target.write_text("x")
+    runner = TransferRunner(down, tmp_path, backoff=(0.2, 10.0), min_interval=0.0)
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:  # the recorder re-submits the active segment at every flush
+        runner.submit(target, closed=True)
+        time.sleep(0.005)
+    runner.close(timeout=0)
+    # Backoff 0.2, 0.4, 0.8 s: at most 4 attempts fit in one second, resubmitted or not.
+    assert 1 <= len(calls) <= 4
