@@ -233,11 +233,22 @@ def init_process_group(env: DistEnv, devices: Devices, timeout_s: float = 600.0)
         return False
     if devices.device.type == "cuda":
         torch.cuda.set_device(devices.device)
-    # env:// reads these; Slurm's defaults were derived in detect(), so export them.
-    os.environ.setdefault("MASTER_ADDR", str(env.master_addr))
-    os.environ.setdefault("MASTER_PORT", str(env.master_port))
-    dist.init_process_group(devices.backend, init_method="env://", rank=env.rank,
-                            world_size=env.world_size, timeout=timedelta(seconds=timeout_s))
+    timeout = timedelta(seconds=timeout_s)
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        # torchrun's own store can outlive a worker group (torch 2.11 keeps it across
+        # --max-restarts): a restarted group would read the dead group's gloo addresses.
+        # One key namespace per attempt keeps the groups apart.
+        agent_store = dist.TCPStore(str(env.master_addr), int(env.master_port), env.world_size,
+                                    is_master=False, timeout=timeout)
+        store = dist.PrefixStore(f"trainer/attempt_{env.restart_count}", agent_store)
+        dist.init_process_group(devices.backend, store=store, rank=env.rank,
+                                world_size=env.world_size, timeout=timeout)
+    else:
+        # env:// reads these; Slurm's defaults were derived in detect(), so export them.
+        os.environ.setdefault("MASTER_ADDR", str(env.master_addr))
+        os.environ.setdefault("MASTER_PORT", str(env.master_port))
+        dist.init_process_group(devices.backend, init_method="env://", rank=env.rank,
+                                world_size=env.world_size, timeout=timeout)
     log.debug("rank %d/%d joined %s group at %s:%s", env.rank, env.world_size, devices.backend,
               env.master_addr, env.master_port)
     return True

@@ -42,7 +42,7 @@ def prediction_grid(inputs: torch.Tensor, targets: torch.Tensor, outputs: torch.
                     limit: int = 16) -> torch.Tensor:
     """The first ``limit`` inputs (NCHW) framed green when predicted right, red when wrong."""
     images = inputs[:limit].detach().float().cpu().clamp(0, 1)
-    correct = (outputs[:limit].detach().argmax(dim=1) == targets[:limit]).cpu()
+    correct = outputs[:limit].detach().argmax(dim=1).cpu() == targets[:limit].cpu()
     framed = torch.nn.functional.pad(images, (2, 2, 2, 2))
     green = torch.tensor([0.1, 0.9, 0.1]).view(3, 1, 1)
     red = torch.tensor([0.95, 0.1, 0.1]).view(3, 1, 1)
