@@ -375,7 +375,7 @@ class Runner:
                  self.train_size, self.steps_per_epoch, self.n_epochs, total_steps)
         self.recorder.set_status(total_steps=total_steps, steps_per_epoch=self.steps_per_epoch,
                                  n_epochs=self.n_epochs, world_size=world, hosts=self.hosts,
-                                 effective_batch_size=effective, epoch=self.epoch)
+                                 effective_batch_size=effective)
 
     # --- training --------------------------------------------------------------------------
 
@@ -456,10 +456,12 @@ class Runner:
     def _progress_bar(self, epoch: int, start: int) -> Any:
         from tqdm import tqdm
 
+        if not self.master or self.progress is False:
+            disable: bool | None = True
+        else:
+            disable = None if self.progress is None else False  # None: tqdm shows it on a terminal only
         return tqdm(total=self.steps_per_epoch, initial=start, desc=f"epoch {epoch + 1}/{self.n_epochs}",
-                    disable=None if self.master and self.progress is None else not self.master or not self.progress,
-                    unit="step", leave=False,
-                    dynamic_ncols=True)
+                    disable=disable, unit="step", leave=False, dynamic_ncols=True)
 
     # --- validation, schedule, early stopping ------------------------------------------------
 
