@@ -1,7 +1,17 @@
 """Transfer: upload throughput of ``transfer_plugins.s3.save_to_s3`` beside boto3's
-``upload_file`` alone, against a SeaweedFS server this benchmark starts itself.
+``upload_file`` alone, against a SeaweedFS server this benchmark starts itself; and a
+1 GB checkpoint uploaded through the transfer runner while the project's training
+step runs (issue 5: step time <= 1.05x the baseline, throughput >= 0.8x upload_file).
 
     python -m bench transfer
+
+The training step is the CLI's: SmallCNN, cross-entropy and Adam on the generated
+shapes, batches from a DataLoader, torch pinned to one thread. The S3 server runs
+on this machine, so on a small machine it competes with training for the CPU (a
+real S3 endpoint is elsewhere): the rows also say how much CPU the server and the
+client used per GB, how busy the machine was with other work, and the step time
+with the upload and the server kept off the training core (a stand-in for a spare
+core or a remote server).
 """
 
 from __future__ import annotations
@@ -74,8 +84,17 @@ def measure(server: SeaweedS3, path: Path, repeats: int) -> dict[str, float]:
     }
 
 
-def run(size_mb: int = 256, repeats: int = 3) -> list[dict]:
-    """Rows: large-file upload throughput and the cost of re-announcing it unchanged."""
+def run(size_mb: int = 256, repeats: int = 3, training_size_mb: int = 1000,
+        training_repeats: int = 3) -> list[dict]:
+    """Rows: large-file upload throughput, the cost of re-announcing it unchanged, and a
+    ``training_size_mb`` checkpoint uploaded during training (0 skips that part)."""
+    rows = _throughput_rows(size_mb, repeats)
+    if training_size_mb:
+        rows += run_during_training(training_size_mb, training_repeats)
+    return rows
+
+
+def _throughput_rows(size_mb: int, repeats: int) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp, SeaweedS3(Path(tmp) / "seaweedfs") as server:
         server.client().create_bucket(Bucket=BUCKET)
         path = Path(tmp) / "latest.pth"
@@ -103,6 +122,289 @@ def run(size_mb: int = 256, repeats: int = 3) -> list[dict]:
             "met": seconds["resent"] == 0,
         },
     ]
+
+
+# --- a checkpoint uploaded while training runs ----------------------------------------------
+
+
+class TrainingSteps:
+    """The CLI's training step on one torch thread: next DataLoader batch, forward,
+    cross-entropy, backward, Adam (as ``trainer.loop.Runner._run_batch``)."""
+
+    def __init__(self, workdir: Path, batch_size: int = 64, image_size: int = 32) -> None:
+        import torch
+        from torch import nn
+        from torch.utils.data import DataLoader
+
+        from trainer.data import load_datasets, make_dataset
+        from trainer.models import SmallCNN
+
+        make_dataset(workdir / "shapes", classes=4, train_per_class=128, val_per_class=1,
+                     image_size=image_size, seed=0)
+        train = load_datasets(workdir / "shapes")["train"]
+        self.loader = DataLoader(train, batch_size=batch_size, shuffle=True, drop_last=True,
+                                 generator=torch.Generator().manual_seed(0))
+        torch.manual_seed(0)
+        self.model = SmallCNN(num_classes=len(train.classes))
+        self.criterion = nn.CrossEntropyLoss()
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=0.005)  # the CLI's default
+        self._batches: Iterator = iter(())
+        self.run_for(2.0)  # warm-up: decode and cache the images, allocator, kernels
+
+    def step(self) -> float:
+        """Seconds of one training step, data included."""
+        started = time.perf_counter()
+        try:
+            inputs, targets = next(self._batches)
+        except StopIteration:
+            self._batches = iter(self.loader)
+            inputs, targets = next(self._batches)
+        loss = self.criterion(self.model(inputs), targets)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        return time.perf_counter() - started
+
+    def run_for(self, seconds: float) -> list[float]:
+        end = time.perf_counter() + seconds
+        times = []
+        while time.perf_counter() < end:
+            times.append(self.step())
+        return times
+
+    def run_until(self, done: Callable[[], bool], limit: float = 600.0) -> list[float]:
+        end = time.perf_counter() + limit
+        times = []
+        while not done() and time.perf_counter() < end:
+            times.append(self.step())
+        return times
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _machine_busy() -> float:
+    """CPU seconds all cores spent busy so far (from /proc/stat)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+    return (sum(values[:8]) - idle) / _TICK
+
+
+class _CpuMeter:
+    """CPU seconds of this process, the server, and everything else, over a block."""
+
+    def __init__(self, server_pid: int) -> None:
+        self.server_pid = server_pid
+        self.available = Path("/proc/stat").exists()
+
+    def __enter__(self) -> "_CpuMeter":
+        if self.available:
+            self._start = (_process_cpu(os.getpid()), _process_cpu(self.server_pid), _machine_busy(),
+                           time.perf_counter())
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if not self.available:
+            return
+        ours, server, busy, wall = self._start
+        self.ours = _process_cpu(os.getpid()) - ours
+        self.server = _process_cpu(self.server_pid) - server
+        self.wall = time.perf_counter() - wall
+        self.others = max(0.0, _machine_busy() - busy - self.ours - self.server)
+
+
+@contextmanager
+def _affinity(training: set[int] | None, server: set[int] | None, server_pid: int) -> Iterator[None]:
+    """Pin this process (threads started later inherit it) and every server thread; undo after."""
+    if training is None:
+        yield
+        return
+    saved = os.sched_getaffinity(0)
+    tasks = [int(t) for t in os.listdir(f"/proc/{server_pid}/task")]
+    try:
+        os.sched_setaffinity(0, training)
+        for task in tasks:
+            os.sched_setaffinity(task, server)
+        yield
+    finally:
+        os.sched_setaffinity(0, saved)
+        for task in [int(t) for t in os.listdir(f"/proc/{server_pid}/task")]:
+            try:
+                os.sched_setaffinity(task, saved)
+            except OSError:
+                pass
+
+
+def _upload_during_training(steps: TrainingSteps, root: Path, path: Path,
+                            upload_cpus: set[int] | None = None) -> tuple[list[float], float]:
+    """Step times while the transfer runner uploads ``path`` with save_to_s3, and the upload's
+    seconds (submit to the hook's return). ``upload_cpus`` pins the runner's worker threads
+    (boto3's part threads inherit it)."""
+    from transfer_plugins.runner import TransferRunner
+
+    finished: dict[str, float] = {}
+
+    def hook(source_path: str, relative_path: str) -> None:
+        if upload_cpus is not None:
+            os.sched_setaffinity(0, upload_cpus)  # this thread only (Linux)
+        s3_plugin.save_to_s3(source_path, relative_path)
+        finished["at"] = time.perf_counter()
+
+    runner = TransferRunner(hook, root, name="bench")
+    started = time.perf_counter()
+    runner.submit(path, closed=True)
+    times = steps.run_until(lambda: "at" in finished)
+    left = runner.close(timeout=60)
+    if left or "at" not in finished:
+        raise RuntimeError(f"the benchmark upload of {path} did not finish")
+    return times, finished["at"] - started
+
+
+def _fresh_bucket(server: SeaweedS3, label: str) -> str:
+    name = f"{label}-{time.monotonic_ns()}"
+    server.client().create_bucket(Bucket=name)
+    return name
+
+
+def _drop_bucket(server: SeaweedS3, name: str) -> None:
+    # SeaweedFS deletes a non-empty bucket with its objects and frees its volumes.
+    server.client().delete_bucket(Bucket=name)
+
+
+def measure_during_training(server: SeaweedS3, steps: TrainingSteps, root: Path, path: Path,
+                            repeats: int, split_cpus: bool) -> dict[str, list[float]]:
+    """Per repeat: baseline steps, upload_file alone, our upload during training, baseline steps;
+    then (``split_cpus``) the same with training on one core and the server and upload on another."""
+    size_mb = path.stat().st_size / MB
+    relative = path.relative_to(root).as_posix()
+    pid = server._proc.pid  # noqa: SLF001 - the benchmark's own server process
+    out: dict[str, list[float]] = {key: [] for key in (
+        "baseline_ms", "during_ms", "step_ratio", "reference_mbps", "ours_mbps", "throughput_ratio",
+        "client_cpu_per_gb", "server_cpu_per_gb", "others_cores", "split_ratio", "split_mbps")}
+    client = server.client()
+    for _ in range(repeats):
+        before = steps.run_for(4.0)
+        bucket = _fresh_bucket(server, "reference")
+        with _CpuMeter(pid) as cpu:
+            started = time.perf_counter()
+            client.upload_file(str(path), bucket, relative)
+            reference = time.perf_counter() - started
+        _drop_bucket(server, bucket)
+        bucket = _fresh_bucket(server, "ours")
+        with _environ({**server.env(), s3_plugin.URI_ENV: f"s3://{bucket}/runs"}):
+            s3_plugin.reset()
+            s3_plugin.preflight()
+            with _CpuMeter(pid) as busy:
+                during, seconds = _upload_during_training(steps, root, path)
+        s3_plugin.reset()
+        _drop_bucket(server, bucket)
+        after = steps.run_for(4.0)
+        baseline = statistics.fmean(before + after)
+        out["baseline_ms"].append(baseline * 1e3)
+        out["during_ms"].append(statistics.fmean(during) * 1e3)
+        out["step_ratio"].append(statistics.fmean(during) / baseline)
+        out["reference_mbps"].append(size_mb / reference)
+        out["ours_mbps"].append(size_mb / seconds)
+        out["throughput_ratio"].append(reference / seconds)
+        if cpu.available:
+            out["client_cpu_per_gb"].append(cpu.ours / size_mb * 1000)
+            out["server_cpu_per_gb"].append(cpu.server / size_mb * 1000)
+            out["others_cores"].append(busy.others / busy.wall)
+        if split_cpus:
+            with _affinity({0}, {1}, pid):
+                before = steps.run_for(3.0)
+                bucket = _fresh_bucket(server, "split")
+                with _environ({**server.env(), s3_plugin.URI_ENV: f"s3://{bucket}/runs"}):
+                    s3_plugin.reset()
+                    s3_plugin.preflight()
+                    during, seconds = _upload_during_training(steps, root, path, upload_cpus={1})
+                s3_plugin.reset()
+                _drop_bucket(server, bucket)
+                after = steps.run_for(3.0)
+            out["split_ratio"].append(statistics.fmean(during) / statistics.fmean(before + after))
+            out["split_mbps"].append(size_mb / seconds)
+    return out
+
+
+def run_during_training(size_mb: int = 1000, repeats: int = 3) -> list[dict]:
+    """Rows: step time and upload throughput with a ``size_mb`` checkpoint uploaded during training."""
+    import torch
+
+    saved_threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the same one core for the step in every phase
+    split_cpus = (hasattr(os, "sched_setaffinity") and Path("/proc/stat").exists()
+                  and {0, 1} <= os.sched_getaffinity(0))
+    try:
+        with tempfile.TemporaryDirectory() as tmp, SeaweedS3(Path(tmp) / "seaweedfs") as server:
+            steps = TrainingSteps(Path(tmp))
+            root = Path(tmp) / "checkpoints"
+            path = root / "run" / "latest.pth"
+            path.parent.mkdir(parents=True)
+            with path.open("wb") as f:
+                for _ in range(size_mb // 50):
+                    f.write(os.urandom(50 * MB))
+                f.write(os.urandom(size_mb % 50 * MB))
+            load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+            m = measure_during_training(server, steps, root, path, repeats, split_cpus)
+    finally:
+        torch.set_num_threads(saved_threads)
+        s3_plugin.reset()
+    med = {key: statistics.median(values) for key, values in m.items() if values}
+
+    def each(key: str) -> str:
+        return ", ".join(f"{value:.2f}" for value in m[key])
+
+    rows = [
+        {
+            "benchmark": f"training step during a {size_mb} MB checkpoint upload (runner + save_to_s3)",
+            "ours": f"{med['during_ms']:.1f} ms/step",
+            "reference": f"no upload {med['baseline_ms']:.1f} ms/step",
+            "ratio": f"{med['step_ratio']:.2f}x ({each('step_ratio')})",
+            "target": "<= 1.05x",
+            "met": med["step_ratio"] <= 1.05,
+        },
+        {
+            "benchmark": f"upload throughput of the {size_mb} MB checkpoint during training",
+            "ours": f"{med['ours_mbps']:,.0f} MB/s",
+            "reference": f"upload_file alone {med['reference_mbps']:,.0f} MB/s",
+            "ratio": f"{med['throughput_ratio']:.2f}x ({each('throughput_ratio')})",
+            "target": ">= 0.8x",
+            "met": med["throughput_ratio"] >= 0.8,
+        },
+    ]
+    others = f"; other work {med['others_cores']:.1f} cores" if "others_cores" in med else ""
+    rows.append({
+        "benchmark": f"  conditions: {os.cpu_count()} cores, S3 server local, torch 1 thread, "
+                     f"median of {repeats}",
+        "ours": f"load {load_before:.1f}{others}",
+        "target": "(diagnostic)",
+        "met": "",
+    })
+    if "client_cpu_per_gb" in med:
+        rows.append({
+            "benchmark": "  CPU seconds per GB uploaded (upload_file alone): client, S3 server",
+            "ours": f"client {med['client_cpu_per_gb']:.1f} s/GB",
+            "reference": f"server {med['server_cpu_per_gb']:.1f} s/GB",
+            "ratio": f"{med['server_cpu_per_gb'] / max(med['client_cpu_per_gb'], 1e-9):.1f}x in the server",
+            "target": "(diagnostic)",
+            "met": "",
+        })
+    if "split_ratio" in med:
+        rows.append({
+            "benchmark": "  same, training on cpu 0, upload threads and S3 server on cpu 1",
+            "ours": f"step {med['split_ratio']:.2f}x",
+            "reference": f"upload {med['split_mbps']:,.0f} MB/s",
+            "ratio": f"{med['split_mbps'] / med['reference_mbps']:.2f}x upload_file ({each('split_ratio')})",
+            "target": "(diagnostic) <= 1.05x",
+            "met": med["split_ratio"] <= 1.05,
+        })
+    return rows
 
 
 if __name__ == "__main__":
