@@ -45,9 +45,26 @@ Datasets = Mapping[str, Dataset]
 Metric = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 AMP_DTYPES = {"off": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 LATEST, BEST = "latest.pth", "best.pth"
+LOSS_LOG = "loss_log.txt"
 # Test hook for the elastic-restart test: this rank kills itself (SIGKILL) before
 # this global step, in the first attempt of a torchrun worker group only.
 CRASH_AT_STEP_ENV, CRASH_RANK_ENV = "TRAINER_TEST_CRASH_AT_STEP", "TRAINER_TEST_CRASH_RANK"
+
+
+class _TransferredFileHandler(logging.FileHandler):
+    """``loss_log.txt``: each line is flushed and the file handed to the transfer hook.
+
+    The runner coalesces and rate-limits a growing file, so this costs a
+    dictionary update per line, not an upload.
+    """
+
+    def __init__(self, path: Path, recorder: Recorder) -> None:
+        super().__init__(path, encoding="utf-8")
+        self.recorder = recorder
+
+    def emit(self, record: logging.LogRecord) -> None:  # noqa: D102
+        super().emit(record)
+        self.recorder.transfer_file(self.baseFilename, closed=False)
 
 
 @dataclass
@@ -261,6 +278,8 @@ class Runner:
 
     def _close_outputs(self) -> None:
         self.recorder.set_status(epochs_completed=self.epoch, stopped_early=self.stopped_early)
+        if (self.run_dir / LOSS_LOG).exists():
+            self.recorder.transfer_file(self.run_dir / LOSS_LOG)  # complete now: its final copy
         self.recorder.close(self._outcome)
         if self._live is not None and hasattr(self._live, "stop"):
             self._live.stop()  # after close: the follower has shown the last points
@@ -273,7 +292,7 @@ class Runner:
         if self.master:
             _pkg_log.setLevel(logging.INFO)
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            to_file = logging.FileHandler(self.run_dir / "loss_log.txt", encoding="utf-8")
+            to_file = _TransferredFileHandler(self.run_dir / LOSS_LOG, self.recorder)
             to_file.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
             handlers.append(to_file)
             if not logging.getLogger().handlers:  # a library call with no logging configured
