@@ -41,13 +41,6 @@ _LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP
                   "TORCHELASTIC_RESTART_COUNT", "TRAINER_TEST_CRASH_AT_STEP",
                   "TRAINER_TEST_CRASH_RANK")
 
-# The trainer hands the store files and checkpoints to the hook, but (as of this
-# writing) never loss_log.txt, which it also writes into the run dir. Each test
-# checks everything else strictly and reports this one gap as an expected failure.
-LOSS_LOG = "loss_log.txt"
-LOSS_LOG_NOT_SENT = ("trainer bug: loss_log.txt is written into the run dir but never handed "
-                     "to --remote-transfer-cmd, so it never reaches the bucket")
-
 # The runner retries a failing file with exponential backoff from 0.5 s, so within an
 # outage of well under a minute no file may reach its 10th attempt (that would take
 # over 4 minutes), however often the recorder re-submits it (the active segment is
@@ -145,8 +138,8 @@ def _differences(bucket, run_dir: Path) -> tuple[set[str], set[str], set[str]]:
     return set(local) - set(remote), set(remote) - set(local), differ
 
 
-def _assert_bucket_equals_run(bucket, run_dir: Path) -> bool:
-    """Assert the bucket mirrors the run dir byte for byte; True if only loss_log.txt is missing."""
+def _assert_bucket_equals_run(bucket, run_dir: Path) -> None:
+    """Assert the bucket mirrors the run dir byte for byte, and holds nothing else."""
     stray = [k for k in bucket.keys() if not k.startswith(f"{PREFIX}/{run_dir.name}/")]
     assert not stray, f"objects outside {PREFIX}/{run_dir.name}/ (preflight probes?): {stray}"
     missing, extra, differ = _differences(bucket, run_dir)
@@ -154,10 +147,9 @@ def _assert_bucket_equals_run(bucket, run_dir: Path) -> bool:
     sizes = {k: len(v) for k, v in local.items()}
     assert not differ, f"objects with other bytes than the run dir: {sorted(differ)} (local sizes {sizes})"
     assert not extra, f"objects with no file in the run dir: {sorted(extra)}"
-    assert missing <= {LOSS_LOG}, f"files never uploaded: {sorted(missing)}"
-    assert {"latest.pth", "pickle/meta.pickle", "pickle/status.pickle",
+    assert not missing, f"files never uploaded: {sorted(missing)}"
+    assert {"latest.pth", "loss_log.txt", "pickle/meta.pickle", "pickle/status.pickle",
             "pickle/scalars-00000000.pickle"} <= set(local), sorted(local)
-    return bool(missing)
 
 
 def _sync(run_dir: str, spec: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -217,8 +209,7 @@ def test_torchrun_run_ends_with_the_bucket_equal_to_the_run_dir(s3_bucket, s3_ur
     assert "not transferred" not in proc.stderr, proc.stderr[-4000:]
     run_dir = checkpoints / NAME
     assert {"epoch_1.pth", "epoch_3.pth", "best.pth", "pickle/images-00000000.pickle"} <= set(_run_tree(run_dir))
-    if _assert_bucket_equals_run(s3_bucket, run_dir):
-        pytest.xfail(LOSS_LOG_NOT_SENT)
+    _assert_bucket_equals_run(s3_bucket, run_dir)
 
 
 def test_s3_outage_mid_run_training_finishes_and_the_bucket_catches_up(
@@ -257,8 +248,7 @@ def test_s3_outage_mid_run_training_finishes_and_the_bucket_catches_up(
     stormed = sorted(set(re.findall(rf"failed for \S+/(\S+) \(attempt {MAX_ATTEMPTS_IN_OUTAGE + 1}\)",
                                     output)))
     assert not stormed, f"retried without backoff during a {outage:.0f} s outage: {stormed}"
-    if _assert_bucket_equals_run(private_s3_bucket, run_dir):
-        pytest.xfail(LOSS_LOG_NOT_SENT)
+    _assert_bucket_equals_run(private_s3_bucket, run_dir)
 
 
 def test_run_ending_during_an_outage_lists_the_sync_command_that_completes_the_bucket(
@@ -288,7 +278,7 @@ def test_run_ending_during_an_outage_lists_the_sync_command_that_completes_the_b
     assert "latest.pth" in missing and "pickle/status.pickle" in missing
     proc = _sync(hint["run_dir"], hint["spec"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    assert not _assert_bucket_equals_run(private_s3_bucket, run_dir)  # sync sends loss_log.txt too
+    _assert_bucket_equals_run(private_s3_bucket, run_dir)
 
 
 # --- one clear error at start-up -----------------------------------------------------------------
