@@ -180,6 +180,9 @@ def check_run_dir(checkpoints_dir: str, name: str) -> Path:
 def _configure_logging(master: bool) -> None:
     logging.basicConfig(level=logging.INFO if master else logging.ERROR,
                         format="%(asctime)s %(message)s", datefmt="%H:%M:%S", force=True)
+    # boto3 announces at INFO where it found credentials: noise in a training log.
+    for noisy in ("boto3", "botocore", "s3transfer", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def build_optimizer(opts: argparse.Namespace, params, lr: float):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 import threading
@@ -171,3 +172,15 @@ def test_resubmitting_a_failing_file_keeps_its_backoff(tmp_path):
     runner.close(timeout=0)
     # Backoff 0.2, 0.4, 0.8 s: at most 4 attempts fit in one second, resubmitted or not.
     assert 1 <= len(calls) <= 4
+
+
+@pytest.mark.skipif(not hasattr(os, "setpriority"), reason="per-thread nice values are Linux-only")
+def test_hooks_run_at_lower_cpu_priority_than_training(tmp_path):
+    seen: list[int] = []
+    target = tmp_path / "f"
+    target.write_text("x")
+    runner = TransferRunner(lambda p: seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id())),
+                            tmp_path, nice=5)
+    runner.submit(target)
+    runner.close()
+    assert seen == [min(19, os.getpriority(os.PRIO_PROCESS, 0) + 5)]
