@@ -268,6 +268,8 @@ def _worker(
     log_level: int,
 ) -> None:
     """Entry point of one worker: launcher environment, arguments, ``fn``, rank 0's result."""
+    if not isinstance(arguments, bytes):  # forked
+        _use_plain_std_streams()
     for var in _LAUNCHER_VARS:
         os.environ.pop(var, None)
     os.environ.update(
@@ -299,6 +301,35 @@ def _worker(
         tmp = f"{result_path}.tmp"
         torch.save(result, tmp)
         os.replace(tmp, result_path)
+
+
+def _use_plain_std_streams() -> None:
+    """In a forked worker, write to file descriptors 1 and 2 directly, not through the parent's streams.
+
+    In a Jupyter kernel ``sys.stdout``/``sys.stderr`` are ipykernel streams whose
+    lock may be held by one of the kernel's threads at the moment of the fork;
+    that thread does not exist in the child, so the child's first write or its
+    final flush at exit would wait forever (seen as a worker that never exits).
+    Fresh file objects on the descriptors have fresh locks, and the kernel
+    forwards whatever reaches the descriptors to the notebook.
+    """
+    replaced: dict[int, io.TextIOBase] = {}
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        current = getattr(sys, name)
+        if isinstance(current, io.TextIOWrapper) or current is None:
+            continue  # a plain file: nothing of the parent's machinery behind it
+        plain = open(fd, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+        setattr(sys, name, plain)
+        replaced[id(current)] = plain
+    if not replaced:
+        return
+    loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(lg, logging.Logger))]
+    for logger in loggers:
+        for handler in logger.handlers:
+            stream = getattr(handler, "stream", None)
+            if isinstance(handler, logging.StreamHandler) and id(stream) in replaced:
+                handler.stream = replaced[id(stream)]  # not setStream: it would flush the old one
 
 
 def launch(
