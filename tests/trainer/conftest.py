@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from trainer.data import make_dataset
 
@@ -15,3 +16,12 @@ def tiny_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("tiny_dataset")
     make_dataset(root, classes=3, train_per_class=16, val_per_class=4, image_size=16, seed=1)
     return root
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """One intra-op thread: on 2 busy cores, a second one only adds waiting."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

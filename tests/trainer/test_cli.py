@@ -16,14 +16,6 @@ from trainer import cli
 from trainer.distributed import DistEnv
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _main(argv: list[str]) -> int:
     try:
         return cli.main(argv)

@@ -28,15 +28,6 @@ from trainer.models import SmallCNN, accuracy
 STEPS_PER_EPOCH = 6  # 48 training images, batch 8
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One intra-op thread: on 2 busy cores, a second one only adds waiting."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _fit(root, checkpoints, name: str, n_epochs: int, criterion=None, datasets=None,
          **kwargs) -> FitResult:
     checkpoint.seed_everything(0)
