@@ -334,7 +334,13 @@ def _loop_device(device: Any) -> Any:
 
 def _fit_here(model: nn.Module, criterion: Any, optimizer: torch.optim.Optimizer, datasets: Datasets,
               *, device: Any, env: distributed.DistEnv | None = None, **loop_args: Any) -> FitResult:
-    """Run the shared loop in this process, with the optimizer's state where the model will be."""
+    """Run the shared loop in this process."""
+    return _runner(model, criterion, optimizer, datasets, device=device, env=env, **loop_args).fit()
+
+
+def _runner(model: nn.Module, criterion: Any, optimizer: torch.optim.Optimizer, datasets: Datasets,
+            *, device: Any, env: distributed.DistEnv | None = None, **loop_args: Any) -> loop.Runner:
+    """The shared loop's runner, with the optimizer's state where the model will be."""
     env = env or distributed.detect()
     if optimizer.state:
         # The loop moves the model to its device but not the optimizer's state (Adam's
@@ -343,10 +349,13 @@ def _fit_here(model: nn.Module, criterion: Any, optimizer: torch.optim.Optimizer
         # to be on the same device". Loading the state again casts it onto the parameters.
         model.to(distributed.select_devices(distributed.parse_device(device), env).device)
         optimizer.load_state_dict(optimizer.state_dict())
-    return loop.fit(model, criterion, optimizer, datasets, device=device, env=env, **loop_args)
+    return loop.Runner(model, criterion, optimizer, datasets, device=device, env=env, **loop_args)
 
 
 # --- in the workers ------------------------------------------------------------------------
+
+
+_KEEP_UNTIL_EXIT: list[Any] = []
 
 
 @dataclasses.dataclass
@@ -365,7 +374,13 @@ def _train_worker(model: nn.Module, criterion: Any, optimizer: torch.optim.Optim
                   loop_args: dict[str, Any]) -> _Outcome | None:
     """One worker: build the data, run the shared loop (it joins the process group)."""
     data = dataset_fn() if dataset_fn is not None else datasets
-    result = _fit_here(model, criterion, optimizer, data, **loop_args)
+    runner = _runner(model, criterion, optimizer, data, **loop_args)
+    result = runner.fit()
+    # Never freed: freeing the runner frees its DDP wrapper and with it the gloo process
+    # group, whose destructor joins gloo's threads while holding the GIL; a thread still
+    # releasing a finished all-gather needs the GIL, and the worker hangs for good (torch
+    # 2.13, seen about once in ten runs). The worker ends with os._exit instead.
+    _KEEP_UNTIL_EXIT.append(runner)
     if not distributed.detect().master_process:
         return None
     return _Outcome(

@@ -25,6 +25,7 @@ import pickle
 import socket
 import sys
 import tempfile
+import traceback
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -294,13 +295,31 @@ def _worker(
         # by the training loop itself.
         warnings.filterwarnings("ignore", message=r"Seems like `optimizer.step\(\)` has been overridden")
         arguments = pickle.loads(arguments)
-    result = fn(**arguments)
-    if local_rank == 0:
-        # Written to a file, not a queue: a large state dict in a pipe would block
-        # this worker until the caller reads it, while the caller waits for the exit.
-        tmp = f"{result_path}.tmp"
-        torch.save(result, tmp)
-        os.replace(tmp, result_path)
+    try:
+        result = fn(**arguments)
+        if local_rank == 0:
+            # Written to a file, not a queue: a large state dict in a pipe would block
+            # this worker until the caller reads it, while the caller waits for the exit.
+            tmp = f"{result_path}.tmp"
+            torch.save(result, tmp)
+            os.replace(tmp, result_path)
+        code = 0
+    except BaseException:
+        with open(_error_path(result_path, local_rank), "w", encoding="utf-8") as out:
+            out.write(traceback.format_exc())
+        code = 1
+    # Leave without interpreter teardown: what the worker wrote is closed and on disk, and
+    # tearing down objects such as a gloo process group can hang (see trainer.api).
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(code)
+
+
+def _error_path(result_path: str, rank: int) -> str:
+    return f"{result_path}.rank{rank}.error"
 
 
 def _use_plain_std_streams() -> None:
@@ -374,7 +393,7 @@ def launch(
                 nprocs=nprocs, join=False, start_method=method,
             )
             try:
-                _join(context)
+                _join(context, result_path)
             except WorkerError as err:
                 # The port was free when chosen, but another process may take it before
                 # rank 0 listens on it; the group never formed, so nothing trained yet.
@@ -402,7 +421,7 @@ def _port_taken(message: str) -> bool:
     return "eaddrinuse" in text or "address already in use" in text
 
 
-def _join(context: Any) -> None:
+def _join(context: Any, result_path: str) -> None:
     """Wait for every worker; on failure or interrupt, stop the rest and raise."""
     from torch.multiprocessing import ProcessExitedException, ProcessRaisedException
 
@@ -412,6 +431,10 @@ def _join(context: Any) -> None:
     except ProcessRaisedException as err:
         raise WorkerError(err.error_index, f"worker rank {err.error_index} failed:{err.msg}") from None
     except ProcessExitedException as err:
+        error_file = Path(_error_path(result_path, err.error_index))
+        if error_file.exists():
+            raise WorkerError(err.error_index, f"worker rank {err.error_index} failed:\n\n"
+                              f"{error_file.read_text(encoding='utf-8')}") from None
         how = err.msg.split(" ", 2)[-1]  # "terminated with signal SIGKILL" / "... exit code 1"
         if err.signal_name:
             why = ("out of memory (the kernel's OOM killer), a crash in native code, or a signal "
