@@ -109,6 +109,7 @@ class Recorder:
         self.transfer_timeout = transfer_timeout
         self._pid = os.getpid()
         self._scalars: collections.deque = collections.deque()
+        self._append_scalars = self._scalars.append  # bound once: log() is the hot path
         self._images: collections.deque = collections.deque()
         self._status_fields: dict[str, Any] = {}
         self._flush_waiters: collections.deque[threading.Event] = collections.deque()
@@ -151,14 +152,18 @@ class Recorder:
             return
         # Copy: callers often reuse one dict. Python floats, the common case,
         # need nothing more; anything else is frozen without a device sync.
-        values = {k: v if type(v) is float else _snapshot_value(v) for k, v in values.items()}
+        values = values.copy() if type(values) is dict else dict(values)
+        for value in values.values():
+            if type(value) is not float:
+                values = {k: v if type(v) is float else _snapshot_value(v) for k, v in values.items()}
+                break
         if type(step) is not int:
             step = int(step)
         if epoch is None:
             epoch = self._epoch
         else:
             self._epoch = epoch = float(epoch)
-        self._scalars.append((group, step, epoch, wall_time or _now(), values))
+        self._append_scalars((group, step, epoch, wall_time or _now(), values))
 
     def log_image(
         self,
