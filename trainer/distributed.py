@@ -260,6 +260,12 @@ def destroy_process_group() -> None:
         dist.destroy_process_group()
 
 
+def barrier() -> None:
+    """Wait for every rank (nothing to do in one process)."""
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        dist.barrier()
+
+
 def all_reduce_sum(values: torch.Tensor) -> torch.Tensor:
     """Sum ``values`` over all ranks in place (nothing to do in one process)."""
     if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:

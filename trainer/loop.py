@@ -15,6 +15,7 @@ torchrun) builds its model, loss and optimizer and calls :func:`fit`.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import logging
 import math
@@ -260,7 +261,7 @@ class Runner:
             stack.callback(self._close_outputs)
             stack.enter_context(self._run_logging())
             if distributed.init_process_group(self.env, self.devices):
-                stack.callback(distributed.destroy_process_group)
+                stack.push(self._leave_process_group)
             self.hosts = sorted(set(distributed.all_gather_objects(socket.gethostname())))
             self._live = self._start_live_plots()
             # A distinct stream per rank for dropout/augmentation; model init was the caller's.
@@ -269,6 +270,20 @@ class Runner:
                 stack.enter_context(_log_through_tqdm())
             yield
             self._outcome = "finished"
+
+    def _leave_process_group(self, exc_type, exc, tb) -> None:
+        """Free the DDP wrapper and meet every rank before the group goes.
+
+        Freeing DDP (and the gloo work it holds) after the group is gone can
+        deadlock in torch 2.13: gloo's destructor waits, holding the GIL, on a
+        thread that needs the GIL. Freed while the group lives, after a barrier,
+        that cleanup has finished first. No barrier after a failure: peers may be gone.
+        """
+        self.net = self.eval_net = None
+        gc.collect()
+        if exc_type is None:
+            distributed.barrier()
+        distributed.destroy_process_group()
 
     def _open_recorder(self) -> Recorder:
         rank = self.env.rank if self.record else -1  # a non-zero rank records nothing
