@@ -180,7 +180,7 @@ def check_gpu_ids(gpu_ids: Sequence[int] | None) -> None:
         raise LaunchError(f"--gpu-ids {ids}: ids are 0 or more, or -1 for CPU")
     if len(set(ids)) != len(ids):
         raise LaunchError(f"--gpu-ids {ids}: an id is repeated")
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    count = torch.cuda.device_count()  # unlike is_available(), keeps forked workers CUDA-capable
     absent = [i for i in ids if i >= count]
     if absent:
         have = f"GPUs 0-{count - 1}" if count else "no CUDA GPU"
@@ -199,7 +199,7 @@ def select_devices(gpu_ids: Sequence[int] | None, env: DistEnv) -> Devices:
     if ids == [-1]:
         return Devices(torch.device("cpu"))
     if not ids:
-        if torch.cuda.is_available() and env.local_rank < torch.cuda.device_count():
+        if env.local_rank < torch.cuda.device_count():
             return Devices(torch.device("cuda", env.local_rank))
         return Devices(torch.device("cpu"))
     if env.distributed or env.launcher != "none":
