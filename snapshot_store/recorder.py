@@ -274,7 +274,8 @@ class Recorder:
         if not self.enabled:
             return None  # resolved for the early error; only rank 0 transfers
         run_preflight(hook, str(transfer))
-        return TransferRunner(hook, root, name=str(transfer))
+        spec = transfer if isinstance(transfer, str) else None  # a spec runs in worker processes
+        return TransferRunner(hook, root, name=str(transfer), spec=spec)
 
     def _open_store(self, options: Mapping[str, Any], world_size, hosts) -> None:
         try:

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import logging
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
+import zlib
 from pathlib import Path
 from typing import Callable
 
@@ -98,6 +101,70 @@ def _takes_relative_path(hook: Hook) -> bool:
         return False
 
 
+def call_hook(hook: Hook, source_path: str, relative_path: str) -> None:
+    """Call ``hook(source_path)``, or ``hook(source_path, relative_path)`` if it takes two."""
+    if _takes_relative_path(hook):
+        hook(source_path, relative_path)
+    else:
+        hook(source_path)
+
+
+class TransferHookError(RuntimeError):
+    """A hook failed in its worker process; the message is the hook's own error."""
+
+
+class _HookProcess:
+    """One ``transfer_plugins.worker`` subprocess running the hook named by a spec.
+
+    A file always goes to the same process (by hash of its path), so a plugin's
+    in-process record of what it already sent stays right.
+    """
+
+    def __init__(self, spec: str, nice: int) -> None:
+        self.spec, self.nice = spec, nice
+        self.lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+
+    def call(self, source_path: str, relative_path: str) -> None:
+        """Run the hook on one file in the worker; raises when it failed."""
+        with self.lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+            try:
+                self._proc.stdin.write(json.dumps([source_path, relative_path]) + "\n")
+                self._proc.stdin.flush()
+                line = self._proc.stdout.readline()
+            except (BrokenPipeError, ValueError):
+                line = ""
+            if not line:
+                code = self._proc.poll()
+                self._proc = None
+                raise TransferHookError(f"the transfer worker for {self.spec} exited (code {code})")
+            reply = json.loads(line)
+            if not reply.get("ok"):
+                raise TransferHookError(reply.get("error", "failed"))
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """End the worker: it exits when its input closes; killed if it does not."""
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            proc.stdin.close()
+            proc.wait(timeout)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+
+    def _start(self) -> None:
+        env = dict(os.environ)
+        # The user's hook module must import there as it does here (cwd, script dir).
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "transfer_plugins.worker", self.spec, str(self.nice)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+        )
+
+
 class TransferRunner:
     """Worker threads that hand files to a hook, with coalescing, rate limits and retries.
 
@@ -119,6 +186,7 @@ class TransferRunner:
         backoff: tuple[float, float] = (0.5, 30.0),
         nice: int = 10,
         name: str = "",
+        spec: str | None = None,
     ) -> None:
         self.hook = hook
         self.root = Path(root)
@@ -126,7 +194,9 @@ class TransferRunner:
         self.min_interval = min_interval
         self.backoff = backoff
         self.nice = nice
-        self._with_relative = _takes_relative_path(hook)
+        # With a spec the hook runs in worker processes: an upload's Python work
+        # (boto3, checksums) then never holds the training process's GIL.
+        self._processes = [_HookProcess(spec, nice) for _ in range(workers)] if spec else []
         self._cond = threading.Condition()
         self._due: dict[Path, float] = {}  # path -> earliest time to send it
         self._busy: set[Path] = set()
@@ -148,7 +218,7 @@ class TransferRunner:
         """Resolve ``spec``, run its preflight check, and start a runner."""
         hook = resolve_hook(spec)
         run_preflight(hook, spec)
-        return cls(hook, root, name=spec, **kwargs)
+        return cls(hook, root, name=spec, spec=spec, **kwargs)
 
     def submit(self, path: Path, *, closed: bool = True) -> None:
         """Ask for ``path`` to be transferred; returns at once."""
@@ -189,6 +259,8 @@ class TransferRunner:
             self._stopped = True
             self._cond.notify_all()
         left = self.pending()
+        for process in self._processes:
+            process.stop()
         for thread in self._threads:
             thread.join(timeout=0.5)
         return left
@@ -249,10 +321,11 @@ class TransferRunner:
             log.warning("transfer: %s no longer exists; skipped", path)
             return True
         try:
-            if self._with_relative:
-                self.hook(str(path), self._relative(path))
+            if self._processes:
+                index = zlib.crc32(str(path).encode()) % len(self._processes)
+                self._processes[index].call(str(path), self._relative(path))
             else:
-                self.hook(str(path))
+                call_hook(self.hook, str(path), self._relative(path))
         except Exception as err:  # a hook must never take training down
             tries = self._failures.get(path, 0) + 1
             level = logging.WARNING if tries in (1, 3) or tries % 10 == 0 else logging.DEBUG

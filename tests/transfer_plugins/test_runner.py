@@ -184,3 +184,37 @@ def test_hooks_run_at_lower_cpu_priority_than_training(tmp_path):
     runner.submit(target)
     runner.close()
     assert seen == [min(19, os.getpriority(os.PRIO_PROCESS, 0) + 5)]
+
+
+def test_a_spec_runs_the_hook_in_worker_processes_keeping_each_file_on_one(user_dir):
+    _write(user_dir / "mysave.py", """
+        import os
+        from pathlib import Path
+
+        def save_to_s3(source_path, relative_path):
+            print("hooks may print: this must not break the protocol")
+            if Path(source_path).name == "bad":
+                raise ConnectionError("S3 is down")
+            with open(os.environ["HOOK_LOG"], "a") as log:
+                log.write(f"{os.getpid()} {relative_path}\\n")
+    """)
+    hook_log = user_dir / "calls.txt"
+    os.environ["HOOK_LOG"] = str(hook_log)
+    try:
+        files = [user_dir / "run" / name for name in ("a", "b", "c", "bad")]
+        files[0].parent.mkdir()
+        for f in files:
+            f.write_text("x")
+        runner = TransferRunner.from_spec("mysave.save_to_s3", user_dir, backoff=(0.05, 0.1))
+        for _ in range(2):
+            for f in files:
+                runner.submit(f)
+            time.sleep(0.3)
+        assert runner.close(timeout=1.0) == [files[3]]  # the failing one, reported
+    finally:
+        del os.environ["HOOK_LOG"]
+    calls = [line.split() for line in hook_log.read_text().splitlines()]
+    assert {rel for _, rel in calls} == {"run/a", "run/b", "run/c"}
+    assert str(os.getpid()) not in {pid for pid, _ in calls}  # not in this process
+    for rel in ("run/a", "run/b", "run/c"):
+        assert len({pid for pid, r in calls if r == rel}) == 1  # always the same worker
