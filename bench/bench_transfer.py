@@ -256,12 +256,18 @@ def _upload_during_training(steps: TrainingSteps, root: Path, path: Path,
         s3_plugin.save_to_s3(source_path, relative_path)
         finished["at"] = time.perf_counter()
 
-    runner = TransferRunner(hook, root, name="bench")
+    if upload_cpus is None:  # the product's path: the spec's hook in a worker process
+        runner = TransferRunner.from_spec("transfer_plugins.s3.save_to_s3", root)
+        done = lambda: runner.sent >= 1  # noqa: E731
+    else:  # diagnostic: the hook on a pinned thread of this process
+        runner = TransferRunner(hook, root, name="bench")
+        done = lambda: "at" in finished  # noqa: E731
     started = time.perf_counter()
     runner.submit(path, closed=True)
-    times = steps.run_until(lambda: "at" in finished)
+    times = steps.run_until(done)
+    finished.setdefault("at", time.perf_counter())
     left = runner.close(timeout=60)
-    if left or "at" not in finished:
+    if left or not done():
         raise RuntimeError(f"the benchmark upload of {path} did not finish")
     return times, finished["at"] - started
 

@@ -129,7 +129,7 @@ class _HookProcess:
         """Run the hook on one file in the worker; raises when it failed."""
         with self.lock:
             if self._proc is None or self._proc.poll() is not None:
-                self._start()
+                self.start()
             try:
                 self._proc.stdin.write(json.dumps([source_path, relative_path]) + "\n")
                 self._proc.stdin.flush()
@@ -155,7 +155,8 @@ class _HookProcess:
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
 
-    def _start(self) -> None:
+    def start(self) -> None:
+        """Start the worker process (it imports the hook while we go on)."""
         env = dict(os.environ)
         # The user's hook module must import there as it does here (cwd, script dir).
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
@@ -197,6 +198,8 @@ class TransferRunner:
         # With a spec the hook runs in worker processes: an upload's Python work
         # (boto3, checksums) then never holds the training process's GIL.
         self._processes = [_HookProcess(spec, nice) for _ in range(workers)] if spec else []
+        for process in self._processes:
+            process.start()  # now, so the first checkpoint does not wait for imports
         self._cond = threading.Condition()
         self._due: dict[Path, float] = {}  # path -> earliest time to send it
         self._busy: set[Path] = set()

@@ -51,7 +51,9 @@ CHECKSUM_ALGORITHM = "CRC32"
 TRANSFER_CONFIG = TransferConfig(
     multipart_threshold=MULTIPART_THRESHOLD,
     multipart_chunksize=8 * MiB,
-    max_concurrency=4,
+    # boto3's default. Hooks named by a spec run in their own process, so these
+    # threads do not take the GIL from training (16 cores: 421 vs 275 MB/s with 4).
+    max_concurrency=10,
 )
 _CLIENT_CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 3},
