@@ -298,6 +298,8 @@ class Runner:
         self.recorder.close(self._outcome)
         if self._live is not None and hasattr(self._live, "stop"):
             self._live.stop()  # after close: the follower has shown the last points
+            log.info("live plots stopped with training; to view this run again: "
+                     "python run_visualizer_local.py --pickle_dir %s", self.run_dir / "pickle")
 
     @contextmanager
     def _run_logging(self) -> Iterator[None]:
