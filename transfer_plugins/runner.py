@@ -27,6 +27,8 @@ from typing import Callable
 log = logging.getLogger(__name__)
 
 Hook = Callable[..., object]
+# Files at least this big are sent from a worker process when the hook has a spec.
+PROCESS_MIN_BYTES = 64 * 1024 * 1024
 _SPEC_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
 
 
@@ -116,8 +118,8 @@ class TransferHookError(RuntimeError):
 class _HookProcess:
     """One ``transfer_plugins.worker`` subprocess running the hook named by a spec.
 
-    A file always goes to the same process (by hash of its path), so a plugin's
-    in-process record of what it already sent stays right.
+    A big file always goes to the same process (by hash of its path), so a
+    plugin's in-process record of what it already sent stays right.
     """
 
     def __init__(self, spec: str, nice: int) -> None:
@@ -195,11 +197,11 @@ class TransferRunner:
         self.min_interval = min_interval
         self.backoff = backoff
         self.nice = nice
-        # With a spec the hook runs in worker processes: an upload's Python work
-        # (boto3, checksums) then never holds the training process's GIL.
+        # With a spec, big files (checkpoints) go to worker processes started on
+        # first need: a multi-GB upload's Python work (boto3's part threads,
+        # checksums) then never holds the training process's GIL. Small files
+        # (segments, status, logs) stay on these threads: no process start-up.
         self._processes = [_HookProcess(spec, nice) for _ in range(workers)] if spec else []
-        for process in self._processes:
-            process.start()  # now, so the first checkpoint does not wait for imports
         self._cond = threading.Condition()
         self._due: dict[Path, float] = {}  # path -> earliest time to send it
         self._busy: set[Path] = set()
@@ -324,7 +326,7 @@ class TransferRunner:
             log.warning("transfer: %s no longer exists; skipped", path)
             return True
         try:
-            if self._processes:
+            if self._processes and path.stat().st_size >= PROCESS_MIN_BYTES:
                 index = zlib.crc32(str(path).encode()) % len(self._processes)
                 self._processes[index].call(str(path), self._relative(path))
             else:

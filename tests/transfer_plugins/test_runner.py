@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from snapshot_store import Recorder
+from transfer_plugins import runner as runner_module
 from transfer_plugins.runner import TransferRunner, TransferSpecError, resolve_hook, run_preflight
 
 
@@ -186,7 +187,7 @@ def test_hooks_run_at_lower_cpu_priority_than_training(tmp_path):
     assert seen == [min(19, os.getpriority(os.PRIO_PROCESS, 0) + 5)]
 
 
-def test_a_spec_runs_the_hook_in_worker_processes_keeping_each_file_on_one(user_dir):
+def test_a_spec_runs_big_files_in_worker_processes_keeping_each_file_on_one(user_dir, monkeypatch):
     _write(user_dir / "mysave.py", """
         import os
         from pathlib import Path
@@ -205,6 +206,7 @@ def test_a_spec_runs_the_hook_in_worker_processes_keeping_each_file_on_one(user_
         files[0].parent.mkdir()
         for f in files:
             f.write_text("x")
+        monkeypatch.setattr(runner_module, "PROCESS_MIN_BYTES", 0)  # every file is "big" here
         runner = TransferRunner.from_spec("mysave.save_to_s3", user_dir, backoff=(0.05, 0.1))
         for _ in range(2):
             for f in files:
@@ -218,3 +220,13 @@ def test_a_spec_runs_the_hook_in_worker_processes_keeping_each_file_on_one(user_
     assert str(os.getpid()) not in {pid for pid, _ in calls}  # not in this process
     for rel in ("run/a", "run/b", "run/c"):
         assert len({pid for pid, r in calls if r == rel}) == 1  # always the same worker
+
+
+def test_small_files_of_a_spec_stay_in_this_process(user_dir):
+    _write(user_dir / "mysave.py", "import os\nPIDS = []\ndef save(p):\n    PIDS.append(os.getpid())\n")
+    target = user_dir / "status.pickle"
+    target.write_text("x")
+    runner = TransferRunner.from_spec("mysave.save", user_dir)
+    runner.submit(target)
+    assert runner.close() == []
+    assert sys.modules["mysave"].PIDS == [os.getpid()]  # no worker process for a small file
