@@ -52,22 +52,6 @@ LOSS_LOG = "loss_log.txt"
 CRASH_AT_STEP_ENV, CRASH_RANK_ENV = "TRAINER_TEST_CRASH_AT_STEP", "TRAINER_TEST_CRASH_RANK"
 
 
-class _TransferredFileHandler(logging.FileHandler):
-    """``loss_log.txt``: each line is flushed and the file handed to the transfer hook.
-
-    The runner coalesces and rate-limits a growing file, so this costs a
-    dictionary update per line, not an upload.
-    """
-
-    def __init__(self, path: Path, recorder: Recorder) -> None:
-        super().__init__(path, encoding="utf-8")
-        self.recorder = recorder
-
-    def emit(self, record: logging.LogRecord) -> None:  # noqa: D102
-        super().emit(record)
-        self.recorder.transfer_file(self.baseFilename, closed=False)
-
-
 @dataclass
 class FitResult:
     """What a finished (or early-stopped) run leaves: identical on every rank but the model device."""
@@ -309,7 +293,7 @@ class Runner:
         if self.master:
             _pkg_log.setLevel(logging.INFO)
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            to_file = _TransferredFileHandler(self.run_dir / LOSS_LOG, self.recorder)
+            to_file = logging.FileHandler(self.run_dir / LOSS_LOG, encoding="utf-8")
             to_file.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
             handlers.append(to_file)
             if not logging.getLogger().handlers:  # a library call with no logging configured
@@ -561,6 +545,9 @@ class Runner:
 
     def _save_epoch_snapshots(self, epoch: int, improved: bool) -> None:
         self._save_snapshot(LATEST)
+        if self.master and (self.run_dir / LOSS_LOG).exists():
+            # Once an epoch, not per line: each send copies the whole growing file.
+            self.recorder.transfer_file(self.run_dir / LOSS_LOG, closed=False)
         if self.save_epoch_freq and (epoch + 1) % self.save_epoch_freq == 0:
             self._save_snapshot(f"epoch_{epoch + 1}.pth")
         if improved:
