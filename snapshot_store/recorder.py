@@ -11,7 +11,6 @@ from __future__ import annotations
 import atexit
 import collections
 import logging
-import math
 import os
 import signal
 import socket

@@ -95,20 +95,13 @@ def run_preflight(hook: Hook, spec: str = "") -> None:
         raise TransferSpecError(f"transfer check failed for {spec or hook!r}: {err}") from err
 
 
-def _takes_relative_path(hook: Hook) -> bool:
+def hook_caller(hook: Hook) -> Callable[[str, str], object]:
+    """``call(source_path, relative_path)`` for ``hook``, deciding once whether it takes two."""
     try:
         inspect.signature(hook).bind("source", "relative")
-        return True
+        return hook
     except (TypeError, ValueError):
-        return False
-
-
-def call_hook(hook: Hook, source_path: str, relative_path: str) -> None:
-    """Call ``hook(source_path)``, or ``hook(source_path, relative_path)`` if it takes two."""
-    if _takes_relative_path(hook):
-        hook(source_path, relative_path)
-    else:
-        hook(source_path)
+        return lambda source_path, relative_path: hook(source_path)
 
 
 class TransferHookError(RuntimeError):
@@ -202,6 +195,7 @@ class TransferRunner:
         # checksums) then never holds the training process's GIL. Small files
         # (segments, status, logs) stay on these threads: no process start-up.
         self._processes = [_HookProcess(spec, nice) for _ in range(workers)] if spec else []
+        self._call = hook_caller(hook)
         self._cond = threading.Condition()
         self._due: dict[Path, float] = {}  # path -> earliest time to send it
         self._busy: set[Path] = set()
@@ -330,7 +324,7 @@ class TransferRunner:
                 index = zlib.crc32(str(path).encode()) % len(self._processes)
                 self._processes[index].call(str(path), self._relative(path))
             else:
-                call_hook(self.hook, str(path), self._relative(path))
+                self._call(str(path), self._relative(path))
         except Exception as err:  # a hook must never take training down
             tries = self._failures.get(path, 0) + 1
             level = logging.WARNING if tries in (1, 3) or tries % 10 == 0 else logging.DEBUG

@@ -18,13 +18,13 @@ from typing import IO
 
 def serve(spec: str, requests: IO[str], replies: IO[str]) -> None:
     """Answer requests until ``requests`` closes."""
-    from transfer_plugins.runner import call_hook, resolve_hook
+    from transfer_plugins.runner import hook_caller, resolve_hook
 
-    hook = resolve_hook(spec)
+    call = hook_caller(resolve_hook(spec))
     for line in requests:
         source, relative = json.loads(line)
         try:
-            call_hook(hook, source, relative)
+            call(source, relative)
             reply = {"ok": True}
         except Exception as err:  # reported to the runner, which retries with backoff
             reply = {"ok": False, "error": f"{type(err).__name__}: {err}"}

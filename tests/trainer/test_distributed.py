@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import sys
 
 import pytest
 import torch

@@ -29,17 +29,12 @@ from typing import Callable
 import pytest
 
 from bench.seaweed import CONFLICTING_ENV
+from tests.trainer.helpers import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = "transfer_plugins.s3.save_to_s3"
 PREFIX = "runs/team-a"
 NAME = "exp"
-
-# Variables a launcher sets; the test's trainer must not inherit them from whoever runs pytest.
-_LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
-                  "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
-                  "TORCHELASTIC_RESTART_COUNT", "TRAINER_TEST_CRASH_AT_STEP",
-                  "TRAINER_TEST_CRASH_RANK")
 
 # The runner retries a failing file with exponential backoff from 0.5 s, so within an
 # outage of well under a minute no file may reach its 10th attempt (that would take
@@ -54,16 +49,12 @@ SYNC_HINT = re.compile(r"run: python -m trainer sync (?P<run_dir>\S+) --remote-t
 
 
 def _env(**extra: str) -> dict[str, str]:
-    """This process's environment (AWS_* already pointing at the test server), made clean."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in _LAUNCHER_VARS and k not in CONFLICTING_ENV and not k.startswith("SLURM_")}
-    env.update(
-        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-        OMP_NUM_THREADS="1",  # 2 processes on 2 cores
-        AWS_EC2_METADATA_DISABLED="true",  # no instance-metadata probe in the credential chain
-        PYTHONUNBUFFERED="1",
-    )
-    env.update(extra)
+    """A clean launcher environment (AWS_* already pointing at the test server)."""
+    env = clean_env(AWS_EC2_METADATA_DISABLED="true",  # no instance-metadata probe
+                    PYTHONUNBUFFERED="1", **extra)
+    for name in CONFLICTING_ENV:
+        if name not in extra:
+            env.pop(name, None)
     return env
 
 
