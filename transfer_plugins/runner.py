@@ -115,8 +115,8 @@ class _HookProcess:
     plugin's in-process record of what it already sent stays right.
     """
 
-    def __init__(self, spec: str, nice: int) -> None:
-        self.spec, self.nice = spec, nice
+    def __init__(self, spec: str, idle: bool) -> None:
+        self.spec, self.idle = spec, idle
         self.lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
 
@@ -156,7 +156,7 @@ class _HookProcess:
         # The user's hook module must import there as it does here (cwd, script dir).
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "transfer_plugins.worker", self.spec, str(self.nice)],
+            [sys.executable, "-m", "transfer_plugins.worker", self.spec] + ["--idle"] * self.idle,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
         )
 
@@ -170,6 +170,9 @@ class TransferRunner:
     status): sent at most once per ``min_interval`` seconds. A file submitted
     again before it is sent is sent once. Failures retry with exponential
     backoff for as long as the runner runs; nothing raises into the caller.
+
+    Hooks run ``nice`` steps below the caller's CPU priority; with a ``spec``,
+    big files go to worker processes that use only idle CPU (``nice=0``: neither).
     """
 
     def __init__(
@@ -194,7 +197,9 @@ class TransferRunner:
         # first need: a multi-GB upload's Python work (boto3's part threads,
         # checksums) then never holds the training process's GIL. Small files
         # (segments, status, logs) stay on these threads: no process start-up.
-        self._processes = [_HookProcess(spec, nice) for _ in range(workers)] if spec else []
+        # They run in the idle CPU class (see worker.use_idle_cpu_only); threads of this
+        # process can not: one holding the GIL while starved would stall training.
+        self._processes = [_HookProcess(spec, idle=nice > 0) for _ in range(workers)] if spec else []
         self._call = hook_caller(hook)
         self._cond = threading.Condition()
         self._due: dict[Path, float] = {}  # path -> earliest time to send it

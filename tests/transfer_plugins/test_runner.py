@@ -222,6 +222,30 @@ def test_a_spec_runs_big_files_in_worker_processes_keeping_each_file_on_one(user
         assert len({pid for pid, r in calls if r == rel}) == 1  # always the same worker
 
 
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux-only")
+def test_worker_processes_use_only_idle_cpu(user_dir, monkeypatch):
+    _write(user_dir / "mysave.py", """
+        import os, threading
+
+        def save(source_path):
+            policies = [os.sched_getscheduler(0)]
+            # boto3's part threads are started inside the hook: they must inherit the class
+            thread = threading.Thread(target=lambda: policies.append(os.sched_getscheduler(0)))
+            thread.start()
+            thread.join()
+            with open(source_path + ".policy", "w") as out:
+                out.write(" ".join(map(str, policies)))
+    """)
+    target = user_dir / "latest.pth"
+    target.write_text("x")
+    monkeypatch.setattr(runner_module, "PROCESS_MIN_BYTES", 0)
+    runner = TransferRunner.from_spec("mysave.save", user_dir)
+    runner.submit(target)
+    assert runner.close(timeout=10) == []
+    assert (user_dir / "latest.pth.policy").read_text() == f"{os.SCHED_IDLE} {os.SCHED_IDLE}"
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER  # training's own class is untouched
+
+
 def test_small_files_of_a_spec_stay_in_this_process(user_dir):
     _write(user_dir / "mysave.py", "import os\nPIDS = []\ndef save(p):\n    PIDS.append(os.getpid())\n")
     target = user_dir / "status.pickle"
