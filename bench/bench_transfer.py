@@ -320,7 +320,9 @@ def measure_during_training(server: SeaweedS3, steps: TrainingSteps, root: Path,
     return out
 
 
-LINK_MBIT = 400  # a remote S3 endpoint as seen from many training sites: 50 MB/s
+# 50 MB/s. Faster links make the local server itself the bottleneck on a 2-core
+# machine (about 9.5 CPU s/GB: half a core at this rate, beside training's core).
+LINK_MBIT = 400
 
 
 def run_during_training(size_mb: int = 1000, repeats: int = 3) -> list[dict]:
