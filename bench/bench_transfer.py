@@ -14,12 +14,17 @@ carry the targets send to the local server through a 400 Mbit/s link
 link as the reference. The same rows over plain loopback follow as diagnostics:
 there the upload is bound by CPU, most of it the server's (shown per GB), which a
 remote endpoint would not take from training; the last row says the most any
-uploader could reach there while training keeps its core.
+uploader could reach there while training keeps its core. Between them, the
+"floor" row is the step cost of a process that only spins on idle CPU: what this
+machine charges for any work at all on the spare core.
 """
+
 from __future__ import annotations
 
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -89,7 +94,7 @@ def measure(server: SeaweedS3, path: Path, repeats: int) -> dict[str, float]:
 
 
 def run(size_mb: int = 256, repeats: int = 3, training_size_mb: int = 1000,
-        training_repeats: int = 3) -> list[dict]:
+        training_repeats: int = 5) -> list[dict]:
     """Rows: large-file upload throughput, the cost of re-announcing it unchanged, and a
     ``training_size_mb`` checkpoint uploaded during training (0 skips that part)."""
     rows = _throughput_rows(size_mb, repeats)
@@ -320,14 +325,43 @@ def measure_during_training(server: SeaweedS3, steps: TrainingSteps, root: Path,
     return out
 
 
+def _idle_spinner_step_ratios(steps: TrainingSteps, repeats: int) -> list[float]:
+    """Step time beside a process that spins in the idle CPU class, as transfer workers
+    run, doing no I/O: what merely using the spare core costs on this machine."""
+    spin = "from transfer_plugins.worker import use_idle_cpu_only\nuse_idle_cpu_only()\nwhile True: pass"
+    ratios = []
+    for _ in range(repeats):
+        before = steps.run_for(3.0)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        spinner = subprocess.Popen([sys.executable, "-c", spin], env=env)
+        try:
+            during = steps.run_for(5.0)
+        finally:
+            spinner.kill()
+            spinner.wait()
+        after = steps.run_for(3.0)
+        ratios.append(statistics.fmean(during) / statistics.fmean(before + after))
+    return ratios
+
+
+def _floor_row(ratios: list[float]) -> dict:
+    return {
+        "benchmark": "  floor: a process spinning on idle CPU only (no I/O) beside training",
+        "ours": f"step {statistics.median(ratios):.2f}x ({_each(ratios)})",
+        "target": "(diagnostic)",
+        "met": "",
+    }
+
+
 # 50 MB/s. Faster links make the local server itself the bottleneck on a 2-core
 # machine (about 9.5 CPU s/GB: half a core at this rate, beside training's core).
 LINK_MBIT = 400
 
 
-def run_during_training(size_mb: int = 1000, repeats: int = 3) -> list[dict]:
+def run_during_training(size_mb: int = 1000, repeats: int = 5, diagnostic_repeats: int = 3) -> list[dict]:
     """Rows: a ``size_mb`` checkpoint uploaded during training, over a remote-like link
-    (when the loopback port can be shaped) and over plain loopback."""
+    (when the loopback port can be shaped) and over plain loopback; and the step cost
+    of a process that only spins on idle CPU (this machine's floor)."""
     import torch
 
     saved_threads = torch.get_num_threads()
@@ -353,10 +387,11 @@ def run_during_training(size_mb: int = 1000, repeats: int = 3) -> list[dict]:
             else:
                 rows.append({"benchmark": f"checkpoint upload during training, {link}",
                              "ours": f"skipped: {why_not}", "met": ""})
-            m = measure_during_training(server, steps, root, path, repeats)
+            rows.append(_floor_row(_idle_spinner_step_ratios(steps, diagnostic_repeats)))
+            m = measure_during_training(server, steps, root, path, diagnostic_repeats)
             rows += _training_rows(m, size_mb, "S3 server on this machine's loopback",
                                    targets=why_not is not None)
-            rows += _conditions_rows(m, repeats, load)
+            rows += _conditions_rows(m, diagnostic_repeats, load)
     finally:
         torch.set_num_threads(saved_threads)
         s3_plugin.reset()
