@@ -229,15 +229,15 @@ class _CpuMeter:
 
 
 
-def _fresh_bucket(server: SeaweedS3, label: str) -> str:
+def _fresh_bucket(client: object, label: str) -> str:
     name = f"{label}-{time.monotonic_ns()}"
-    server.client().create_bucket(Bucket=name)
+    client.create_bucket(Bucket=name)
     return name
 
 
-def _drop_bucket(server: SeaweedS3, name: str) -> None:
+def _drop_bucket(client: object, name: str) -> None:
     # SeaweedFS deletes a non-empty bucket with its objects and frees its volumes.
-    server.client().delete_bucket(Bucket=name)
+    client.delete_bucket(Bucket=name)
 
 
 def _upload_during_training(steps: TrainingSteps, root: Path, path: Path) -> tuple[list[float], float]:
@@ -288,21 +288,21 @@ def measure_during_training(server: SeaweedS3, steps: TrainingSteps, root: Path,
         "client_cpu_per_gb", "server_cpu_per_gb", "others_cores", "thread_step_ratio", "thread_mbps")}
     client = server.client()
     for _ in range(repeats):
-        bucket = _fresh_bucket(server, "reference")
+        bucket = _fresh_bucket(client, "reference")
         with _CpuMeter(pid) as cpu:
             started = time.perf_counter()
             client.upload_file(str(path), bucket, relative)
             reference = time.perf_counter() - started
-        _drop_bucket(server, bucket)
+        _drop_bucket(client, bucket)
 
         with _CpuMeter(pid) as quiet:  # what else this machine is doing
             before = steps.run_for(3.0)
-        bucket = _fresh_bucket(server, "ours")
+        bucket = _fresh_bucket(client, "ours")
         with _environ({**server.env(), s3_plugin.URI_ENV: f"s3://{bucket}/runs"}):
             s3_plugin.reset()  # this process checks the new bucket; the worker builds its own
             during, seconds = _upload_during_training(steps, root, path)
         s3_plugin.reset()
-        _drop_bucket(server, bucket)
+        _drop_bucket(client, bucket)
         after = steps.run_for(3.0)
         baseline = statistics.fmean(before + after)
         out["baseline_ms"].append(baseline * 1e3)
@@ -316,9 +316,9 @@ def measure_during_training(server: SeaweedS3, steps: TrainingSteps, root: Path,
             out["server_cpu_per_gb"].append(cpu.server / size_mb * 1000)
             out["others_cores"].append(quiet.others / quiet.wall)
 
-        bucket = _fresh_bucket(server, "thread")
+        bucket = _fresh_bucket(client, "thread")
         during, seconds = _thread_upload_during_training(steps, client, bucket, path)
-        _drop_bucket(server, bucket)
+        _drop_bucket(client, bucket)
         settled = steps.run_for(3.0)
         out["thread_step_ratio"].append(statistics.fmean(during) / statistics.fmean(after + settled))
         out["thread_mbps"].append(size_mb / seconds)
