@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test unit lint bench clean
 
 install: $(STAMP)
 
@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml constraints.txt scripts/provision_visdom_assets.py
 	$(PYTHON) -m venv $(VENV)
 	# torch first, pinned: the CPU build from local disk, not a multi-GB CUDA download.
 	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/pip install -q --disable-pip-version-check torch==2.13.0
-	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/pip install -q --disable-pip-version-check -e '.[all,test,bench]'
+	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/pip install -q --disable-pip-version-check -e '.[all,test,bench,lint]'
 	$(BIN)/python scripts/provision_visdom_assets.py
 	touch $(STAMP)
 
@@ -23,6 +23,15 @@ demo: $(STAMP)
 test: $(STAMP)
 	bash scripts/ensure_chromium.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The fast half of the suite: no server, browser, torchrun or worker process.
+unit: $(STAMP)
+	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
