@@ -35,13 +35,7 @@ def main(argv: list[str]) -> int:
         if name not in SUITES:
             print(f"unknown benchmark suite {name!r}; choose from {', '.join(SUITES)}", file=sys.stderr)
             return 2
-        try:
-            module = importlib.import_module(f"bench.bench_{name}")
-        except ModuleNotFoundError as err:
-            if err.name != f"bench.bench_{name}":
-                raise
-            logging.warning("bench/bench_%s.py does not exist yet; skipped", name)
-            continue
+        module = importlib.import_module(f"bench.bench_{name}")
         print(f"running {name} ...", file=sys.stderr, flush=True)
         rows.extend(module.run())
     print_table(rows)

@@ -1,26 +1,26 @@
-"""Training side: the CLI trainer, the ``fit`` runner API and the TensorBoard-style writer.
+"""Training side: the CLI trainer, ``fit`` for your own model, and the TensorBoard-style writer.
 
 Imports are lazy so ``import trainer`` stays cheap and torch loads only when used.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-__all__ = ["Recorder", "SummaryWriter", "fit"]
+_EXPORTS = {
+    "fit": "trainer.api",
+    "FitResult": "trainer.loop",
+    "RunConfig": "trainer.config",
+    "SummaryWriter": "trainer.summary_writer",
+    "Recorder": "snapshot_store",
+}
+
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Recorder":
-        from snapshot_store import Recorder
-
-        return Recorder
-    if name == "SummaryWriter":
-        from .summary_writer import SummaryWriter
-
-        return SummaryWriter
-    if name == "fit":
-        from .api import fit
-
-        return fit
-    raise AttributeError(f"module 'trainer' has no attribute {name!r}")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trainer' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -1,44 +1,34 @@
-"""Checkpoint contents that load with ``torch.load(..., weights_only=True)``.
+"""Checkpoint files: written atomically, loadable with ``torch.load(..., weights_only=True)``.
 
 ``weights_only`` refuses anything but tensors and plain containers/scalars, so
 RNG states (a numpy array, Python's tuple of ints) are stored as tensors and
-options as plain values.
+options as plain values (:func:`snapshot_store.plain`).
 """
 
 from __future__ import annotations
 
 import os
 import random
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import torch
 
-
-def plain(value: Any) -> Any:
-    """``value`` made of str/int/float/bool/None/list/dict only (paths and tuples converted)."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [plain(v) for v in value]
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    return repr(value)
+from snapshot_store import atomic_file
 
 
 def rng_state() -> dict[str, Any]:
     """This process's torch, CUDA, numpy and Python RNG states, as tensors."""
     version, mt_state, gauss = random.getstate()
-    np_kind, np_keys, np_pos, np_has_gauss, np_gauss = np.random.get_state()
+    _, np_keys, np_pos, np_has_gauss, np_gauss = np.random.get_state(legacy=True)
     state = {
         "torch": torch.get_rng_state(),
         "python": torch.tensor(mt_state, dtype=torch.int64),
         "python_version": version,
         "python_gauss": gauss,
-        "numpy": torch.from_numpy(np_keys.astype(np.int64)),
+        "numpy": torch.from_numpy(np.asarray(np_keys, dtype=np.int64)),
         "numpy_pos": int(np_pos),
         "numpy_gauss": [int(np_has_gauss), float(np_gauss)],
     }
@@ -50,10 +40,19 @@ def rng_state() -> dict[str, Any]:
 def set_rng_state(state: Mapping[str, Any]) -> None:
     """Restore what :func:`rng_state` captured."""
     torch.set_rng_state(state["torch"].cpu())
-    random.setstate((state["python_version"], tuple(state["python"].tolist()), state["python_gauss"]))
+    random.setstate(
+        (state["python_version"], tuple(state["python"].tolist()), state["python_gauss"])
+    )
     has_gauss, gauss = state["numpy_gauss"]
-    np.random.set_state(("MT19937", state["numpy"].numpy().astype(np.uint32), state["numpy_pos"],
-                         int(has_gauss), float(gauss)))
+    np.random.set_state(
+        (
+            "MT19937",
+            state["numpy"].numpy().astype(np.uint32),
+            state["numpy_pos"],
+            int(has_gauss),
+            float(gauss),
+        )
+    )
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
 
@@ -63,6 +62,13 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+
+
+def save(obj: Any, path: Path) -> None:
+    """``torch.save`` ``obj`` to ``path`` so that the file appears whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_file(path) as f:
+        torch.save(obj, f)
 
 
 def load(path: str | os.PathLike[str]) -> dict[str, Any]:

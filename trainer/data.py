@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 import os
 import random
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -35,9 +35,14 @@ class ImageFolder:
     trainer targets are small and decoding dominates a CPU step otherwise.
     """
 
-    def __init__(self, root: str | os.PathLike[str], classes: list[str] | None = None,
-                 image_size: int | None = None, cache: bool = True,
-                 transform: Callable | None = None) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        classes: list[str] | None = None,
+        image_size: int | None = None,
+        cache: bool = True,
+        transform: Callable | None = None,
+    ) -> None:
         self.root = Path(root)
         self.classes = classes if classes is not None else find_classes(self.root)
         self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
@@ -67,10 +72,10 @@ class ImageFolder:
         if self._cache is not None and index in self._cache:
             return self._cache[index]
         path = self.samples[index][0]
-        with Image.open(path) as img:
-            img = img.convert("RGB")
+        with Image.open(path) as opened:
+            img = opened.convert("RGB")
             if self.image_size and img.size != (self.image_size, self.image_size):
-                img = img.resize((self.image_size, self.image_size), Image.BILINEAR)
+                img = img.resize((self.image_size, self.image_size), Image.Resampling.BILINEAR)
             pixels = np.asarray(img, dtype=np.uint8).copy()
         if self._cache is not None:
             self._cache[index] = pixels
@@ -99,8 +104,10 @@ def check_dataroot(dataroot: str | os.PathLike[str]) -> dict[str, int]:
     train = root / "train"
     if not train.is_dir():
         found = ", ".join(sorted(p.name for p in root.iterdir())[:5]) or "nothing"
-        raise DataError(f"--dataroot {root}: expected {train}/<class>/*.png (found {found}); "
-                        f"create one with: python -m trainer make-dataset {root}")
+        raise DataError(
+            f"--dataroot {root}: expected {train}/<class>/*.png (found {found}); "
+            f"create one with: python -m trainer make-dataset {root}"
+        )
     counts = {}
     train_classes = find_classes(train)
     for split in SPLITS:
@@ -111,20 +118,26 @@ def check_dataroot(dataroot: str | os.PathLike[str]) -> dict[str, int]:
         if not classes:
             raise DataError(f"--dataroot {root}: {split_dir} has no class folders")
         if split != "train" and classes != train_classes:
-            raise DataError(f"--dataroot {root}: classes of {split}/ {classes} differ from "
-                            f"train/ {train_classes}")
+            raise DataError(
+                f"--dataroot {root}: classes of {split}/ {classes} differ from "
+                f"train/ {train_classes}"
+            )
         counts[split] = sum(len(_image_files(split_dir / name)) for name in classes)
         if counts[split] == 0:
-            raise DataError(f"--dataroot {root}: no images ({'/'.join(IMAGE_SUFFIXES)}) "
-                            f"under {split_dir}/<class>/")
+            raise DataError(
+                f"--dataroot {root}: no images ({'/'.join(IMAGE_SUFFIXES)}) "
+                f"under {split_dir}/<class>/"
+            )
     if len(train_classes) < 2:
-        raise DataError(f"--dataroot {root}: need at least 2 class folders in {train}, "
-                        f"found {train_classes}")
+        raise DataError(
+            f"--dataroot {root}: need at least 2 class folders in {train}, found {train_classes}"
+        )
     return counts
 
 
-def load_datasets(dataroot: str | os.PathLike[str], image_size: int | None = None,
-                  cache: bool = True) -> dict[str, ImageFolder]:
+def load_datasets(
+    dataroot: str | os.PathLike[str], image_size: int | None = None, cache: bool = True
+) -> dict[str, ImageFolder]:
     """The ``train`` and (when present) ``valid`` splits of an image folder."""
     root = Path(dataroot)
     counts = check_dataroot(root)
@@ -138,8 +151,15 @@ def load_datasets(dataroot: str | os.PathLike[str], image_size: int | None = Non
 # --- a generated dataset of noisy shapes ----------------------------------------------
 
 
-def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, cx: float, cy: float, r: float,
-                angle: float, color: tuple[int, int, int]) -> None:
+def _draw_shape(
+    draw: ImageDraw.ImageDraw,
+    shape: str,
+    cx: float,
+    cy: float,
+    r: float,
+    angle: float,
+    color: tuple[int, int, int],
+) -> None:
     def rotated(points):
         c, s = math.cos(angle), math.sin(angle)
         return [(cx + x * c - y * s, cy + x * s + y * c) for x, y in points]
@@ -164,20 +184,25 @@ def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, cx: float, cy: float, r: 
 
 def render_shape(shape: str, size: int, rng: random.Random, noise: float = 24.0) -> Image.Image:
     """One ``size``×``size`` RGB image of ``shape`` at a random place, scale, angle and color."""
-    background = tuple(rng.randrange(0, 90) for _ in range(3))
-    color = tuple(rng.randrange(140, 256) for _ in range(3))
+    background = (rng.randrange(0, 90), rng.randrange(0, 90), rng.randrange(0, 90))
+    color = (rng.randrange(140, 256), rng.randrange(140, 256), rng.randrange(140, 256))
     img = Image.new("RGB", (size, size), background)
     r = rng.uniform(0.2, 0.38) * size
     cx, cy = (rng.uniform(r, size - r) for _ in range(2))
     _draw_shape(ImageDraw.Draw(img), shape, cx, cy, r, rng.uniform(0, math.pi), color)
-    pixels = np.asarray(img, dtype=np.float32)
     noise_rng = np.random.default_rng(rng.getrandbits(32))
-    pixels = pixels + noise_rng.normal(0.0, noise, pixels.shape)
+    pixels = np.asarray(img, dtype=np.float64) + noise_rng.normal(0.0, noise, (size, size, 3))
     return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
 
 
-def make_dataset(out_dir: str | os.PathLike[str], classes: int = 4, train_per_class: int = 400,
-                 val_per_class: int = 100, image_size: int = 32, seed: int = 0) -> dict[str, int]:
+def make_dataset(
+    out_dir: str | os.PathLike[str],
+    classes: int = 4,
+    train_per_class: int = 400,
+    val_per_class: int = 100,
+    image_size: int = 32,
+    seed: int = 0,
+) -> dict[str, int]:
     """Write ``out_dir/{train,val}/<shape>/*.png``; return the image count per split.
 
     The defaults make 2,000 32×32 images, about 3 MB.
@@ -192,7 +217,8 @@ def make_dataset(out_dir: str | os.PathLike[str], classes: int = 4, train_per_cl
             folder = out / split / shape
             folder.mkdir(parents=True, exist_ok=True)
             for i in range(per_class):
-                render_shape(shape, image_size, rng).save(folder / f"{shape}_{i:05d}.png",
-                                                          optimize=False)
+                render_shape(shape, image_size, rng).save(
+                    folder / f"{shape}_{i:05d}.png", optimize=False
+                )
         counts[split] = classes * per_class
     return counts

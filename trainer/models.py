@@ -17,8 +17,9 @@ class SmallCNN(nn.Module):
         super().__init__()
 
         def block(c_in: int, c_out: int) -> nn.Sequential:
-            return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1), nn.ReLU(inplace=True),
-                                 nn.MaxPool2d(2))
+            return nn.Sequential(
+                nn.Conv2d(c_in, c_out, 3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(2)
+            )
 
         self.features = nn.Sequential(
             block(in_channels, width),
@@ -38,8 +39,9 @@ def accuracy(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return (outputs.argmax(dim=1) == targets).float()
 
 
-def prediction_grid(inputs: torch.Tensor, targets: torch.Tensor, outputs: torch.Tensor,
-                    limit: int = 16) -> torch.Tensor:
+def prediction_grid(
+    inputs: torch.Tensor, targets: torch.Tensor, outputs: torch.Tensor, limit: int = 16
+) -> torch.Tensor:
     """The first ``limit`` inputs (NCHW) framed green when predicted right, red when wrong."""
     images = inputs[:limit].detach().float().cpu().clamp(0, 1)
     correct = outputs[:limit].detach().argmax(dim=1).cpu() == targets[:limit].cpu()

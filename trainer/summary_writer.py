@@ -11,11 +11,14 @@ before the first ``/`` is the group (one visdom window), the rest the trace name
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from snapshot_store import Recorder
+
+from .interrupts import close_at_exit
 
 
 def _split_tag(tag: str) -> tuple[str, str]:
@@ -26,8 +29,13 @@ def _split_tag(tag: str) -> tuple[str, str]:
 class SummaryWriter:
     """Writes the snapshot store directly in ``log_dir`` (rank 0 only)."""
 
-    def __init__(self, log_dir: str | os.PathLike[str] | None = None, comment: str = "",
-                 flush_secs: float = 0.1, **recorder_kwargs: Any) -> None:
+    def __init__(
+        self,
+        log_dir: str | os.PathLike[str] | None = None,
+        comment: str = "",
+        flush_secs: float = 0.1,
+        **recorder_kwargs: Any,
+    ) -> None:
         if log_dir is None:  # TensorBoard's default: runs/<date>_<host><comment>
             import socket
 
@@ -35,6 +43,7 @@ class SummaryWriter:
             log_dir = Path("runs") / f"{stamp}_{socket.gethostname()}{comment}"
         self.log_dir = str(log_dir)
         self.recorder = Recorder(log_dir, flush_interval=flush_secs, **recorder_kwargs)
+        close_at_exit(self, self.recorder.close)
         self._default_step = 0
 
     def get_logdir(self) -> str:
@@ -47,31 +56,58 @@ class SummaryWriter:
         self._default_step = int(global_step)
         return self._default_step
 
-    def add_scalar(self, tag: str, scalar_value: Any, global_step: int | None = None,
-                   walltime: float | None = None, new_style: bool = False,
-                   double_precision: bool = False) -> None:
+    def add_scalar(
+        self,
+        tag: str,
+        scalar_value: Any,
+        global_step: int | None = None,
+        walltime: float | None = None,
+        new_style: bool = False,
+        double_precision: bool = False,
+    ) -> None:
         """Record one scalar under ``tag`` (``group/name``)."""
         group, name = _split_tag(tag)
-        self.recorder.log({name: scalar_value}, self._step(global_step), group=group,
-                          wall_time=walltime)
+        self.recorder.log(
+            {name: scalar_value}, self._step(global_step), group=group, wall_time=walltime
+        )
 
-    def add_scalars(self, main_tag: str, tag_scalar_dict: Mapping[str, Any],
-                    global_step: int | None = None, walltime: float | None = None) -> None:
+    def add_scalars(
+        self,
+        main_tag: str,
+        tag_scalar_dict: Mapping[str, Any],
+        global_step: int | None = None,
+        walltime: float | None = None,
+    ) -> None:
         """Record several scalars as traces of one window, ``main_tag``."""
-        self.recorder.log(tag_scalar_dict, self._step(global_step), group=main_tag,
-                          wall_time=walltime)
+        self.recorder.log(
+            tag_scalar_dict, self._step(global_step), group=main_tag, wall_time=walltime
+        )
 
-    def add_image(self, tag: str, img_tensor: Any, global_step: int | None = None,
-                  walltime: float | None = None, dataformats: str = "CHW") -> None:
+    def add_image(
+        self,
+        tag: str,
+        img_tensor: Any,
+        global_step: int | None = None,
+        walltime: float | None = None,
+        dataformats: str = "CHW",
+    ) -> None:
         """Record one image (CHW by default, as TensorBoard)."""
-        self.recorder.log_image(tag, img_tensor, self._step(global_step),
-                                dataformats=dataformats, wall_time=walltime)
+        self.recorder.log_image(
+            tag, img_tensor, self._step(global_step), dataformats=dataformats, wall_time=walltime
+        )
 
-    def add_images(self, tag: str, img_tensor: Any, global_step: int | None = None,
-                   walltime: float | None = None, dataformats: str = "NCHW") -> None:
+    def add_images(
+        self,
+        tag: str,
+        img_tensor: Any,
+        global_step: int | None = None,
+        walltime: float | None = None,
+        dataformats: str = "NCHW",
+    ) -> None:
         """Record a batch of images, tiled into one grid."""
-        self.recorder.log_image(tag, img_tensor, self._step(global_step),
-                                dataformats=dataformats, wall_time=walltime)
+        self.recorder.log_image(
+            tag, img_tensor, self._step(global_step), dataformats=dataformats, wall_time=walltime
+        )
 
     def flush(self) -> None:
         """Block until everything recorded so far is on disk."""
@@ -81,7 +117,7 @@ class SummaryWriter:
         """Flush and mark the run finished."""
         self.recorder.close()
 
-    def __enter__(self) -> "SummaryWriter":
+    def __enter__(self) -> SummaryWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

@@ -7,21 +7,21 @@ runner as during training; sending twice gives the same result.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from pathlib import Path
 
+from snapshot_store import ExitCode
 from transfer_plugins.runner import TransferRunner, TransferSpecError
+
+from .options import Parser
 
 log = logging.getLogger("trainer.sync")
 
 
 def run_files(run_dir: Path) -> list[Path]:
     """Every regular file of a run, skipping temp files of atomic writes."""
-    return sorted(
-        p for p in run_dir.rglob("*") if p.is_file() and not p.name.startswith(".")
-    )
+    return sorted(p for p in run_dir.rglob("*") if p.is_file() and not p.name.startswith("."))
 
 
 def sync(run_dir: Path, spec: str, timeout: float = 3600.0) -> list[Path]:
@@ -37,29 +37,38 @@ def sync(run_dir: Path, spec: str, timeout: float = 3600.0) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry; returns the exit status."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m trainer sync",
         description="Send every file of a run (snapshots and checkpoints) through a transfer hook.",
     )
     parser.add_argument("run_dir", type=Path, help="the run directory, <checkpoints_dir>/<name>")
-    parser.add_argument("--remote-transfer-cmd", required=True, metavar="MODULE.FUNC",
-                        help="the hook, e.g. transfer_plugins.s3.save_to_s3 or mysave.save_to_s3")
-    parser.add_argument("--timeout", type=float, default=3600.0,
-                        help="seconds to keep retrying failed files (default: %(default)s)")
+    parser.add_argument(
+        "--remote-transfer-cmd",
+        "--remote_transfer_cmd",
+        required=True,
+        metavar="MODULE.FUNC",
+        help="the hook, e.g. transfer_plugins.s3.save_to_s3 or mysave.save_to_s3",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=3600.0,
+        help="seconds to keep retrying failed files (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     if not args.run_dir.is_dir():
         log.error("run directory %s does not exist; give <checkpoints_dir>/<name>", args.run_dir)
-        return 2
+        return ExitCode.USAGE
     try:
         left = sync(args.run_dir, args.remote_transfer_cmd, args.timeout)
     except TransferSpecError as err:
         log.error("%s", err)
-        return 2
+        return ExitCode.USAGE
     if left:
         log.error("%d file(s) not sent: %s", len(left), ", ".join(map(str, left)))
-        return 1
-    return 0
+        return ExitCode.FAILED
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -10,16 +10,24 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 # Variables a launcher sets; a test process must not inherit them from whoever runs pytest.
-LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
-                 "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
-                 "TORCHELASTIC_RESTART_COUNT", "TRAINER_TEST_CRASH_AT_STEP",
-                 "TRAINER_TEST_CRASH_RANK")
+LAUNCHER_VARS = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_RESTART_COUNT",
+)
 
 
 def clean_env(**extra: str) -> dict[str, str]:
     """This process's environment without launcher variables, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in LAUNCHER_VARS and not k.startswith("SLURM_")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS and not k.startswith("SLURM_")
+    }
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env["OMP_NUM_THREADS"] = "1"  # 2 processes on 2 cores: no oversubscription
     env.update(extra)
@@ -38,15 +46,30 @@ def torchrun_cmd(*args: str) -> list[str]:
 
 def run(cmd: list[str], cwd: Path, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
     """Run ``cmd`` to completion with a clean environment; output captured as text."""
-    return subprocess.run(cmd, cwd=cwd, env=clean_env(**env), capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        cmd, cwd=cwd, env=clean_env(**env), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def train_args(dataroot: Path, checkpoints: Path, name: str, *extra: str) -> list[str]:
     """Fast, deterministic training options for the tiny dataset."""
-    return ["--dataroot", str(dataroot), "--checkpoints-dir", str(checkpoints), "--name", name,
-            "--gpu-ids", "-1", "--remote", "True", "--print-freq", "1", "--display-freq", "0",
-            *extra]
+    return [
+        "--dataroot",
+        str(dataroot),
+        "--checkpoints-dir",
+        str(checkpoints),
+        "--name",
+        name,
+        "--gpu-ids",
+        "-1",
+        "--remote",
+        "True",
+        "--print-freq",
+        "1",
+        "--display-freq",
+        "0",
+        *extra,
+    ]
 
 
 def read_run(run_dir: Path):

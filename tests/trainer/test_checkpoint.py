@@ -1,4 +1,4 @@
-"""trainer.checkpoint: RNG states and options survive torch.load(weights_only=True)."""
+"""trainer.checkpoint: RNG states and plain options survive torch.load(weights_only=True)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from snapshot_store import plain
 from trainer import checkpoint
 
 
 def _draws() -> tuple:
-    return torch.rand(3).tolist(), np.random.rand(3).tolist(), [random.random() for _ in range(3)], \
-        np.random.randn()
+    return (
+        torch.rand(3).tolist(),
+        np.random.rand(3).tolist(),
+        [random.random() for _ in range(3)],
+        np.random.randn(),
+    )
 
 
 def test_rng_state_round_trips_through_a_weights_only_load(tmp_path):
@@ -27,9 +32,16 @@ def test_rng_state_round_trips_through_a_weights_only_load(tmp_path):
 
 
 def test_plain_makes_options_weights_only_loadable(tmp_path):
-    options = {"dataroot": Path("/data"), "gpu_ids": (0, 1), "remote": True, "lr": 0.1,
-               "name": None, "nested": {"x": {1, 2}}, "obj": object}
-    torch.save(checkpoint.plain(options), tmp_path / "o.pth")
+    options = {
+        "dataroot": Path("/data"),
+        "gpu_ids": (0, 1),
+        "remote": True,
+        "lr": 0.1,
+        "name": None,
+        "nested": {"x": {1, 2}},
+        "obj": object,
+    }
+    torch.save(plain(options), tmp_path / "o.pth")
     loaded = checkpoint.load(tmp_path / "o.pth")
     assert loaded["dataroot"] == "/data" and loaded["gpu_ids"] == [0, 1]
     assert loaded["nested"] == {"x": [1, 2]} and isinstance(loaded["obj"], str)

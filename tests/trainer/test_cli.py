@@ -10,10 +10,10 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from snapshot_store import LaunchEnv
 from tests.fixtures.net import free_port
 from tests.trainer.helpers import clean_env, read_run, series, train_args, trainer_cmd
-from trainer import cli
-from trainer.distributed import DistEnv
+from trainer import cli, launch, options
 
 
 def _main(argv: list[str]) -> int:
@@ -29,66 +29,100 @@ def _main(argv: list[str]) -> int:
 def test_help_documents_every_train_option(capsys):
     assert _main(["train", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    parser = cli.train_parser()
+    parser = options.train_parser()
     for action in parser._actions:
         assert action.help, action.option_strings
         for option in action.option_strings:
             assert option in text
-    for option in ("--dataroot", "--gpu-ids", "--remote", "--remote-transfer-cmd", "--lr-scaling",
-                   "--amp", "--patience", "--min-delta", "--lr-policy", "--continue-train",
-                   "--display-env", "--save-epoch-freq", "--print-freq", "--num-workers"):
+    for option in (
+        "--dataroot",
+        "--gpu-ids",
+        "--remote",
+        "--remote-transfer-cmd",
+        "--lr-scaling",
+        "--amp",
+        "--patience",
+        "--min-delta",
+        "--lr-policy",
+        "--continue-train",
+        "--display-env",
+        "--save-epoch-freq",
+        "--print-freq",
+        "--num-workers",
+    ):
         assert option in text
 
 
+@pytest.mark.integration
 def test_top_level_help_lists_the_commands():
-    result = subprocess.run(trainer_cmd(), env=clean_env(), capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        trainer_cmd(), env=clean_env(), capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 2
     for command in ("train", "make-dataset", "launch", "sync"):
         assert command in result.stderr
 
 
-@pytest.mark.parametrize("text, value", [("True", True), ("TRUE", True), ("true", True),
-                                         ("False", False), ("fAlSe", False), ("0", False),
-                                         ("yes", True), ("off", False)])
-def test_remote_takes_booleans_in_any_case(text, value):
-    assert cli.train_parser().parse_args(["--dataroot", "d", "--remote", text]).remote is value
-
-
-def test_gpu_ids_repeat_and_default_to_auto():
-    parser = cli.train_parser()
-    assert parser.parse_args(["--dataroot", "d", "--gpu-ids", "0", "--gpu-ids", "1"]).gpu_ids == [0, 1]
-    assert parser.parse_args(["--dataroot", "d"]).gpu_ids is None
-
-
 def test_torchrun_command_for_one_node_and_for_several():
-    one = cli.torchrun_command(2, ["--dataroot", "d"])
-    assert one[1:] == ["-m", "torch.distributed.run", "--nproc-per-node=2", "--max-restarts=0",
-                       "--standalone", "-m", "trainer", "train", "--dataroot", "d"]
-    two = cli.torchrun_command(4, [], nnodes=2, node_rank=1, master_addr="n0", master_port=1234,
-                               max_restarts=3)
-    assert {"--nnodes=2", "--node-rank=1", "--master-addr=n0", "--master-port=1234",
-            "--max-restarts=3"} <= set(two) and "--standalone" not in two
+    one = launch.torchrun_command(2, ["--dataroot", "d"])
+    assert one[1:] == [
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node=2",
+        "--max-restarts=0",
+        "--standalone",
+        "-m",
+        "trainer",
+        "train",
+        "--dataroot",
+        "d",
+    ]
+    two = launch.torchrun_command(
+        4, [], nnodes=2, node_rank=1, master_addr="n0", master_port=1234, max_restarts=3
+    )
+    assert {
+        "--nnodes=2",
+        "--node-rank=1",
+        "--master-addr=n0",
+        "--master-port=1234",
+        "--max-restarts=3",
+    } <= set(two) and "--standalone" not in two
 
 
+@pytest.mark.integration
 def test_sync_is_dispatched_to_trainer_sync(monkeypatch):
     seen = []
-    monkeypatch.setitem(sys.modules, "trainer.sync",
-                        types.SimpleNamespace(main=lambda argv: seen.append(argv) or 0))
+    monkeypatch.setitem(
+        sys.modules, "trainer.sync", types.SimpleNamespace(main=lambda argv: seen.append(argv) or 0)
+    )
     assert cli.main(["sync", "run", "--remote-transfer-cmd", "m.f"]) == 0
     assert seen == [["run", "--remote-transfer-cmd", "m.f"]]
 
 
+@pytest.mark.integration
 def test_make_dataset_command(tmp_path):
     out = tmp_path / "shapes"
-    args = ["make-dataset", str(out), "--classes", "2", "--train-per-class", "3",
-            "--val-per-class", "1", "--image-size", "12"]
-    result = subprocess.run(trainer_cmd(*args), env=clean_env(), capture_output=True, text=True,
-                            timeout=60)
+    args = [
+        "make-dataset",
+        str(out),
+        "--classes",
+        "2",
+        "--train-per-class",
+        "3",
+        "--val-per-class",
+        "1",
+        "--image-size",
+        "12",
+    ]
+    result = subprocess.run(
+        trainer_cmd(*args), env=clean_env(), capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert "wrote 6 training and 2 validation images" in result.stdout
     assert len(list(out.rglob("*.png"))) == 8
-    again = subprocess.run(trainer_cmd(*args), env=clean_env(), capture_output=True, text=True,
-                           timeout=60)
+    again = subprocess.run(
+        trainer_cmd(*args), env=clean_env(), capture_output=True, text=True, timeout=60
+    )
     assert again.returncode == 2 and "--force" in again.stderr
 
 
@@ -98,8 +132,13 @@ def test_make_dataset_command(tmp_path):
 @pytest.fixture
 def two_rank_env(monkeypatch):
     """Pretend to be rank 0 of 2 with nobody at MASTER_PORT: starting a group would hang."""
-    for name, value in {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0",
-                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}.items():
+    for name, value in {
+        "RANK": "0",
+        "WORLD_SIZE": "2",
+        "LOCAL_RANK": "0",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(free_port()),
+    }.items():
         monkeypatch.setenv(name, value)
     for name in ("TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT"):
         monkeypatch.delenv(name, raising=False)
@@ -116,7 +155,8 @@ def _bad_input_cases(tmp_path, tiny_dataset):
     (tmp_path / "failing_hook.py").write_text(
         "def save(path):\n    pass\n\n"
         "def _check():\n    raise RuntimeError('bucket s3://nope does not exist')\n\n"
-        "save.preflight = _check\n")
+        "save.preflight = _check\n"
+    )
     data = str(tiny_dataset)
     cases = {
         "missing dataroot": (["--dataroot", str(tmp_path / "nope")], "no such directory"),
@@ -127,28 +167,40 @@ def _bad_input_cases(tmp_path, tiny_dataset):
         "unknown amp": (["--dataroot", data, "--amp", "fp8"], "invalid choice"),
         "unknown option": (["--dataroot", data, "--epochs", "3"], "unrecognized arguments"),
         "mixed gpu ids": (["--dataroot", data, "--gpu-ids", "-1", "--gpu-ids", "0"], "mixed"),
-        "bad transfer spec": (["--dataroot", data, "--remote-transfer-cmd", "nosuchmodule.save"],
-                              "no module 'nosuchmodule'"),
-        "failing preflight": (["--dataroot", data, "--remote-transfer-cmd", "failing_hook.save"],
-                              "bucket s3://nope does not exist"),
-        "unwritable checkpoints dir": (["--dataroot", data, "--checkpoints-dir", str(a_file / "sub")],
-                                       "can not write"),
+        "bad transfer spec": (
+            ["--dataroot", data, "--remote-transfer-cmd", "nosuchmodule.save"],
+            "no module 'nosuchmodule'",
+        ),
+        "failing preflight": (
+            ["--dataroot", data, "--remote-transfer-cmd", "failing_hook.save"],
+            "bucket s3://nope does not exist",
+        ),
+        "unwritable checkpoints dir": (
+            ["--dataroot", data, "--checkpoints-dir", str(a_file / "sub")],
+            "can not write",
+        ),
         "nothing to continue": (["--dataroot", data, "--continue-train"], "no checkpoint"),
         "bad name": (["--dataroot", data, "--name", "a/b"], "plain directory name"),
     }
     if not torch.cuda.is_available():
         cases["absent gpu"] = (["--dataroot", data, "--gpu-ids", "0"], "no CUDA GPU")
-        cases["fp16 on cpu"] = (["--dataroot", data, "--gpu-ids", "-1", "--amp", "fp16"], "needs a GPU")
+        cases["fp16 on cpu"] = (
+            ["--dataroot", data, "--gpu-ids", "-1", "--amp", "fp16"],
+            "needs a GPU",
+        )
     return cases
 
 
 @pytest.mark.timeout(120)
 def test_bad_input_is_one_line_and_a_non_zero_exit_before_any_process_group(
-        tmp_path, tiny_dataset, two_rank_env, monkeypatch, capsys):
+    tmp_path, tiny_dataset, two_rank_env, monkeypatch, capsys
+):
     monkeypatch.chdir(tmp_path)  # where --remote-transfer-cmd modules are looked up
     checkpoints = tmp_path / "checkpoints"
     for case, (args, message) in _bad_input_cases(tmp_path, tiny_dataset).items():
-        defaults = ["--checkpoints-dir", str(checkpoints)] if "--checkpoints-dir" not in args else []
+        defaults = (
+            ["--checkpoints-dir", str(checkpoints)] if "--checkpoints-dir" not in args else []
+        )
         code = _main(["train", *defaults, "--remote", "True", *args])
         err = capsys.readouterr().err
         lines = [line for line in err.splitlines() if line.strip()]
@@ -159,27 +211,52 @@ def test_bad_input_is_one_line_and_a_non_zero_exit_before_any_process_group(
         assert not list(checkpoints.rglob("*.pth")) and not list(checkpoints.rglob("loss_log.txt"))
 
 
+@pytest.mark.integration
 def test_the_real_command_exits_with_one_line(tmp_path):
-    result = subprocess.run(trainer_cmd("train", "--dataroot", str(tmp_path / "missing")),
-                            cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        trainer_cmd("train", "--dataroot", str(tmp_path / "missing")),
+        cwd=tmp_path,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
-        f"trainer train: error: --dataroot {tmp_path / 'missing'}: no such directory"]
+        f"trainer train: error: --dataroot {tmp_path / 'missing'}: no such directory"
+    ]
 
 
 # --- a whole run through the CLI ----------------------------------------------------------------
 
 
-def test_train_in_one_process_hands_every_file_to_the_transfer_hook(tiny_dataset, tmp_path, monkeypatch,
-                                                                    capsys):
+def test_train_in_one_process_hands_every_file_to_the_transfer_hook(
+    tiny_dataset, tmp_path, monkeypatch, capsys
+):
     dest = tmp_path / "dest"
     dest.mkdir()
     monkeypatch.setenv("TRANSFER_LOCAL_DIR", str(dest))
     checkpoints = tmp_path / "checkpoints"
-    code = cli.main(["train", *train_args(tiny_dataset, checkpoints, "cli", "--batch-size", "16",
-                                          "--n-epochs", "2", "--save-epoch-freq", "1",
-                                          "--display-freq", "2",
-                                          "--remote-transfer-cmd", "transfer_plugins.local.copy_to")])
+    code = cli.main(
+        [
+            "train",
+            *train_args(
+                tiny_dataset,
+                checkpoints,
+                "cli",
+                "--batch-size",
+                "16",
+                "--n-epochs",
+                "2",
+                "--save-epoch-freq",
+                "1",
+                "--display-freq",
+                "2",
+                "--remote-transfer-cmd",
+                "transfer_plugins.local.copy_to",
+            ),
+        ]
+    )
     assert code == 0
     run_dir = checkpoints / "cli"
     history, meta, status = read_run(run_dir)
@@ -204,11 +281,17 @@ def test_lr_scaling_uses_the_number_of_processes(tiny_dataset, tmp_path, monkeyp
     def fake_fit(model, criterion, optimizer, datasets, **kwargs):
         raise Stop(optimizer.param_groups[0]["lr"])
 
-    monkeypatch.setattr("trainer.loop.fit", fake_fit)
-    monkeypatch.setattr("trainer.distributed.detect", lambda: DistEnv(
-        rank=0, world_size=4, launcher="env", master_addr="x", master_port=1))
+    monkeypatch.setattr("trainer.api.fit", fake_fit)
+    monkeypatch.setattr(
+        "trainer.distributed.detect",
+        lambda: LaunchEnv(rank=0, world_size=4, launcher="env", master_addr="x", master_port=1),
+    )
     for rule, lr in (("none", 0.01), ("linear", 0.04), ("sqrt", 0.02)):
         with pytest.raises(Stop) as stop:
-            cli.main(["train", *train_args(tiny_dataset, tmp_path, "lr", "--lr", "0.01",
-                                           "--lr-scaling", rule)])
+            cli.main(
+                [
+                    "train",
+                    *train_args(tiny_dataset, tmp_path, "lr", "--lr", "0.01", "--lr-scaling", rule),
+                ]
+            )
         assert stop.value.args[0] == pytest.approx(lr)

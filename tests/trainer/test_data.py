@@ -11,7 +11,11 @@ from trainer.data import DataError, ImageFolder, check_dataroot, load_datasets, 
 def test_make_dataset_writes_an_image_folder_of_real_pngs(tmp_path):
     counts = make_dataset(tmp_path, classes=3, train_per_class=5, val_per_class=2, image_size=20)
     assert counts == {"train": 15, "val": 6}
-    assert sorted(p.name for p in (tmp_path / "train").iterdir()) == ["circle", "square", "triangle"]
+    assert sorted(p.name for p in (tmp_path / "train").iterdir()) == [
+        "circle",
+        "square",
+        "triangle",
+    ]
     assert len(list((tmp_path / "val" / "circle").glob("*.png"))) == 2
     assert check_dataroot(tmp_path) == counts
 
@@ -30,7 +34,7 @@ def test_image_folder_yields_chw_floats_and_class_indices(tiny_dataset):
     assert train.classes == valid.classes == ["circle", "square", "triangle"]
     image, label = train[len(train) - 1]
     assert image.shape == (3, 16, 16) and image.dtype == torch.float32
-    assert 0.0 <= image.min() and image.max() <= 1.0
+    assert image.min() >= 0.0 and image.max() <= 1.0
     assert label == 2
     assert torch.equal(train[0][0], train[0][0])  # cached copy equals the decoded one
 
@@ -50,14 +54,17 @@ def test_validation_split_is_optional(tmp_path):
     assert set(load_datasets(tmp_path)) == {"train"}
 
 
-@pytest.mark.parametrize("layout, message", [
-    (None, "no such directory"),
-    ([], "expected"),
-    (["train/a/", "train/b/"], "no images"),
-    (["train/a/x.png"], "at least 2 class folders"),
-    (["train/a/x.png", "train/b/y.png", "val/a/x.png", "val/c/y.png"], "differ"),
-    (["train/a/x.txt", "train/b/y.txt"], "no images"),
-])
+@pytest.mark.parametrize(
+    "layout, message",
+    [
+        (None, "no such directory"),
+        ([], "expected"),
+        (["train/a/", "train/b/"], "no images"),
+        (["train/a/x.png"], "at least 2 class folders"),
+        (["train/a/x.png", "train/b/y.png", "val/a/x.png", "val/c/y.png"], "differ"),
+        (["train/a/x.txt", "train/b/y.txt"], "no images"),
+    ],
+)
 def test_bad_dataroots_name_the_problem(tmp_path, layout, message):
     root = tmp_path / "data"
     if layout is not None:

@@ -14,9 +14,12 @@ import subprocess
 import pytest
 import torch
 
+from snapshot_store import LaunchEnv, LaunchError
+from snapshot_store.rank import read_launch_env as detect
 from tests.fixtures.net import free_port
 from tests.trainer.helpers import clean_env, read_run, series, torchrun_cmd, train_args, trainer_cmd
-from trainer.distributed import DistEnv, LaunchError, detect, select_devices
+from trainer.config import ConfigError, RunConfig
+from trainer.distributed import select_devices
 
 NO_GPU = not torch.cuda.is_available()
 
@@ -26,26 +29,44 @@ NO_GPU = not torch.cuda.is_available()
 
 def test_no_launcher_is_one_process():
     env = detect({})
-    assert env == DistEnv() and env.master_process and not env.distributed
+    assert env == LaunchEnv() and env.master_process and not env.distributed
 
 
 def test_torchrun_variables():
-    env = detect({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
-                  "MASTER_ADDR": "node0", "MASTER_PORT": "1234", "TORCHELASTIC_RUN_ID": "x",
-                  "TORCHELASTIC_RESTART_COUNT": "2"})
+    env = detect(
+        {
+            "RANK": "3",
+            "WORLD_SIZE": "4",
+            "LOCAL_RANK": "1",
+            "LOCAL_WORLD_SIZE": "2",
+            "MASTER_ADDR": "node0",
+            "MASTER_PORT": "1234",
+            "TORCHELASTIC_RUN_ID": "x",
+            "TORCHELASTIC_RESTART_COUNT": "2",
+        }
+    )
     assert (env.rank, env.world_size, env.local_rank, env.launcher) == (3, 4, 1, "torchrun")
     assert (env.master_addr, env.master_port, env.restart_count) == ("node0", 1234, 2)
     assert not env.master_process
 
 
 def test_kubernetes_style_variables_default_local_rank_to_zero():
-    env = detect({"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "23456"})
+    env = detect(
+        {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "23456"}
+    )
     assert (env.rank, env.local_rank, env.launcher) == (1, 0, "env")
 
 
 def test_slurm_variables_with_a_plain_nodelist():
-    env = detect({"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_LOCALID": "1",
-                  "SLURM_NODELIST": "gpu17", "SLURM_JOB_ID": "4242"})
+    env = detect(
+        {
+            "SLURM_PROCID": "1",
+            "SLURM_NTASKS": "2",
+            "SLURM_LOCALID": "1",
+            "SLURM_NODELIST": "gpu17",
+            "SLURM_JOB_ID": "4242",
+        }
+    )
     assert (env.rank, env.world_size, env.local_rank, env.launcher) == (1, 2, 1, "slurm")
     assert env.master_addr == "gpu17" and env.master_port == 15000 + 4242
 
@@ -66,14 +87,17 @@ def test_slurm_nodelist_without_scontrol_asks_for_master_addr(monkeypatch, tmp_p
 
 
 def test_a_one_task_slurm_allocation_is_one_process():
-    assert detect({"SLURM_PROCID": "0", "SLURM_NTASKS": "1"}) == DistEnv()
+    assert detect({"SLURM_PROCID": "0", "SLURM_NTASKS": "1"}) == LaunchEnv()
 
 
-@pytest.mark.parametrize("environ, message", [
-    ({"RANK": "2", "WORLD_SIZE": "2", "MASTER_ADDR": "a", "MASTER_PORT": "1"}, "outside"),
-    ({"RANK": "0", "WORLD_SIZE": "2"}, "MASTER_ADDR"),
-    ({"RANK": "x", "WORLD_SIZE": "2"}, "not an integer"),
-])
+@pytest.mark.parametrize(
+    "environ, message",
+    [
+        ({"RANK": "2", "WORLD_SIZE": "2", "MASTER_ADDR": "a", "MASTER_PORT": "1"}, "outside"),
+        ({"RANK": "0", "WORLD_SIZE": "2"}, "MASTER_ADDR"),
+        ({"RANK": "x", "WORLD_SIZE": "2"}, "not an integer"),
+    ],
+)
 def test_inconsistent_launcher_variables(environ, message):
     with pytest.raises(LaunchError, match=message):
         detect(environ)
@@ -83,22 +107,24 @@ def test_inconsistent_launcher_variables(environ, message):
 
 
 def test_cpu_devices():
-    assert select_devices([-1], DistEnv()).device == torch.device("cpu")
-    assert select_devices([-1], DistEnv()).backend == "gloo"
+    assert select_devices([-1], LaunchEnv()).device == torch.device("cpu")
+    assert select_devices([-1], LaunchEnv()).backend == "gloo"
     if NO_GPU:
-        assert select_devices(None, DistEnv(rank=1, world_size=2, local_rank=1)).device.type == "cpu"
+        assert (
+            select_devices(None, LaunchEnv(rank=1, world_size=2, local_rank=1)).device.type == "cpu"
+        )
 
 
 @pytest.mark.skipif(not NO_GPU, reason="needs a machine without CUDA")
 def test_absent_gpu_is_refused():
     with pytest.raises(LaunchError, match="--gpu-ids 0: this machine has no CUDA GPU"):
-        select_devices([0], DistEnv())
+        select_devices([0], LaunchEnv())
 
 
-@pytest.mark.parametrize("ids, message", [([-1, 0], "can not be mixed"), ([0, 0], "repeated")])
-def test_bad_gpu_id_lists(ids, message):
-    with pytest.raises(LaunchError, match=message):
-        select_devices(ids, DistEnv())
+@pytest.mark.parametrize("ids, message", [((-1, 0), "can not be mixed"), ((0, 0), "repeated")])
+def test_bad_gpu_id_lists_are_refused_by_the_config(ids, message):
+    with pytest.raises(ConfigError, match=message):
+        RunConfig(gpu_ids=ids)
 
 
 # --- real launches -----------------------------------------------------------------------
@@ -117,8 +143,17 @@ def _check_two_rank_run(run_dir, steps_per_epoch: int, epochs: int) -> None:
 
 
 def _start_ranks(cmd: list[str], cwd, per_rank_env: list[dict[str, str]]) -> list[subprocess.Popen]:
-    return [subprocess.Popen(cmd, cwd=cwd, env=clean_env(**extra), stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True) for extra in per_rank_env]
+    return [
+        subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=clean_env(**extra),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for extra in per_rank_env
+    ]
 
 
 def _wait_all(procs: list[subprocess.Popen], timeout: float = LAUNCH_TIMEOUT) -> list[str]:
@@ -136,65 +171,134 @@ def _wait_all(procs: list[subprocess.Popen], timeout: float = LAUNCH_TIMEOUT) ->
     return outputs
 
 
+@pytest.mark.integration
 def test_slurm_launch_without_torchrun(tiny_dataset, tmp_path):
     port = str(free_port())
-    cmd = trainer_cmd("train", *train_args(tiny_dataset, tmp_path, "slurm", "--batch-size", "8",
-                                           "--n-epochs", "1"))
-    ranks = [{"SLURM_PROCID": str(r), "SLURM_NTASKS": "2", "SLURM_LOCALID": str(r),
-              "SLURM_NODELIST": "localhost", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
-             for r in range(2)]
+    cmd = trainer_cmd(
+        "train",
+        *train_args(tiny_dataset, tmp_path, "slurm", "--batch-size", "8", "--n-epochs", "1"),
+    )
+    ranks = [
+        {
+            "SLURM_PROCID": str(r),
+            "SLURM_NTASKS": "2",
+            "SLURM_LOCALID": str(r),
+            "SLURM_NODELIST": "localhost",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": port,
+        }
+        for r in range(2)
+    ]
     outputs = _wait_all(_start_ranks(cmd, tmp_path, ranks))
     _check_two_rank_run(tmp_path / "slurm", steps_per_epoch=3, epochs=1)
     assert "effective batch size 16" in outputs[0] and "(slurm launch)" in outputs[0]
     assert outputs[1].strip() == ""  # the other rank stays silent
 
 
+@pytest.mark.integration
 def test_kubernetes_style_launch(tiny_dataset, tmp_path):
     port = str(free_port())
-    cmd = trainer_cmd("train", *train_args(tiny_dataset, tmp_path, "k8s", "--batch-size", "8",
-                                           "--n-epochs", "1"))
-    ranks = [{"RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
-             for r in range(2)]
+    cmd = trainer_cmd(
+        "train", *train_args(tiny_dataset, tmp_path, "k8s", "--batch-size", "8", "--n-epochs", "1")
+    )
+    ranks = [
+        {"RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+        for r in range(2)
+    ]
     _wait_all(_start_ranks(cmd, tmp_path, ranks))
     _check_two_rank_run(tmp_path / "k8s", steps_per_epoch=3, epochs=1)
 
 
+@pytest.mark.integration
 def test_two_nodes_meet_at_one_torchrun_rendezvous(tiny_dataset, tmp_path):
     port = str(free_port())
     args = train_args(tiny_dataset, tmp_path, "nodes", "--batch-size", "8", "--n-epochs", "2")
-    nodes = [torchrun_cmd("--nnodes", "2", "--nproc-per-node", "1", "--node-rank", str(n),
-                          "--master-addr", "127.0.0.1", "--master-port", port,
-                          "-m", "trainer", "train", *args) for n in range(2)]
-    procs = [subprocess.Popen(cmd, cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for cmd in nodes]
+    nodes = [
+        torchrun_cmd(
+            "--nnodes",
+            "2",
+            "--nproc-per-node",
+            "1",
+            "--node-rank",
+            str(n),
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            port,
+            "-m",
+            "trainer",
+            "train",
+            *args,
+        )
+        for n in range(2)
+    ]
+    procs = [
+        subprocess.Popen(
+            cmd,
+            cwd=tmp_path,
+            env=clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for cmd in nodes
+    ]
     _wait_all(procs)
     _check_two_rank_run(tmp_path / "nodes", steps_per_epoch=3, epochs=2)
     _, meta, _ = read_run(tmp_path / "nodes")
     assert meta["options"]["world_size"] == 2
 
 
+@pytest.mark.integration
 def test_launch_errors_come_before_torchrun(tmp_path):
-    result = subprocess.run(trainer_cmd("launch", "--nproc-per-node", "2", "--dataroot",
-                                        str(tmp_path / "missing")),
-                            cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        trainer_cmd("launch", "--nproc-per-node", "2", "--dataroot", str(tmp_path / "missing")),
+        cwd=tmp_path,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"trainer launch: error: --dataroot {tmp_path / 'missing'}: no such directory"]
+        f"trainer launch: error: --dataroot {tmp_path / 'missing'}: no such directory"
+    ]
 
 
+@pytest.mark.integration
 def test_launch_runs_torchrun_end_to_end(tiny_dataset, tmp_path):
     """`trainer launch` = torchrun with 2 CPU workers; --remote True leaves a complete store."""
     result = subprocess.run(
-        trainer_cmd("launch", "--nproc-per-node", "2",
-                    *train_args(tiny_dataset, tmp_path, "launched", "--batch-size", "4",
-                                "--n-epochs", "2", "--display-freq", "3")),
-        cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=LAUNCH_TIMEOUT)
+        trainer_cmd(
+            "launch",
+            "--nproc-per-node",
+            "2",
+            *train_args(
+                tiny_dataset,
+                tmp_path,
+                "launched",
+                "--batch-size",
+                "4",
+                "--n-epochs",
+                "2",
+                "--display-freq",
+                "3",
+            ),
+        ),
+        cwd=tmp_path,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=LAUNCH_TIMEOUT,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     run_dir = tmp_path / "launched"
     _check_two_rank_run(run_dir, steps_per_epoch=6, epochs=2)
-    history, meta, status = read_run(run_dir)
+    history, _, status = read_run(run_dir)
     assert {"train/loss", "val/loss", "metric/accuracy", "lr/lr", "throughput/samples_per_s"} <= {
-        f"{g}/{n}" for g, n in history.keys()}
+        f"{g}/{n}"
+        for g, n in history.keys()  # noqa: SIM118 - History is not a dict
+    }
     _, epochs, _, _ = history.series(("train", "loss"))
     assert epochs[0] == pytest.approx(1 / 6) and epochs[-1] == pytest.approx(2.0)
     assert status["total_steps"] == 12 and status["effective_batch_size"] == 8
@@ -208,4 +312,3 @@ def test_launch_runs_torchrun_end_to_end(tiny_dataset, tmp_path):
     state = torch.load(run_dir / "latest.pth", weights_only=True)
     assert (state["epoch"], state["step"], state["world_size"]) == (2, 12, 2)
     assert len(state["rng"]) == 2  # every rank's generators
-

@@ -13,17 +13,15 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from trainer import spawn
-from trainer.spawn import (
+from snapshot_store import LaunchError
+from trainer import spawn, start_method
+from trainer.spawn import WorkerError, launch
+from trainer.start_method import (
     CudaForkError,
-    LaunchError,
     UnpicklableArgumentError,
-    WorkerError,
     choose_start_method,
-    launch,
     pickle_arguments,
 )
-
 
 # --- worker functions (module level, so spawned workers can import them) ----------------
 
@@ -39,7 +37,7 @@ def allreduce_worker(offset: int) -> dict:
             "rank": dist.get_rank(),
             "world": dist.get_world_size(),
             "local_rank": int(os.environ["LOCAL_RANK"]),
-            "spawned": os.environ.get(spawn.SPAWNED_ENV),
+            "master": (os.environ.get("MASTER_ADDR"), os.environ.get("WORLD_SIZE")),
             "threads": torch.get_num_threads(),
             "tensor": torch.arange(3.0),
         }
@@ -58,8 +56,10 @@ def port_taking_worker(holder_dir: str) -> int:
     marker = os.path.join(holder_dir, "tried")
     if not os.path.exists(marker):
         open(marker, "w").close()
-        raise RuntimeError("The server socket has failed to listen on any local network address. "
-                           "port: 1234, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use")
+        raise RuntimeError(
+            "The server socket has failed to listen on any local network address. "
+            "port: 1234, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use"
+        )
     return int(os.environ["MASTER_PORT"])
 
 
@@ -103,16 +103,18 @@ class NotebookModel(torch.nn.Module):
 # --- launching ------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("method", ["spawn", "fork"])
 def test_launch_runs_a_process_group_and_returns_rank0_result(method):
     result = launch(allreduce_worker, {"offset": 10}, nprocs=2, start_method=method)
     assert result["sum"] == 10 + 11
     assert (result["rank"], result["world"], result["local_rank"]) == (0, 2, 0)
-    assert result["spawned"] == "1"
+    assert result["master"] == ("127.0.0.1", "2")
     assert result["threads"] == max(1, len(os.sched_getaffinity(0)) // 2)
     assert torch.equal(result["tensor"], torch.arange(3.0))
 
 
+@pytest.mark.integration
 def test_spawned_objects_keep_optimizer_bound_to_the_model():
     model = torch.nn.Linear(3, 1)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
@@ -122,6 +124,7 @@ def test_spawned_objects_keep_optimizer_bound_to_the_model():
     assert result == {"bound": True, "scheduler_bound": True, "lr": 0.05}
 
 
+@pytest.mark.integration
 def test_worker_exception_names_rank_and_stops_the_others(monkeypatch):
     monkeypatch.setattr(spawn, "_GRACE_SECONDS", 0.5)
     start = time.monotonic()
@@ -132,19 +135,28 @@ def test_worker_exception_names_rank_and_stops_the_others(monkeypatch):
     assert time.monotonic() - start < 30  # the sleeping rank 0 was stopped, not waited for
 
 
+@pytest.mark.integration
 def test_taken_port_is_retried_with_another(tmp_path, monkeypatch):
     monkeypatch.setattr(spawn, "_GRACE_SECONDS", 0.5)
-    assert launch(port_taking_worker, {"holder_dir": str(tmp_path)}, nprocs=1, start_method="fork") > 0
+    assert (
+        launch(port_taking_worker, {"holder_dir": str(tmp_path)}, nprocs=1, start_method="fork") > 0
+    )
     assert (tmp_path / "tried").exists()
 
 
+@pytest.mark.integration
 def test_worker_dying_without_exception_is_reported(monkeypatch):
     monkeypatch.setattr(spawn, "_GRACE_SECONDS", 0.5)
-    with pytest.raises(WorkerError, match=r"worker rank 1 died \(terminated with exit code 7\).*its own output"):
+    with pytest.raises(
+        WorkerError, match=r"worker rank 1 died \(terminated with exit code 7\).*its own output"
+    ):
         launch(dying_worker, {}, nprocs=2, start_method="fork")
 
 
-@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="needs signals")
+@pytest.mark.skipif(
+    threading.current_thread() is not threading.main_thread(), reason="needs signals"
+)
+@pytest.mark.integration
 def test_interrupt_in_caller_stops_the_workers(tmp_path):
     timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
@@ -162,7 +174,7 @@ def test_interrupt_in_caller_stops_the_workers(tmp_path):
 
 UNGUARDED_SCRIPT = """
 import os
-from trainer import spawn
+from trainer import spawn, start_method
 
 def work():
     return os.getpid()
@@ -172,13 +184,15 @@ spawn.launch(work, {}, nprocs=2, start_method="spawn")  # not under `if __name__
 """
 
 
+@pytest.mark.integration
 def test_unguarded_script_fails_clearly_instead_of_training_again(tmp_path):
     script = tmp_path / "unguarded.py"
     script.write_text(UNGUARDED_SCRIPT)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {**os.environ, "PYTHONPATH": root}
-    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode != 0
     assert proc.stdout.count("TOP LEVEL RUN") == 3  # the script, then each worker importing it
     assert 'under `if __name__ == "__main__":`' in proc.stderr
@@ -189,13 +203,16 @@ def test_unguarded_script_fails_clearly_instead_of_training_again(tmp_path):
 # --- checks before any worker starts ------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_unpicklable_lambda_names_the_argument_before_starting(monkeypatch):
     def no_start(*args, **kwargs):
         raise AssertionError("a worker was started")
 
     monkeypatch.setattr(torch.multiprocessing, "start_processes", no_start)
     with pytest.raises(UnpicklableArgumentError, match="argument 'dataset_fn'") as info:
-        launch(module_level_fn, {"x": 1, "dataset_fn": lambda: None}, nprocs=2, start_method="spawn")
+        launch(
+            module_level_fn, {"x": 1, "dataset_fn": lambda: None}, nprocs=2, start_method="spawn"
+        )
     assert info.value.argument == "dataset_fn"
     assert "dataset function defined at module level" in str(info.value)
     assert "start_method='fork'" in str(info.value)
@@ -205,7 +222,9 @@ def test_unpicklable_entry_of_a_dict_and_closure_are_named():
     with pytest.raises(UnpicklableArgumentError, match=r"argument \"datasets\['valid'\]\""):
         pickle_arguments({"datasets": {"train": [1, 2], "valid": [lambda: 0]}}, interactive=False)
     with pytest.raises(UnpicklableArgumentError, match="argument 'criterion'.*local object"):
-        pickle_arguments({"model": torch.nn.Linear(1, 1), "criterion": _make_closure()}, interactive=False)
+        pickle_arguments(
+            {"model": torch.nn.Linear(1, 1), "criterion": _make_closure()}, interactive=False
+        )
 
 
 def test_notebook_definitions_are_refused_for_spawn(monkeypatch):
@@ -229,14 +248,14 @@ def test_start_method_choice(monkeypatch):
 
 def test_fork_refused_when_cuda_is_initialised(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
-    assert not spawn.cuda_usable_after_fork()
+    assert not start_method.cuda_usable_after_fork()
     with pytest.raises(CudaForkError, match="restart the kernel"):
         choose_start_method("fork", uses_cuda=True)
     assert choose_start_method("fork", uses_cuda=False) == "fork"  # CPU workers are fine
 
 
 def test_interactive_detection(monkeypatch):
-    assert not spawn.in_interactive_session()
+    assert not start_method.in_interactive_session()
     fake_main = type(sys)("__main__")  # like ipykernel's: no __file__
     monkeypatch.setitem(sys.modules, "__main__", fake_main)
-    assert spawn.in_interactive_session()
+    assert start_method.in_interactive_session()

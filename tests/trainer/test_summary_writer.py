@@ -21,8 +21,12 @@ def test_scalar_and_image_methods_write_the_store_in_log_dir(tmp_path):
         writer.flush()
         assert writer.get_logdir() == str(tmp_path / "tb")
     history, reader, update = read_store(tmp_path / "tb")
-    assert set(history.keys()) == {("Loss", "train"), ("scalars", "accuracy"), ("Loss", "val"),
-                                   ("Loss", "test")}
+    assert set(history.keys()) == {
+        ("Loss", "train"),
+        ("scalars", "accuracy"),
+        ("Loss", "val"),
+        ("Loss", "test"),
+    }
     steps, _, _, values = history.series(("Loss", "train"))
     assert steps == [0, 1, 2] and values == [1.0, 0.5, float(torch.tensor(1 / 3))]
     assert history.series(("scalars", "accuracy"))[3] == [0.5, 0.6, 0.7]

@@ -1,0 +1,206 @@
+"""Checks of ``fit``'s arguments, run in the caller before any worker starts.
+
+A mistake in the datasets, the model or the GPUs asked for is reported here, with
+the shapes involved, instead of as a traceback from inside a worker process.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from .sampling import VALID_SPLITS
+
+log = logging.getLogger(__name__)
+
+Datasets = Mapping[str, Any]
+
+# CPU workers when ddp=True finds no GPU and nprocs is not given. Each worker
+# already uses several cores through intra-op threads (they are shared out, see
+# trainer.spawn), so more processes mostly add all-reduce traffic on one machine.
+DEFAULT_CPU_PROCS = 2
+# Samples of the first training batch run through the model in the caller as a check:
+# 2, not 1, so BatchNorm in training mode does not fail on a batch that the loop would not see.
+CHECK_SAMPLES = 2
+
+
+class FitInputError(ValueError):
+    """An argument of :func:`fit` can not work; raised before any worker starts."""
+
+
+# --- checks, all in the caller ------------------------------------------------------------
+
+
+def check_optimizer(model: nn.Module, optimizer: Any, scheduler: Any) -> None:
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise FitInputError(
+            f"optimizer must be a torch.optim.Optimizer over model.parameters(), "
+            f"not {type(optimizer).__name__}"
+        )
+    own = {id(p) for p in model.parameters()}
+    if any(id(p) not in own for group in optimizer.param_groups for p in group["params"]):
+        raise FitInputError(
+            "the optimizer holds parameters that are not the model's; build it "
+            "over model.parameters() (after moving the model, if you move it)"
+        )
+    bound = getattr(scheduler, "optimizer", optimizer)
+    if scheduler is not None and bound is not optimizer:
+        raise FitInputError("the scheduler was built for another optimizer than the one passed")
+
+
+def call_dataset_fn(dataset_fn: Callable[[], Datasets]) -> Datasets:
+    if not callable(dataset_fn):
+        raise FitInputError(
+            f"dataset_fn must be a function returning the datasets, not {type(dataset_fn).__name__}"
+        )
+    return dataset_fn()
+
+
+def check_datasets(datasets: Any) -> None:
+    """Raise :class:`FitInputError` unless ``datasets`` has usable train and valid splits."""
+    if not isinstance(datasets, Mapping):
+        raise FitInputError(
+            f"datasets must be a dict like {{'train': ds, 'valid': ds}}, not "
+            f"{type(datasets).__name__}"
+        )
+    valid_key = next((k for k in VALID_SPLITS if k in datasets), None)
+    missing = [
+        k for k, present in (("train", "train" in datasets), ("valid", valid_key)) if not present
+    ]
+    if missing:
+        raise FitInputError(
+            f"datasets has no {' and no '.join(map(repr, missing))} split (it has "
+            f"{sorted(map(str, datasets)) or 'nothing'}); pass {{'train': ..., 'valid': ...}}: "
+            "the validation split drives the best checkpoint and early stopping"
+        )
+    extra = sorted(set(map(str, datasets)) - {"train", *VALID_SPLITS})
+    if extra:
+        log.warning("datasets: split(s) %s are not used by fit (only 'train' and 'valid')", extra)
+    for split in ("train", valid_key):
+        ds = datasets[split]
+        if not (hasattr(ds, "__len__") and hasattr(ds, "__getitem__")):
+            raise FitInputError(
+                f"datasets[{split!r}] must be a map-style dataset (with __len__ and "
+                f"__getitem__), not {type(ds).__name__}"
+            )
+        if len(ds) == 0:
+            raise FitInputError(f"datasets[{split!r}] is empty")
+        sample = ds[0]
+        if not (isinstance(sample, (tuple, list)) and len(sample) == 2):
+            raise FitInputError(
+                f"datasets[{split!r}][0] must be an (input, target) pair, not {_shapes(sample)}"
+            )
+
+
+def _shapes(value: Any) -> str:
+    """``float32[2, 10]``-style description of tensors, tuples and dicts, for messages."""
+    if isinstance(value, torch.Tensor):
+        return f"{str(value.dtype).removeprefix('torch.')}[{', '.join(map(str, value.shape))}]"
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(_shapes(v) for v in value)
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k!r}: {_shapes(v)}" for k, v in value.items()) + "}"
+    return type(value).__name__
+
+
+def check_one_batch(
+    model: nn.Module, criterion: Callable[[Any, Any], torch.Tensor], train: Any
+) -> None:
+    """Run model and criterion on a batch of the first training samples; report failures with shapes.
+
+    Runs where the model is (normally the CPU: the caller must not touch CUDA
+    before forked workers start), in training mode as the loop will, without
+    gradients; buffers (BatchNorm statistics) and the RNG are left as they were.
+    """
+    from torch.utils.data import default_collate
+
+    samples = [train[i] for i in range(min(CHECK_SAMPLES, len(train)))]
+    try:
+        inputs, targets = default_collate(samples)
+    except Exception as err:
+        raise FitInputError(
+            f"the first training samples do not stack into a batch "
+            f"({_shapes(samples[0])}): {type(err).__name__}: {err}"
+        ) from err
+    where = next(model.parameters(), torch.empty(0)).device
+    inputs, targets = inputs.to(where), targets.to(where)
+    buffers = [(b, b.detach().clone()) for b in model.buffers()]
+    stage, outputs = "model", None
+    try:
+        with torch.no_grad(), torch.random.fork_rng(devices=[]):
+            outputs = model(inputs)
+            stage = "criterion"
+            loss = criterion(outputs, targets)
+    except Exception as err:
+        shown = (
+            f"inputs {_shapes(inputs)}" if stage == "model" else f"model outputs {_shapes(outputs)}"
+        ) + f", targets {_shapes(targets)}"
+        raise FitInputError(
+            f"the {stage} failed on one batch of {len(samples)} training samples "
+            f"({shown}): {type(err).__name__}: {err}"
+        ) from err
+    finally:
+        for buffer, saved in buffers:
+            buffer.copy_(saved)
+    if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+        raise FitInputError(
+            f"the criterion must return the batch mean as a scalar tensor, got "
+            f"{_shapes(loss)} for model outputs {_shapes(outputs)}, targets "
+            f"{_shapes(targets)} (a loss with reduction='none'?)"
+        )
+
+
+def plan_workers(device: Any, nprocs: int | None) -> tuple[int, list[int]]:
+    """``(number of workers, GPU ids; [] for CPU workers)`` for ``ddp=True`` without a launcher.
+
+    Counts GPUs with ``torch.cuda.device_count()``, which (through NVML) leaves
+    CUDA uninitialised here so forked workers can still use it.
+    """
+    if nprocs is not None and nprocs < 1:
+        raise FitInputError(f"nprocs must be at least 1, not {nprocs}")
+    available = torch.cuda.device_count()
+    if isinstance(device, (list, tuple)):
+        ids = [int(i) for i in device]
+        if ids == [-1]:
+            ids = []
+    else:
+        dev = torch.device(
+            "cuda"
+            if device in (None, "auto") and available
+            else "cpu"
+            if device in (None, "auto")
+            else device
+        )
+        if dev.type not in ("cpu", "cuda"):
+            raise FitInputError(f"device {dev}: only cpu and cuda are supported")
+        ids = [] if dev.type == "cpu" else [dev.index] if dev.index is not None else None
+        if ids is None:  # "cuda": as many GPUs as workers, from 0
+            wanted = nprocs if nprocs is not None else available
+            if wanted > available:
+                raise FitInputError(_gpu_shortage(wanted, available))
+            ids = list(range(max(wanted, 1)))
+    absent = [i for i in ids if not 0 <= i < available]
+    if absent:
+        raise FitInputError(_gpu_shortage(len(ids), available, absent))
+    if ids:
+        if nprocs is not None and nprocs != len(ids):
+            raise FitInputError(
+                f"nprocs={nprocs} but device names {len(ids)} GPU(s) {ids}: one "
+                "worker per GPU; give as many ids as processes"
+            )
+        return len(ids), ids
+    return (nprocs if nprocs is not None else DEFAULT_CPU_PROCS), []
+
+
+def _gpu_shortage(wanted: int, available: int, absent: Sequence[int] = ()) -> str:
+    have = f"GPUs 0-{available - 1}" if available > 1 else "GPU 0" if available else "no CUDA GPU"
+    which = f" (GPU {', '.join(map(str, absent))})" if absent else ""
+    return (
+        f"ddp=True asks for {wanted} GPU worker(s){which} but this machine has {have}; "
+        "pass fewer (nprocs=..., device=[ids]) or device='cpu' for CPU workers with gloo"
+    )

@@ -1,0 +1,60 @@
+"""Process-wide signal and exit handling, installed by the entry points, never on import.
+
+A library that installs handlers for good surprises the program it runs in:
+``trainer train`` and :func:`trainer.fit` wrap the run in :func:`terminate_as_exit`
+(the previous handler is back when the run ends), and a :class:`~trainer.SummaryWriter`
+its user forgot to close is closed by :func:`close_at_exit`.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+from snapshot_store import ExitCode
+
+log = logging.getLogger(__name__)
+
+
+class Terminated(SystemExit):
+    """SIGTERM arrived (torchrun, Slurm or Kubernetes stopping the job): unwind and exit 143."""
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(ExitCode.TERMINATED)
+
+
+@contextmanager
+def terminate_as_exit() -> Iterator[None]:
+    """Turn SIGTERM into :class:`Terminated` inside the block, so ``with`` blocks close the run.
+
+    Ctrl-C already unwinds as KeyboardInterrupt. Signals can only be handled on
+    the main thread; elsewhere (a notebook's worker thread) nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def close_at_exit(owner: object, close: Callable[[str], object]) -> None:
+    """Call ``close(outcome)`` when ``owner`` is collected or the interpreter exits, once.
+
+    The outcome is ``"failed"`` when the program is ending on an uncaught exception.
+    """
+    weakref.finalize(owner, _close_with_outcome, close)
+
+
+def _close_with_outcome(close: Callable[[str], object]) -> None:
+    # The interpreter sets sys.last_value when it prints an uncaught exception, before atexit.
+    close("failed" if getattr(sys, "last_value", None) is not None else "finished")
