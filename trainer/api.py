@@ -38,12 +38,13 @@ from .checks import (
     check_one_batch,
     check_optimizer,
     plan_workers,
+    preflight,
 )
 from .config import RunConfig
 from .interrupts import terminate_as_exit
 from .loop import FitResult, Metric, Trainer
 from .sampling import Datasets, build_loaders
-from .session import RunSession, preflight
+from .session import RunSession
 
 log = logging.getLogger(__name__)
 

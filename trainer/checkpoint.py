@@ -18,6 +18,9 @@ import torch
 
 from snapshot_store import atomic_file
 
+# The run dir's checkpoints: the newest state (resumed from) and the best validation score's.
+LATEST, BEST = "latest.pth", "best.pth"
+
 
 def rng_state() -> dict[str, Any]:
     """This process's torch, CUDA, numpy and Python RNG states, as tensors."""
@@ -62,6 +65,18 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+
+
+def parts_state(parts: Mapping[str, Any]) -> dict[str, Any]:
+    """``state_dict()`` of each part (model, optimizer, ...), None for an absent one."""
+    return {name: part.state_dict() if part is not None else None for name, part in parts.items()}
+
+
+def load_parts(saved: Mapping[str, Any], parts: Mapping[str, Any]) -> None:
+    """Load what :func:`parts_state` saved into each part that is present on both sides."""
+    for name, part in parts.items():
+        if part is not None and saved.get(name) is not None:
+            part.load_state_dict(saved[name])
 
 
 def save(obj: Any, path: Path) -> None:

@@ -1,7 +1,8 @@
-"""Checks of ``fit``'s arguments, run in the caller before any worker starts.
+"""Checks run before any worker, process group or training step exists.
 
-A mistake in the datasets, the model or the GPUs asked for is reported here, with
-the shapes involved, instead of as a traceback from inside a worker process.
+A mistake in the datasets, the model, the GPUs asked for, the run directory or
+the transfer hook is reported here, with what is wrong and what to do, instead
+of as a traceback from inside a worker process an hour later.
 """
 
 from __future__ import annotations
@@ -13,6 +14,13 @@ from typing import Any
 import torch
 from torch import nn
 
+from snapshot_store import LaunchEnv, ensure_writable_dir
+from transfer_plugins.runner import Hook, resolve_hook, run_preflight
+
+from . import checkpoint
+from .config import RunConfig
+from .distributed import Devices
+from .options import UsageError
 from .sampling import VALID_SPLITS
 
 log = logging.getLogger(__name__)
@@ -204,3 +212,29 @@ def _gpu_shortage(wanted: int, available: int, absent: Sequence[int] = ()) -> st
         f"ddp=True asks for {wanted} GPU worker(s){which} but this machine has {have}; "
         "pass fewer (nprocs=..., device=[ids]) or device='cpu' for CPU workers with gloo"
     )
+
+
+def preflight(config: RunConfig, env: LaunchEnv, devices: Devices | None = None) -> Hook | None:
+    """Every check that can fail on bad input, before a process group or a worker exists.
+
+    Returns the resolved transfer hook (checked against its destination on rank 0).
+    """
+    if devices is not None and config.amp == "fp16" and devices.device.type != "cuda":
+        raise UsageError("--amp fp16 needs a GPU; use --amp bf16 or off on the CPU")
+    try:
+        ensure_writable_dir(config.run_dir)
+    except OSError as err:
+        raise UsageError(
+            f"--checkpoints-dir {config.checkpoints_dir}: can not write "
+            f"{config.run_dir} ({err.strerror or err})"
+        ) from None
+    if config.continue_train and not (config.run_dir / checkpoint.LATEST).exists():
+        raise UsageError(
+            f"--continue-train: no checkpoint {config.run_dir / checkpoint.LATEST} to resume from"
+        )
+    if not config.remote_transfer_cmd:
+        return None
+    hook = resolve_hook(config.remote_transfer_cmd)  # every rank: a typo fails everywhere
+    if env.master_process and config.record:
+        run_preflight(hook, config.remote_transfer_cmd)
+    return hook

@@ -14,12 +14,10 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from snapshot_store import ExitCode, LaunchError, StoreError
 from transfer_plugins.runner import TransferSpecError
 
-from .config import RecipeConfig
 from .data import DataError
 from .interrupts import Terminated
 from .options import Parser, UsageError, parse_train_args
@@ -37,47 +35,6 @@ COMMANDS = {
 USER_ERRORS = (UsageError, DataError, TransferSpecError, StoreError, LaunchError)
 
 
-def configure_logging(master: bool) -> None:
-    """Timestamped lines on the console; only errors from ranks other than 0."""
-    logging.basicConfig(
-        level=logging.INFO if master else logging.ERROR,
-        format="%(asctime)s %(message)s",
-        datefmt="%H:%M:%S",
-        force=True,
-    )
-    # boto3 announces at INFO where it found credentials: noise in a training log.
-    for noisy in ("boto3", "botocore", "s3transfer", "urllib3"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-
-
-def build_optimizer(recipe: RecipeConfig, params: Any, lr: float) -> Any:
-    """The optimizer ``--optimizer`` names."""
-    import torch
-
-    if recipe.optimizer == "sgd":
-        return torch.optim.SGD(
-            params, lr=lr, momentum=recipe.momentum, weight_decay=recipe.weight_decay
-        )
-    return torch.optim.Adam(params, lr=lr, weight_decay=recipe.weight_decay)
-
-
-def build_scheduler(recipe: RecipeConfig, optimizer: Any, num_epochs: int) -> Any:
-    """The schedule ``--lr-policy`` names (None for constant)."""
-    from torch.optim import lr_scheduler
-
-    if recipe.lr_policy == "cosine":
-        return lr_scheduler.CosineAnnealingLR(optimizer, T_max=num_epochs)
-    if recipe.lr_policy == "step":
-        return lr_scheduler.StepLR(
-            optimizer, step_size=recipe.lr_decay_epochs, gamma=recipe.lr_gamma
-        )
-    if recipe.lr_policy == "plateau":
-        return lr_scheduler.ReduceLROnPlateau(
-            optimizer, factor=recipe.lr_gamma, patience=recipe.lr_decay_epochs
-        )
-    return None
-
-
 def train(argv: Sequence[str]) -> int:
     """``trainer train``: read the options, build the parts, run :func:`trainer.fit`."""
     config, recipe = parse_train_args(
@@ -92,12 +49,13 @@ def train(argv: Sequence[str]) -> int:
     # torch only now: the common mistakes above are reported without its import time.
     from torch import nn
 
-    from . import checkpoint, distributed
+    from . import checkpoint, console, distributed
     from .api import fit
     from .models import SmallCNN, accuracy, prediction_grid
+    from .recipe import build_optimizer, build_scheduler
 
     env = distributed.detect()
-    configure_logging(env.master_process)
+    console.configure_logging(env.master_process)
     checkpoint.seed_everything(config.seed)  # the same initial weights on every rank
     model = SmallCNN(num_classes=len(datasets["train"].classes))
     lr = recipe.scaled_lr(env.world_size)

@@ -104,7 +104,7 @@ def option(default: Any, help: str, check: Check | None = None, **cli: Any) -> A
 # --- the configurations --------------------------------------------------------------------------
 
 
-class _Checked:
+class Checked:
     """Runs every field's check after construction: an invalid config can not exist."""
 
     def __post_init__(self) -> None:
@@ -117,7 +117,7 @@ class _Checked:
 
 
 @dataclass(frozen=True)
-class RunConfig(_Checked):
+class RunConfig(Checked):
     """Options of the training loop (``trainer train``, ``trainer launch`` and ``fit``)."""
 
     name: str = option(
@@ -281,62 +281,3 @@ class RunConfig(_Checked):
     def to_options(self) -> dict[str, Any]:
         """The options as a plain dict (stored in the run's metadata and checkpoints)."""
         return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True)
-class RecipeConfig(_Checked):
-    """What ``trainer train`` builds from the command line: the data, the optimizer, the schedule."""
-
-    dataroot: str = option(
-        "",
-        "image folder with train/<class>/*.png|jpg and val/<class>/...",
-        group="data",
-        required=True,
-    )
-    image_size: int | None = option(
-        None,
-        "resize images to this square size (default: as stored)",
-        lambda v: None if v is None else at_least(1)(v),
-        group="data",
-        kind=int,
-    )
-    optimizer: str = option(
-        "adam", "optimizer", one_of("adam", "sgd"), group="optimisation", choices=("adam", "sgd")
-    )
-    lr: float = option(0.005, "initial learning rate", above(0), group="optimisation", kind=float)
-    momentum: float = option(0.9, "SGD momentum", at_least(0), group="optimisation", kind=float)
-    weight_decay: float = option(0.0, "weight decay", at_least(0), group="optimisation", kind=float)
-    lr_policy: str = option(
-        "cosine",
-        "learning-rate schedule, stepped once per epoch (cosine: to "
-        "0 over the epochs; step: x LR_GAMMA every LR_DECAY_EPOCHS; plateau: "
-        "x LR_GAMMA when the validation loss stalls)",
-        one_of("constant", "step", "cosine", "plateau"),
-        group="optimisation",
-        choices=("constant", "step", "cosine", "plateau"),
-    )
-    lr_decay_epochs: int = option(
-        5,
-        "step policy: epochs between decays; plateau: patience",
-        at_least(1),
-        group="optimisation",
-        kind=int,
-    )
-    lr_gamma: float = option(
-        0.1, "step and plateau policies: decay factor", above(0), group="optimisation", kind=float
-    )
-    lr_scaling: str = option(
-        "none",
-        "scale --lr with the number of processes (linear: x N, sqrt: x sqrt(N))",
-        one_of("none", "linear", "sqrt"),
-        group="optimisation",
-        choices=("none", "linear", "sqrt"),
-    )
-
-    def scaled_lr(self, world_size: int) -> float:
-        """The learning rate for ``world_size`` processes under :attr:`lr_scaling`."""
-        if self.lr_scaling == "linear":
-            return self.lr * world_size
-        if self.lr_scaling == "sqrt":
-            return self.lr * math.sqrt(world_size)
-        return self.lr

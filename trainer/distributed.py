@@ -16,6 +16,8 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from snapshot_store import LaunchEnv, LaunchError, read_launch_env
 
@@ -100,6 +102,22 @@ def parse_device(device: str | torch.device | Sequence[int] | None) -> list[int]
     if chosen.type == "cuda":
         return [chosen.index or 0]
     raise LaunchError(f"device {chosen}: only cpu and cuda are supported")
+
+
+def wrap_model(model: nn.Module, env: LaunchEnv, devices: Devices) -> tuple[nn.Module, nn.Module]:
+    """The module to train and the one to evaluate: DDP, DataParallel or ``model`` itself.
+
+    DDP's own forward expects every rank to run the same number of batches, and
+    validation shards differ in length, so DDP runs evaluate the bare module.
+    DDP broadcasts rank 0's (possibly resumed) weights when it is built.
+    """
+    if env.distributed:
+        ids = [devices.device.index] if devices.device.type == "cuda" else None
+        return DistributedDataParallel(model, device_ids=ids), model
+    if devices.data_parallel_ids:
+        net = nn.DataParallel(model, device_ids=list(devices.data_parallel_ids))
+        return net, net
+    return model, model
 
 
 # --- the process group -------------------------------------------------------------------

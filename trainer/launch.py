@@ -86,7 +86,7 @@ def main(argv: Sequence[str]) -> int:
     from snapshot_store import LaunchEnv
 
     from . import data, distributed
-    from .session import preflight
+    from .checks import preflight
 
     data.check_dataroot(recipe.dataroot)
     distributed.check_gpu_ids(config.gpu_ids)

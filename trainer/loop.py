@@ -16,44 +16,23 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
-from torch.nn.parallel import DistributedDataParallel
 
-from . import checkpoint, distributed
+from . import checkpoint, console, distributed
+from .checkpoint import BEST, LATEST
 from .config import RunConfig
 from .sampling import Loaders
-from .session import BEST, LATEST, RunSession
-from .state import History, RunState
+from .session import RunSession
+from .state import FitResult, RunState
 
 log = logging.getLogger(__name__)
 
 Metric = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 AMP_DTYPES = {"off": None, "bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-@dataclass
-class FitResult:
-    """What a finished (or early-stopped) run leaves: identical on every rank but the model device."""
-
-    model: nn.Module
-    history: History
-    best_value: float | None
-    best_epoch: int | None  # 1-based number of the epoch that gave best_value
-    best_checkpoint: Path | None
-    latest_checkpoint: Path | None
-    run_dir: Path
-    epochs_completed: int
-    global_step: int
-    stopped_early: bool = False
-
-    def values(self, key: str) -> list[float]:
-        """The recorded values of ``"group/name"`` (e.g. ``"val/loss"``) in step order."""
-        return [value for _, _, value in self.history.get(key, [])]
 
 
 class Trainer:
@@ -79,6 +58,13 @@ class Trainer:
         self.device = session.devices.device
         self.model = model.to(self.device)
         self.scaler = torch.amp.GradScaler(self.device.type) if self.config.amp == "fp16" else None
+        # What a checkpoint saves and a resume loads, besides the run state.
+        self._parts = {
+            "model": self.model,
+            "optimizer": optimizer,
+            "scheduler": scheduler,
+            "scaler": self.scaler,
+        }
         self.state = RunState()
         self.saved: dict[str, Path] = {}
         self.stopped_early = False
@@ -96,9 +82,11 @@ class Trainer:
     def train(self) -> FitResult:
         """Train for ``num_epochs`` (or until early stopping); the result on every rank."""
         self._resume()
-        self.net, self.eval_net = self._wrap()
+        self.net, self.eval_net = distributed.wrap_model(
+            self.model, self.session.env, self.session.devices
+        )
         try:
-            self._announce()
+            self.session.announce(self.loaders, self.state)
             for epoch in range(self.state.epoch, self.config.num_epochs):
                 self._run_epoch(epoch)
                 scores = self._validate(epoch)
@@ -125,57 +113,16 @@ class Trainer:
             self.net = self.eval_net = self.model
         return self._result()
 
-    def _wrap(self) -> tuple[nn.Module, nn.Module]:
-        """The module to train and the one to evaluate (DDP's forward expects equal batch counts)."""
-        devices = self.session.devices
-        if self.session.env.distributed:  # DDP broadcasts rank 0's (possibly resumed) weights
-            ids = [self.device.index] if self.device.type == "cuda" else None
-            return DistributedDataParallel(self.model, device_ids=ids), self.model
-        if devices.data_parallel_ids:
-            net = nn.DataParallel(self.model, device_ids=list(devices.data_parallel_ids))
-            return net, net
-        return self.model, self.model
-
-    def _announce(self) -> None:
-        env, cfg, loaders = self.session.env, self.config, self.loaders
-        effective = cfg.batch_size * env.world_size
-        total_steps = (
-            self.state.step
-            + (cfg.num_epochs - self.state.epoch) * loaders.steps_per_epoch
-            - self.state.batch_in_epoch
-        )
-        dp = self.session.devices.data_parallel_ids
-        where = f"{self.device}" + (f" (DataParallel over GPUs {list(dp)})" if dp else "")
-        log.info(
-            "run %s: %d process(es) (%s launch) on %s; batch size %d per process, effective "
-            "batch size %d; %d training samples, %d steps per epoch, %d epochs (%d steps)",
-            cfg.run_dir,
-            env.world_size,
-            env.launcher,
-            where,
-            cfg.batch_size,
-            effective,
-            loaders.train_size,
-            loaders.steps_per_epoch,
-            cfg.num_epochs,
-            total_steps,
-        )
-        self.session.set_status(
-            total_steps=total_steps,
-            steps_per_epoch=loaders.steps_per_epoch,
-            n_epochs=cfg.num_epochs,
-            world_size=env.world_size,
-            hosts=self.session.hosts,
-            effective_batch_size=effective,
-        )
-
     # --- training --------------------------------------------------------------------------
 
     def _run_epoch(self, epoch: int) -> None:
         self.net.train()
         start = self.state.batch_in_epoch  # > 0 only when resuming mid-epoch
         self.loaders.start_epoch(epoch, start)
-        bar = self._progress_bar(epoch, start)
+        shown = False if not self.session.master else self.config.progress
+        bar = console.progress_bar(
+            shown, epoch, self.config.num_epochs, self.loaders.steps_per_epoch, start
+        )
         self._interval_start = time.perf_counter()
         steps = self.loaders.steps_per_epoch
         for batch_index, (inputs, targets) in enumerate(self.loaders.train, start=start):
@@ -248,25 +195,6 @@ class Trainer:
         self.state.record(group, values, progress)
         self.session.log(values, self.state.step, progress, group)
 
-    def _progress_bar(self, epoch: int, start: int) -> Any:
-        from tqdm import tqdm
-
-        progress = self.config.progress
-        disable = (
-            True
-            if not self.session.master or progress is False
-            else (None if progress is None else False)
-        )  # None: tqdm shows it on a terminal only
-        return tqdm(
-            total=self.loaders.steps_per_epoch,
-            initial=start,
-            unit="step",
-            leave=False,
-            desc=f"epoch {epoch + 1}/{self.config.num_epochs}",
-            disable=disable,
-            dynamic_ncols=True,
-        )
-
     # --- validation, schedule, early stopping ------------------------------------------------
 
     @torch.no_grad()
@@ -335,47 +263,24 @@ class Trainer:
         if not self.config.record:
             return
         state = {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None,
-            "scaler": self.scaler.state_dict() if self.scaler is not None else None,
+            **checkpoint.parts_state(self._parts),
+            **self.state.to_checkpoint(),
             "world_size": self.session.env.world_size,
             "batch_size": self.config.batch_size,
             "rng": rng_states,
             "options": self.session.options,
-            **self.state.to_checkpoint(),
         }
         self.saved[filename] = self.session.save_checkpoint(state, filename)
 
     def _resume(self) -> None:
         """Continue from ``latest.pth`` when asked, or after an elastic restart."""
-        env, path = self.session.env, self.config.run_dir / LATEST
-        restarted = env.restart_count > 0
-        if not (self.config.continue_train or restarted):
+        path = self.session.checkpoint_to_resume()
+        if path is None:
             return
-        found = torch.tensor([float(path.exists()), 1.0])
-        seen_by, world = (int(v) for v in distributed.all_reduce_sum(found).tolist())
-        if 0 < seen_by < world:
-            raise RuntimeError(
-                f"{path} is visible on {seen_by} of {world} ranks; the checkpoints "
-                "dir must be on a filesystem all nodes share"
-            )
-        if not seen_by:
-            if self.config.continue_train:
-                raise FileNotFoundError(f"continue_train: no checkpoint {path} to resume from")
-            log.info("restart %d: no checkpoint yet, starting from scratch", env.restart_count)
-            return
-        saved = checkpoint.load(path)
-        self.model.load_state_dict(saved["model"])
-        self.optimizer.load_state_dict(saved["optimizer"])
-        if self.scheduler is not None and saved["scheduler"] is not None:
-            self.scheduler.load_state_dict(saved["scheduler"])
-        if self.scaler is not None and saved["scaler"] is not None:
-            self.scaler.load_state_dict(saved["scaler"])
-        same_layout = (saved["world_size"], saved["batch_size"]) == (
-            env.world_size,
-            self.config.batch_size,
-        )
+        env, saved = self.session.env, checkpoint.load(path)
+        checkpoint.load_parts(saved, self._parts)
+        layout = (saved["world_size"], saved["batch_size"])
+        same_layout = layout == (env.world_size, self.config.batch_size)
         self.state = RunState.from_checkpoint(saved, mid_epoch=same_layout)
         if same_layout:
             checkpoint.set_rng_state(saved["rng"][env.rank])
@@ -385,14 +290,17 @@ class Trainer:
                 "restarts from its first batch",
                 env.world_size,
                 self.config.batch_size,
-                saved["world_size"],
-                saved["batch_size"],
+                *layout,
                 self.state.epoch + 1,
             )
         self.saved = {
             n: self.config.run_dir / n for n in (LATEST, BEST) if (self.config.run_dir / n).exists()
         }
-        why = f"restart {env.restart_count} of the worker group" if restarted else "continue_train"
+        why = (
+            f"restart {env.restart_count} of the worker group"
+            if env.restart_count
+            else "continue_train"
+        )
         log.info(
             "%s: resumed from %s at epoch %d, step %d",
             why,

@@ -14,7 +14,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from .config import ConfigError, RecipeConfig, RunConfig
+from .config import ConfigError, RunConfig
+from .recipe import RecipeConfig
 
 _TRUE = {"1", "true", "t", "yes", "y", "on"}
 _FALSE = {"0", "false", "f", "no", "n", "off"}

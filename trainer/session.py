@@ -10,53 +10,29 @@ from __future__ import annotations
 import gc
 import logging
 import socket
-from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager, nullcontext
+import sys
+from collections.abc import Mapping
+from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from snapshot_store import LaunchEnv, Recorder, ensure_writable_dir, plain
-from transfer_plugins.runner import Hook, TransferRunner, resolve_hook, run_preflight
+import torch
 
-from . import checkpoint, distributed
+from snapshot_store import LaunchEnv, Recorder, plain
+from transfer_plugins.runner import Hook, TransferRunner
+
+from . import checkpoint, console, distributed
 from .config import RunConfig
 from .distributed import Devices
 from .live import LiveView
-from .options import UsageError
+from .sampling import Loaders
+from .state import RunState
 
 log = logging.getLogger(__name__)
-_pkg_log = logging.getLogger("trainer")
 
-LATEST, BEST = "latest.pth", "best.pth"
 LOSS_LOG = "loss_log.txt"
 TRANSFER_DRAIN_S = 60.0
-
-
-def preflight(config: RunConfig, env: LaunchEnv, devices: Devices | None = None) -> Hook | None:
-    """Every check that can fail on bad input, before a process group or a worker exists.
-
-    Returns the resolved transfer hook (checked against its destination on rank 0).
-    """
-    if devices is not None and config.amp == "fp16" and devices.device.type != "cuda":
-        raise UsageError("--amp fp16 needs a GPU; use --amp bf16 or off on the CPU")
-    try:
-        ensure_writable_dir(config.run_dir)
-    except OSError as err:
-        raise UsageError(
-            f"--checkpoints-dir {config.checkpoints_dir}: can not write "
-            f"{config.run_dir} ({err.strerror or err})"
-        ) from None
-    if config.continue_train and not (config.run_dir / LATEST).exists():
-        raise UsageError(
-            f"--continue-train: no checkpoint {config.run_dir / LATEST} to resume from"
-        )
-    if not config.remote_transfer_cmd:
-        return None
-    hook = resolve_hook(config.remote_transfer_cmd)  # every rank: a typo fails everywhere
-    if env.master_process and config.record:
-        run_preflight(hook, config.remote_transfer_cmd)
-    return hook
 
 
 class RunSession:
@@ -88,7 +64,6 @@ class RunSession:
         self.recorder: Recorder | None = None
         self.live: LiveView | None = None
         self.hosts: list[str] = []
-        self.status: dict[str, Any] = {}
 
     @property
     def loss_log(self) -> Path:
@@ -98,7 +73,9 @@ class RunSession:
     def __enter__(self) -> RunSession:
         stack = self._stack
         try:
-            stack.enter_context(self._run_logging())
+            stack.enter_context(
+                console.run_logging(self.master, self.loss_log if self.config.record else None)
+            )
             if self.writes:
                 if self._hook is not None:
                     self.transfer = TransferRunner(
@@ -123,9 +100,9 @@ class RunSession:
             if self.writes and not self.config.remote:
                 self.live = self._start_live_view()
             if self.master and self.config.progress is not False:
-                stack.enter_context(_log_through_tqdm())
+                stack.enter_context(console.log_through_tqdm())
         except BaseException:
-            self.__exit__(*_current_exception())
+            self.__exit__(*sys.exc_info())
             raise
         return self
 
@@ -145,6 +122,36 @@ class RunSession:
 
     # --- what the loop calls ---------------------------------------------------------------
 
+    def announce(self, loaders: Loaders, state: RunState) -> None:
+        """Say how the run is laid out (log and status), once, before the first step."""
+        env, cfg, steps_per_epoch = self.env, self.config, loaders.steps_per_epoch
+        effective = cfg.batch_size * env.world_size
+        total = state.step + (cfg.num_epochs - state.epoch) * steps_per_epoch - state.batch_in_epoch
+        dp = self.devices.data_parallel_ids
+        where = f"{self.devices.device}" + (f" (DataParallel over GPUs {list(dp)})" if dp else "")
+        log.info(
+            "run %s: %d process(es) (%s launch) on %s; batch size %d per process, effective "
+            "batch size %d; %d training samples, %d steps per epoch, %d epochs (%d steps)",
+            cfg.run_dir,
+            env.world_size,
+            env.launcher,
+            where,
+            cfg.batch_size,
+            effective,
+            loaders.train_size,
+            steps_per_epoch,
+            cfg.num_epochs,
+            total,
+        )
+        self.set_status(
+            total_steps=total,
+            steps_per_epoch=steps_per_epoch,
+            n_epochs=cfg.num_epochs,
+            world_size=env.world_size,
+            hosts=self.hosts,
+            effective_batch_size=effective,
+        )
+
     def log(self, values: Mapping[str, float], step: int, progress: float, group: str) -> None:
         """Record scalars (rank 0; nothing elsewhere)."""
         if self.recorder is not None:
@@ -157,19 +164,36 @@ class RunSession:
 
     def set_status(self, **fields: Any) -> None:
         """Add fields to the run's status document (rank 0)."""
-        self.status.update(fields)
         if self.recorder is not None:
             self.recorder.set_status(**fields)
 
     def save_checkpoint(self, state: dict[str, Any], filename: str) -> Path:
         """Write ``state`` atomically into the run dir (rank 0) and send it; returns its path."""
         path = self.config.run_dir / filename
-        if self.writes:
-            assert self.recorder is not None
+        if self.recorder is not None:
             self.recorder.flush()  # points up to this step are on disk before the checkpoint says so
             checkpoint.save(state, path)
             self._on_file(path, True)
         return path
+
+    def checkpoint_to_resume(self) -> Path | None:
+        """``latest.pth`` when asked to continue (or after an elastic restart), seen by every rank."""
+        path, restarts = self.config.run_dir / checkpoint.LATEST, self.env.restart_count
+        if not (self.config.continue_train or restarts):
+            return None
+        found = torch.tensor([float(path.exists()), 1.0])
+        seen_by, world = (int(v) for v in distributed.all_reduce_sum(found).tolist())
+        if 0 < seen_by < world:
+            raise RuntimeError(
+                f"{path} is visible on {seen_by} of {world} ranks; the checkpoints "
+                "dir must be on a filesystem all nodes share"
+            )
+        if seen_by:
+            return path
+        if self.config.continue_train:
+            raise FileNotFoundError(f"continue_train: no checkpoint {path} to resume from")
+        log.info("restart %d: no checkpoint yet, starting from scratch", restarts)
+        return None
 
     def send_log(self) -> None:
         """Send the growing ``loss_log.txt`` (once an epoch: each send copies the whole file)."""
@@ -223,50 +247,3 @@ class RunSession:
                 self.config.run_dir,
                 transfer.name,
             )
-
-    @contextmanager
-    def _run_logging(self) -> Iterator[None]:
-        """Rank 0 logs to the console and ``loss_log.txt``; other ranks only log errors."""
-        previous_level = _pkg_log.level
-        handlers: list[logging.Handler] = []
-        if self.master:
-            _pkg_log.setLevel(logging.INFO)
-            if self.config.record:
-                to_file = logging.FileHandler(self.loss_log, encoding="utf-8")
-                to_file.setFormatter(
-                    logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
-                )
-                handlers.append(to_file)
-            if not logging.getLogger().handlers:  # a library call with no logging configured
-                handlers.append(logging.StreamHandler())
-        else:
-            _pkg_log.setLevel(logging.ERROR)
-        for handler in handlers:
-            _pkg_log.addHandler(handler)
-        try:
-            yield
-        finally:
-            for handler in handlers:
-                _pkg_log.removeHandler(handler)
-                handler.close()
-            _pkg_log.setLevel(previous_level)
-
-
-@contextmanager
-def _log_through_tqdm() -> Iterator[None]:
-    """Send console log lines through ``tqdm.write`` so they do not tear the progress bar."""
-    from tqdm.contrib.logging import _is_console_logging_handler, logging_redirect_tqdm
-
-    loggers = [
-        lg
-        for lg in (logging.getLogger(), _pkg_log)
-        if any(_is_console_logging_handler(h) for h in lg.handlers)
-    ]
-    with logging_redirect_tqdm(loggers) if loggers else nullcontext():
-        yield
-
-
-def _current_exception() -> tuple[Any, Any, Any]:
-    import sys
-
-    return sys.exc_info()

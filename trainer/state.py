@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from torch import nn
 
 History = dict[str, list[tuple[int, float, float]]]  # "group/name" -> [(step, epoch, value)]
 
@@ -75,3 +78,23 @@ class RunState:
                 for k, points in checkpoint["history"].items()
             },
         )
+
+
+@dataclass
+class FitResult:
+    """What a finished (or early-stopped) run leaves: identical on every rank but the model device."""
+
+    model: nn.Module
+    history: History
+    best_value: float | None
+    best_epoch: int | None  # 1-based number of the epoch that gave best_value
+    best_checkpoint: Path | None
+    latest_checkpoint: Path | None
+    run_dir: Path
+    epochs_completed: int
+    global_step: int
+    stopped_early: bool = False
+
+    def values(self, key: str) -> list[float]:
+        """The recorded values of ``"group/name"`` (e.g. ``"val/loss"``) in step order."""
+        return [value for _, _, value in self.history.get(key, [])]

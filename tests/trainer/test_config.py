@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from trainer.config import ConfigError, RecipeConfig, RunConfig
+from trainer.config import ConfigError, RunConfig
+from trainer.recipe import RecipeConfig
 
 
 def test_defaults_are_the_documented_ones():

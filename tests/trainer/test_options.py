@@ -7,8 +7,9 @@ import dataclasses
 import pytest
 
 from trainer import options
-from trainer.config import RecipeConfig, RunConfig
+from trainer.config import RunConfig
 from trainer.options import UsageError, parse_train_args
+from trainer.recipe import RecipeConfig
 
 
 def test_every_config_field_with_a_command_line_form_is_an_option():

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
+import pytest
 import torch
 
 from snapshot_store import read_store
 from snapshot_store.images import decode_png
+from tests.trainer.helpers import clean_env
 from trainer import SummaryWriter
 
 
@@ -44,3 +49,31 @@ def test_exception_inside_the_context_marks_the_run_failed(tmp_path):
     except RuntimeError:
         pass
     assert read_store(tmp_path)[2].status["state"] == "failed"
+
+
+UNCLOSED = """
+import sys
+from trainer import SummaryWriter
+
+writer = SummaryWriter(sys.argv[1])
+writer.add_scalar("loss", 1.0, 0)
+if sys.argv[2] == "crash":
+    raise RuntimeError("diverged")
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("ending, state", [("exit", "finished"), ("crash", "failed")])
+def test_a_writer_left_open_is_closed_when_the_program_ends(tmp_path, ending, state):
+    script = tmp_path / "unclosed.py"
+    script.write_text(UNCLOSED)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "run"), ending],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == (0 if ending == "exit" else 1), proc.stderr
+    history, reader, update = read_store(tmp_path / "run")
+    assert update.status["state"] == state and history.series(("scalars", "loss"))[3] == [1.0]

@@ -1,0 +1,79 @@
+"""What rank 0 shows and keeps: console log lines, ``loss_log.txt`` and the progress bar."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+_pkg_log = logging.getLogger("trainer")
+
+
+def configure_logging(master: bool) -> None:
+    """Timestamped lines on the console (a CLI's choice); only errors from ranks other than 0."""
+    logging.basicConfig(
+        level=logging.INFO if master else logging.ERROR,
+        format="%(asctime)s %(message)s",
+        datefmt="%H:%M:%S",
+        force=True,
+    )
+    # boto3 announces at INFO where it found credentials: noise in a training log.
+    for noisy in ("boto3", "botocore", "s3transfer", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+@contextmanager
+def run_logging(master: bool, log_file: Path | None) -> Iterator[None]:
+    """Rank 0 logs the run to the console and ``log_file``; other ranks only log errors."""
+    previous_level = _pkg_log.level
+    handlers: list[logging.Handler] = []
+    if master:
+        _pkg_log.setLevel(logging.INFO)
+        if log_file is not None:
+            to_file = logging.FileHandler(log_file, encoding="utf-8")
+            to_file.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
+            handlers.append(to_file)
+        if not logging.getLogger().handlers:  # a library call with no logging configured
+            handlers.append(logging.StreamHandler())
+    else:
+        _pkg_log.setLevel(logging.ERROR)
+    for handler in handlers:
+        _pkg_log.addHandler(handler)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            _pkg_log.removeHandler(handler)
+            handler.close()
+        _pkg_log.setLevel(previous_level)
+
+
+@contextmanager
+def log_through_tqdm() -> Iterator[None]:
+    """Send console log lines through ``tqdm.write`` so they do not tear the progress bar."""
+    from tqdm.contrib.logging import _is_console_logging_handler, logging_redirect_tqdm
+
+    loggers = [
+        lg
+        for lg in (logging.getLogger(), _pkg_log)
+        if any(_is_console_logging_handler(h) for h in lg.handlers)
+    ]
+    with logging_redirect_tqdm(loggers) if loggers else nullcontext():
+        yield
+
+
+def progress_bar(shown: bool | None, epoch: int, epochs: int, total: int, initial: int) -> Any:
+    """A tqdm bar for one epoch; ``shown`` None lets tqdm decide (only on a terminal)."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        initial=initial,
+        unit="step",
+        leave=False,
+        dynamic_ncols=True,
+        desc=f"epoch {epoch + 1}/{epochs}",
+        disable=None if shown is None else not shown,
+    )
