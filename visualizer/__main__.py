@@ -15,7 +15,7 @@ def export_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m visualizer export",
         description="Print every scalar (latest value per step) as CSV: "
-                    "run,group,tag,step,epoch,wall_time,value.",
+        "run,group,tag,step,epoch,wall_time,value.",
     )
     cli.add_source_argument(parser)
     args = parser.parse_args(argv)

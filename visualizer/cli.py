@@ -24,9 +24,13 @@ EXIT_VISDOM = 2
 def add_source_argument(parser: argparse.ArgumentParser) -> None:
     """``--pickle_dir`` (and its dashed spelling ``--pickle-dir``)."""
     parser.add_argument(
-        "--pickle_dir", "--pickle-dir", dest="pickle_dir", required=True, metavar="DIR",
+        "--pickle_dir",
+        "--pickle-dir",
+        dest="pickle_dir",
+        required=True,
+        metavar="DIR",
         help="a run's snapshot store (<checkpoints>/<name>/pickle), a directory of runs, "
-             "or s3://bucket/prefix/<name>/pickle",
+        "or s3://bucket/prefix/<name>/pickle",
     )
 
 
@@ -37,21 +41,45 @@ def build_parser() -> argparse.ArgumentParser:
         description="Show training runs live in visdom: replay each snapshot store, then follow it.",
     )
     add_source_argument(parser)
-    parser.add_argument("--server", default="127.0.0.1",
-                        help="visdom host (default 127.0.0.1; started there if none answers)")
+    parser.add_argument(
+        "--server",
+        default="127.0.0.1",
+        help="visdom host (default 127.0.0.1; started there if none answers)",
+    )
     parser.add_argument("--port", type=int, default=8097, help="visdom port (default 8097)")
-    parser.add_argument("--env", default=None,
-                        help="visdom env (default: the run's name; a prefix when there are several runs)")
-    parser.add_argument("--poll-interval", type=float, default=DEFAULT_POLL_INTERVAL, metavar="SECONDS",
-                        help="polling fallback for filesystems without file events, and the fastest S3 "
-                             f"poll (default {DEFAULT_POLL_INTERVAL})")
-    parser.add_argument("--max-points", type=int, default=DEFAULT_MAX_POINTS, metavar="N",
-                        help=f"points drawn per trace, min/max envelope kept (default {DEFAULT_MAX_POINTS})")
-    parser.add_argument("--no-start-server", action="store_true",
-                        help="never start a visdom server; wait for one instead")
-    parser.add_argument("--once", action="store_true",
-                        help="read everything, update visdom, and exit (0 on success)")
-    parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    parser.add_argument(
+        "--env",
+        default=None,
+        help="visdom env (default: the run's name; a prefix when there are several runs)",
+    )
+    parser.add_argument(
+        "--poll-interval",
+        type=float,
+        default=DEFAULT_POLL_INTERVAL,
+        metavar="SECONDS",
+        help="polling fallback for filesystems without file events, and the fastest S3 "
+        f"poll (default {DEFAULT_POLL_INTERVAL})",
+    )
+    parser.add_argument(
+        "--max-points",
+        type=int,
+        default=DEFAULT_MAX_POINTS,
+        metavar="N",
+        help=f"points drawn per trace, min/max envelope kept (default {DEFAULT_MAX_POINTS})",
+    )
+    parser.add_argument(
+        "--no-start-server",
+        action="store_true",
+        help="never start a visdom server; wait for one instead",
+    )
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="read everything, update visdom, and exit (0 on success)",
+    )
+    parser.add_argument(
+        "--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR")
+    )
     return parser
 
 
@@ -62,7 +90,9 @@ def parse_host(server: str) -> str:
 
 def configure_logging(level: str) -> None:
     """Timestamped log lines on stderr."""
-    logging.basicConfig(level=getattr(logging, level), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,8 +102,14 @@ def main(argv: list[str] | None = None) -> int:
     host = parse_host(args.server)
     client = VisdomClient(host, args.port)
     try:
-        follower = Follower(args.pickle_dir, client, env=args.env, poll_interval=args.poll_interval,
-                            max_points=args.max_points, max_idle_interval=DEFAULT_MAX_IDLE_INTERVAL)
+        follower = Follower(
+            args.pickle_dir,
+            client,
+            env=args.env,
+            poll_interval=args.poll_interval,
+            max_points=args.max_points,
+            max_idle_interval=DEFAULT_MAX_IDLE_INTERVAL,
+        )
     except ValueError as err:  # a malformed s3:// URL, a too small --max-points
         log.error("%s", err)
         return EXIT_NO_DATA
@@ -92,7 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             server = ensure_server(host, args.port, start=True)
             if server is not None and args.once:
-                log.warning("started visdom at %s for --once: it stops when this program exits", client.url)
+                log.warning(
+                    "started visdom at %s for --once: it stops when this program exits", client.url
+                )
     except VisdomServerError as err:
         log.error("%s", err)
         return EXIT_VISDOM

@@ -89,7 +89,9 @@ class PlotWindow:
         self.drawn = False
         self.traces = {}
 
-    def plan(self, series: dict[str, Series], env: str, now: float, force: bool = False) -> _Plan | None:
+    def plan(
+        self, series: dict[str, Series], env: str, now: float, force: bool = False
+    ) -> _Plan | None:
         """The message that brings the window up to date; None when it is, or must wait.
 
         ``force`` skips the wait for a redraw slot (a last sync before exiting).
@@ -102,8 +104,13 @@ class PlotWindow:
         fresh = {label: len(series[label]) - trace.sent for label, trace in self.traces.items()}
         if not any(fresh.values()):
             return None
-        within_max = all(t.shown + fresh[label] <= self.max_points for label, t in self.traces.items())
-        if within_max and sum(t.shown for t in self.traces.values()) + sum(fresh.values()) <= APPEND_MAX_SHOWN:
+        within_max = all(
+            t.shown + fresh[label] <= self.max_points for label, t in self.traces.items()
+        )
+        if (
+            within_max
+            and sum(t.shown for t in self.traces.values()) + sum(fresh.values()) <= APPEND_MAX_SHOWN
+        ):
             return self._append(series, env)
         if now < self._next_redraw and not force:
             self.deferred = True
@@ -161,8 +168,15 @@ class PlotWindow:
             # to trace i. An empty one is skipped by the server.
             data.append(_line(label, x, y))
             states[label] = _Trace(sent=len(s), shown=trace.shown + len(x), rewinds=trace.rewinds)
-        msg = {"data": data, "win": self.spec.win, "eid": env, "name": None, "append": True,
-               "opts": {}, "layout": {}}
+        msg = {
+            "data": data,
+            "win": self.spec.win,
+            "eid": env,
+            "name": None,
+            "append": True,
+            "opts": {},
+            "layout": {},
+        }
         return _Plan("update", msg, states, redraw=False)
 
 
@@ -189,8 +203,12 @@ class EnvDisplay:
         """True when a window holds back new points until its next redraw slot."""
         return any(window.deferred for window in self.plots.values())
 
-    def _sync_plots(self, windows: list[tuple[layout.WindowSpec, dict[str, Series]]], now: float,
-                    force: bool = False) -> bool:
+    def _sync_plots(
+        self,
+        windows: list[tuple[layout.WindowSpec, dict[str, Series]]],
+        now: float,
+        force: bool = False,
+    ) -> bool:
         """Bring every plot window up to date; True when something was sent."""
         plans = self._plan_all(windows, now, force)
         appending = [win for win, plan in plans.items() if not plan.redraw]
@@ -198,7 +216,10 @@ class EnvDisplay:
         if self.sentinel_drawn and (appending or probe_due):
             self._last_probe = now
             if not self.client.window_exists(self.env, self.sentinel):
-                log.info("visdom env %r is gone (server restarted or env closed): rebuilding it", self.env)
+                log.info(
+                    "visdom env %r is gone (server restarted or env closed): rebuilding it",
+                    self.env,
+                )
                 self.invalidate()
                 plans = self._plan_all(windows, now, force)
             else:
@@ -214,8 +235,12 @@ class EnvDisplay:
             self.plots[win].commit(plan, now, time.perf_counter() - started)
         return bool(plans)
 
-    def _plan_all(self, windows: list[tuple[layout.WindowSpec, dict[str, Series]]],
-                  now: float, force: bool = False) -> dict[str, _Plan]:
+    def _plan_all(
+        self,
+        windows: list[tuple[layout.WindowSpec, dict[str, Series]]],
+        now: float,
+        force: bool = False,
+    ) -> dict[str, _Plan]:
         plans = {}
         for spec, series in windows:
             window = self.plots.get(spec.win)
@@ -227,8 +252,15 @@ class EnvDisplay:
         return plans
 
     def _text(self, win: str, html: str, title: str) -> None:
-        self.client.post("events", {"data": [{"content": html, "type": "text"}], "win": win,
-                                    "eid": self.env, "opts": {"title": title}})
+        self.client.post(
+            "events",
+            {
+                "data": [{"content": html, "type": "text"}],
+                "win": win,
+                "eid": self.env,
+                "opts": {"title": title},
+            },
+        )
 
 
 class RunDisplay(EnvDisplay):
@@ -268,7 +300,9 @@ class RunDisplay(EnvDisplay):
         return out
 
     @staticmethod
-    def _windows(run: RunData) -> list[tuple[layout.WindowSpec, dict[str, Series], dict[str, SeriesKey]]]:
+    def _windows(
+        run: RunData,
+    ) -> list[tuple[layout.WindowSpec, dict[str, Series], dict[str, SeriesKey]]]:
         """Per window: its spec, its traces' series by label, and each label's series key."""
         by_win: dict[str, tuple[layout.WindowSpec, dict[SeriesKey, Series]]] = {}
         for (group, name), series in run.series.items():
@@ -279,8 +313,13 @@ class RunDisplay(EnvDisplay):
             groups = {group for group, _ in members}
             # One group: traces are named by series; several (val + validation): group/name.
             labels = {key: key[1] if len(groups) == 1 else f"{key[0]}/{key[1]}" for key in members}
-            out.append((spec, {labels[key]: s for key, s in members.items()},
-                        {label: key for key, label in labels.items()}))
+            out.append(
+                (
+                    spec,
+                    {labels[key]: s for key, s in members.items()},
+                    {label: key for key, label in labels.items()},
+                )
+            )
         return out
 
     def _sync_images(self, run: RunData) -> bool:
@@ -288,7 +327,9 @@ class RunDisplay(EnvDisplay):
         for key, image in run.images.items():
             if key in self.images_drawn and key not in run.changed_images:
                 continue
-            self.client.post("events", _image_message(self.env, image.group, image.name, image.step, image.png))
+            self.client.post(
+                "events", _image_message(self.env, image.group, image.name, image.step, image.png)
+            )
             self.images_drawn[key] = image.step
             run.changed_images.discard(key)
             sent = True
@@ -297,7 +338,9 @@ class RunDisplay(EnvDisplay):
     def _sync_status(self, run: RunData, now: float) -> bool:
         running = (run.status or {}).get("state") == "running"
         refresh = STATUS_REFRESH_RUNNING if running else STATUS_REFRESH_IDLE
-        if not (run.status_changed or self._status_html is None or now - self._status_at >= refresh):
+        if not (
+            run.status_changed or self._status_html is None or now - self._status_at >= refresh
+        ):
             return False
         html = status_view(run.status, run.meta, run.eta, now).html()
         run.status_changed = False
@@ -330,7 +373,9 @@ class CompareDisplay(EnvDisplay):
             for (group, name), series in run.series.items():
                 if layout.window_for_group(group).win != "train":
                     continue
-                spec = layout.WindowSpec(f"compare_{layout.safe_id(name)}", f"train {name}: all runs", name, 0)
+                spec = layout.WindowSpec(
+                    f"compare_{layout.safe_id(name)}", f"train {name}: all runs", name, 0
+                )
                 windows.setdefault(spec.win, (spec, {}))[1][run.name] = series
         sent = self._sync_plots(sorted(windows.values(), key=lambda w: w[0].win), now, force)
         names = [run.name for run in runs]
@@ -357,7 +402,13 @@ def _json_floats(values: np.ndarray) -> list:
 
 
 def _line(label: str, x: np.ndarray, y: np.ndarray, full: bool = False) -> dict[str, Any]:
-    trace = {"x": x.tolist(), "y": _json_floats(y), "name": label, "type": "scatter", "mode": "lines"}
+    trace = {
+        "x": x.tolist(),
+        "y": _json_floats(y),
+        "name": label,
+        "type": "scatter",
+        "mode": "lines",
+    }
     if full:
         # visdom's page reads marker.line when its "smooth lines" button is used.
         trace["marker"] = {"size": 10, "symbol": "dot", "line": {"color": "#000000", "width": 0.5}}

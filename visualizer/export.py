@@ -38,7 +38,16 @@ def export_csv(pickle_dir: str, out: TextIO, s3_client=None) -> int:
         for group, name in sorted(history.keys()):
             steps, epochs, times, values = history.series((group, name))
             for step, epoch, wall_time, value in zip(steps, epochs, times, values):
-                writer.writerow((spec.name, group, f"{group}/{name}", step, repr(float(epoch)),
-                                 repr(float(wall_time)), repr(float(value))))
+                writer.writerow(
+                    (
+                        spec.name,
+                        group,
+                        f"{group}/{name}",
+                        step,
+                        repr(float(epoch)),
+                        repr(float(wall_time)),
+                        repr(float(value)),
+                    )
+                )
                 rows += 1
     return rows

@@ -42,8 +42,13 @@ class LiveVisualizer:
             self.server = None
 
 
-def start_live(store_dir: str, server: str = "127.0.0.1", port: int = 8097,
-               env: str | None = None, **follower_options) -> LiveVisualizer:
+def start_live(
+    store_dir: str,
+    server: str = "127.0.0.1",
+    port: int = 8097,
+    env: str | None = None,
+    **follower_options,
+) -> LiveVisualizer:
     """Start visdom if none answers at ``server:port`` and follow ``store_dir`` into it.
 
     Returns an object whose ``stop()`` ends following and stops the server if

@@ -77,7 +77,9 @@ def _url(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
-def _http(host: str, port: int, method: str, path: str, body: bytes | None, timeout: float) -> tuple[int, str, bytes]:
+def _http(
+    host: str, port: int, method: str, path: str, body: bytes | None, timeout: float
+) -> tuple[int, str, bytes]:
     """One HTTP request; returns (status, Server header, first 64 KiB of the body)."""
     conn = http.client.HTTPConnection(host.strip("[]"), port, timeout=timeout)
     try:
@@ -227,7 +229,14 @@ class VisdomServer:
             )
 
     def _child_command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "visualizer.server", "--child", "--parent-pid", str(os.getpid())]
+        cmd = [
+            sys.executable,
+            "-m",
+            "visualizer.server",
+            "--child",
+            "--parent-pid",
+            str(os.getpid()),
+        ]
         cmd += ["--host", self.host, "--port", str(self.port)]
         if self.env_path is not None:
             cmd += ["--env-path", str(self.env_path)]
@@ -239,7 +248,9 @@ class VisdomServer:
         env = dict(os.environ)
         env["PYTHONUNBUFFERED"] = "1"  # visdom print()s; without this its log is empty until exit
         # The child runs `-m visualizer.server`: make this very source tree importable there.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PROJECT_ROOT), env.get("PYTHONPATH")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(_PROJECT_ROOT), env.get("PYTHONPATH")) if p
+        )
         if self.login_enabled:
             env.update(_login_env(self.host))
         return env
@@ -366,7 +377,9 @@ def _exit_with_parent(parent_pid: int) -> None:
 
 def _run_child(args: argparse.Namespace) -> None:
     """Run visdom's own server main() in this process, without its download step."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     # One line per HTTP request would flood the log during training.
     logging.getLogger("tornado.access").setLevel(logging.WARNING)
     if args.parent_pid:
@@ -375,7 +388,15 @@ def _run_child(args: argparse.Namespace) -> None:
     # never uses it. A None entry makes that optional import fail fast.
     sys.modules.setdefault("torch", None)
     _patch_visdom_app(args.host)
-    argv = ["visdom.server", "-port", str(args.port), "--hostname", args.host, "-logging_level", "INFO"]
+    argv = [
+        "visdom.server",
+        "-port",
+        str(args.port),
+        "--hostname",
+        args.host,
+        "-logging_level",
+        "INFO",
+    ]
     if args.env_path:
         argv += ["-env_path", args.env_path]
     if is_loopback(args.host):
@@ -408,7 +429,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run an offline-safe visdom server.")
     parser.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
-    parser.add_argument("--env-path", default=None, help="where visdom keeps envs (default ~/.visdom)")
+    parser.add_argument(
+        "--env-path", default=None, help="where visdom keeps envs (default ~/.visdom)"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--parent-pid", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--login", action="store_true", help=argparse.SUPPRESS)

@@ -59,18 +59,25 @@ class VisdomClient:
     def _connect(self) -> requests.Session:
         if self._session is None:
             session = requests.Session()
-            session.trust_env = False  # a proxy from the environment must not carry loopback traffic
+            session.trust_env = (
+                False  # a proxy from the environment must not carry loopback traffic
+            )
             if self.username:
                 # visdom's login: the password travels as its sha256 hex digest.
                 digest = hashlib.sha256((self.password or "").encode("utf-8")).hexdigest()
-                response = self._send(session, "", {"username": self.username, "password": digest}, as_json=True)
+                response = self._send(
+                    session, "", {"username": self.username, "password": digest}, as_json=True
+                )
                 if response.status_code != 200:
-                    raise VisdomRequestError(f"visdom at {self.url} refused the login of {self.username!r}")
+                    raise VisdomRequestError(
+                        f"visdom at {self.url} refused the login of {self.username!r}"
+                    )
             self._session = session
         return self._session
 
-    def _send(self, session: requests.Session, endpoint: str, msg: dict[str, Any],
-              as_json: bool = False) -> requests.Response:
+    def _send(
+        self, session: requests.Session, endpoint: str, msg: dict[str, Any], as_json: bool = False
+    ) -> requests.Response:
         url = f"{self.url}/{endpoint}"
         try:
             if as_json:
@@ -78,7 +85,9 @@ class VisdomClient:
             return session.post(url, data=json.dumps(msg), timeout=self.timeout)
         except requests.RequestException as err:
             self._session = None  # a restarted server wants a fresh session (and login)
-            raise VisdomUnavailable(f"visdom at {self.url} does not answer ({type(err).__name__})") from None
+            raise VisdomUnavailable(
+                f"visdom at {self.url} does not answer ({type(err).__name__})"
+            ) from None
 
     def post(self, endpoint: str, msg: dict[str, Any]) -> str:
         """POST ``msg`` as JSON to ``endpoint`` (``events``, ``update``, ...); the reply text."""

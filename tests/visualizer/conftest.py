@@ -41,8 +41,12 @@ class VisdomReader:
         logging.getLogger("visdom").setLevel(logging.ERROR)  # its socket-less setup chatter
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            self.viz = visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False,
-                                     raise_exceptions=True)
+            self.viz = visdom.Visdom(
+                server="http://127.0.0.1",
+                port=port,
+                use_incoming_socket=False,
+                raise_exceptions=True,
+            )
 
     def traces(self, env: str, win: str) -> dict[str, tuple[list, list]]:
         """Trace name -> (x, y) of a plot window."""

@@ -39,8 +39,14 @@ else:
 
 
 def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=TIMEOUT, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def make_store(store: Path, steps: int = 30) -> None:
@@ -53,7 +59,9 @@ def make_store(store: Path, steps: int = 30) -> None:
 
 def test_once_with_a_missing_directory_exits_nonzero_with_a_clear_message(tmp_path):
     missing = tmp_path / "no" / "such" / "pickle"
-    result = run("run_visualizer_local.py", "--pickle_dir", str(missing), "--once", "--no-start-server")
+    result = run(
+        "run_visualizer_local.py", "--pickle_dir", str(missing), "--once", "--no-start-server"
+    )
     assert result.returncode == 1
     assert "no snapshot store found" in result.stderr and str(missing) in result.stderr
 
@@ -86,12 +94,15 @@ def test_runs_without_torch(tmp_path, visdom_server, reader):
     """The whole follow path (import, read, draw) with `import torch` failing."""
     store = tmp_path / "notorch-run" / "pickle"
     make_store(store)
-    code = BLOCK_TORCH + f"""
+    code = (
+        BLOCK_TORCH
+        + f"""
 from visualizer.cli import main
 rc = main(["--pickle-dir", {str(store)!r}, "--port", "{visdom_server.port}", "--once", "--no-start-server"])
 assert "torch" not in sys.modules
 sys.exit(rc)
 """
+    )
     result = run("-c", code)
     assert result.returncode == 0, result.stderr
     assert f"visdom: http://127.0.0.1:{visdom_server.port}" in result.stdout
@@ -103,8 +114,21 @@ def test_console_script_once_into_a_running_server(tmp_path, visdom_server, read
     store = tmp_path / "script-run" / "pickle"
     make_store(store, steps=5)
     script = Path(sys.executable).parent / "run-visualizer"
-    result = subprocess.run([str(script), "--pickle_dir", str(store), "--port", str(visdom_server.port),
-                             "--once", "--env", "script-env"], capture_output=True, text=True, timeout=TIMEOUT)
+    result = subprocess.run(
+        [
+            str(script),
+            "--pickle_dir",
+            str(store),
+            "--port",
+            str(visdom_server.port),
+            "--once",
+            "--env",
+            "script-env",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert result.returncode == 0, result.stderr
     assert reader.traces("script-env", "lr")["lr"] == ([0, 1, 2, 3, 4], [0.1] * 5)
 
@@ -116,7 +140,9 @@ def test_port_held_by_something_else_is_a_clear_error(tmp_path):
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
-        result = run("run_visualizer_local.py", "--pickle_dir", str(store), "--port", str(port), "--once")
+        result = run(
+            "run_visualizer_local.py", "--pickle_dir", str(store), "--port", str(port), "--once"
+        )
     assert result.returncode == 2
     assert f"port {port}" in result.stderr and "not visdom" in result.stderr
 
@@ -124,8 +150,15 @@ def test_port_held_by_something_else_is_a_clear_error(tmp_path):
 def test_no_start_server_once_without_a_server_fails(tmp_path):
     store = tmp_path / "r" / "pickle"
     make_store(store, steps=2)
-    result = run("run_visualizer_local.py", "--pickle_dir", str(store), "--port", str(free_port()),
-                 "--once", "--no-start-server")
+    result = run(
+        "run_visualizer_local.py",
+        "--pickle_dir",
+        str(store),
+        "--port",
+        str(free_port()),
+        "--once",
+        "--no-start-server",
+    )
     assert result.returncode == 2 and "no visdom server answers" in result.stderr
 
 

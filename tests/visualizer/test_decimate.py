@@ -12,7 +12,9 @@ from visualizer.decimate import decimate, decimate_indices
 from visualizer.series import Series
 
 
-@pytest.mark.parametrize("n,max_points", [(10, 4), (1000, 100), (100_003, 4000), (5, 100), (4001, 4000)])
+@pytest.mark.parametrize(
+    "n,max_points", [(10, 4), (1000, 100), (100_003, 4000), (5, 100), (4001, 4000)]
+)
 def test_bounded_and_keeps_ends_and_extremes(n, max_points):
     rng = np.random.default_rng(n)
     x = np.arange(n) * 3

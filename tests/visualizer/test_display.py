@@ -28,7 +28,11 @@ def test_small_windows_are_appended_to():
 
 
 def test_every_trace_is_in_an_append_in_server_order():
-    window, a, b = PlotWindow(window_for_group("train"), 2000), grown(Series(), 3), grown(Series(), 3)
+    window, a, b = (
+        PlotWindow(window_for_group("train"), 2000),
+        grown(Series(), 3),
+        grown(Series(), 3),
+    )
     window.commit(window.plan({"a": a, "b": b}, "env", 0.0), 0.0, 0.01)
     plan = window.plan({"b": grown(b, 2), "a": a}, "env", 1.0)
     assert [t["name"] for t in plan.msg["data"]] == ["a", "b"] and plan.msg["data"][0]["x"] == []

@@ -44,7 +44,9 @@ def test_replay_draws_every_window_of_a_run(tmp_path, visdom_server, reader, run
     with recorder(store, world_size=2) as rec:
         rec.set_status(total_steps=1000)
         for step in range(300):
-            rec.log({"loss": 1.0 / (step + 1), "aux": math.sin(step / 10)}, step=step, epoch=step / 100)
+            rec.log(
+                {"loss": 1.0 / (step + 1), "aux": math.sin(step / 10)}, step=step, epoch=step / 100
+            )
             rec.log({"lr": 0.1 * 0.99**step}, step=step, group="lr")
             rec.log({"samples_per_s": 1000.0 + step}, step=step, group="throughput")
             if step % 50 == 0:
@@ -56,12 +58,26 @@ def test_replay_draws_every_window_of_a_run(tmp_path, visdom_server, reader, run
     follower = run_once(store, visdom_server.port)
 
     windows = reader.windows(run_name)
-    assert {"train", "validation", "metrics", "lr", "throughput", "group_Custom", "status",
-            "image_images_samples"} <= set(windows)
+    assert {
+        "train",
+        "validation",
+        "metrics",
+        "lr",
+        "throughput",
+        "group_Custom",
+        "status",
+        "image_images_samples",
+    } <= set(windows)
     assert windows["train"]["title"] == "train losses"
-    for group, name, win in [("train", "loss", "train"), ("train", "aux", "train"), ("val", "loss", "validation"),
-                             ("metric", "accuracy", "metrics"), ("lr", "lr", "lr"),
-                             ("throughput", "samples_per_s", "throughput"), ("Custom", "b", "group_Custom")]:
+    for group, name, win in [
+        ("train", "loss", "train"),
+        ("train", "aux", "train"),
+        ("val", "loss", "validation"),
+        ("metric", "accuracy", "metrics"),
+        ("lr", "lr", "lr"),
+        ("throughput", "samples_per_s", "throughput"),
+        ("Custom", "b", "group_Custom"),
+    ]:
         assert reader.traces(run_name, win)[name] == expected(store, group, name), (group, name)
     assert windows["image_images_samples"]["content"]["src"].startswith("data:image/png;base64,")
     status = windows["status"]["content"]
@@ -121,7 +137,9 @@ def test_resumed_run_replaces_rewritten_steps(tmp_path, visdom_server, reader, r
     assert (steps, values) == expected(store, "train", "loss")
 
 
-def test_decimation_keeps_envelope_and_last_point_while_following(tmp_path, visdom_server, reader, run_name):
+def test_decimation_keeps_envelope_and_last_point_while_following(
+    tmp_path, visdom_server, reader, run_name
+):
     store = tmp_path / run_name / "pickle"
     rng = np.random.default_rng(0)
     values = rng.normal(size=20_000)
@@ -146,7 +164,9 @@ def test_decimation_keeps_envelope_and_last_point_while_following(tmp_path, visd
 def test_visdom_server_restart_rebuilds_windows(tmp_path, run_name):
     store = tmp_path / run_name / "pickle"
     port = free_port()
-    server = VisdomServer("127.0.0.1", port, env_path=tmp_path / "envs", log_path=tmp_path / "visdom.log")
+    server = VisdomServer(
+        "127.0.0.1", port, env_path=tmp_path / "envs", log_path=tmp_path / "visdom.log"
+    )
     server.start()
     try:
         reader = VisdomReader(port)
@@ -189,7 +209,9 @@ class _Boom:
         return (os.system, (f"touch {self.marker}",))
 
 
-def test_hostile_and_corrupt_files_are_skipped_with_one_warning(tmp_path, visdom_server, reader, run_name, caplog):
+def test_hostile_and_corrupt_files_are_skipped_with_one_warning(
+    tmp_path, visdom_server, reader, run_name, caplog
+):
     import pickle
 
     store = tmp_path / run_name / "pickle"
@@ -229,27 +251,43 @@ def test_many_runs_each_get_an_env_plus_a_comparison(tmp_path, visdom_server, re
             rec.log({"loss": 7.0}, step=0)
         wait_until(lambda: set(reader.traces(compare, "compare_loss")) == {"a", "b", "c"})
         assert reader.traces(f"{run_name}_c", "train")["loss"] == ([0], [7.0])
-    assert reader.traces(compare, "compare_loss")["b"] == ([*range(20)], [2.0 * s for s in range(20)])
+    assert reader.traces(compare, "compare_loss")["b"] == (
+        [*range(20)],
+        [2.0 * s for s in range(20)],
+    )
 
 
 def test_status_panel_flags_a_silent_running_run(tmp_path, visdom_server, reader, run_name):
     store = tmp_path / run_name / "pickle"
     with recorder(store) as rec:
         rec.log({"loss": 1.0}, step=3)
-    status = {"state": "running", "step": 3, "epoch": 0.5, "updated": time.time() - 120,
-              "heartbeat_seconds": 5.0, "host": "gpu-node-7", "total_steps": 10}
+    status = {
+        "state": "running",
+        "step": 3,
+        "epoch": 0.5,
+        "updated": time.time() - 120,
+        "heartbeat_seconds": 5.0,
+        "host": "gpu-node-7",
+        "total_steps": 10,
+    }
     fmt.write_atomic(store / fmt.STATUS_FILE, fmt.encode_document(status))
     run_once(store, visdom_server.port)
     panel = reader.windows(run_name)["status"]["content"]
     assert "STALE" in panel and "gpu-node-7" in panel and "3 / 10" in panel
 
 
-def test_missing_directory_is_awaited_then_followed(tmp_path, visdom_server, reader, run_name, caplog):
+def test_missing_directory_is_awaited_then_followed(
+    tmp_path, visdom_server, reader, run_name, caplog
+):
     store = tmp_path / "later" / run_name / "pickle"
     caplog.set_level(logging.INFO, logger="visualizer")
     with following(store, visdom_server.port, poll_interval=0.1):
-        wait_until(lambda: any("waiting for" in r.getMessage() and str(store) in r.getMessage()
-                               for r in caplog.records))
+        wait_until(
+            lambda: any(
+                "waiting for" in r.getMessage() and str(store) in r.getMessage()
+                for r in caplog.records
+            )
+        )
         with recorder(store) as rec:
             rec.log({"loss": 3.0}, step=0)
         wait_until(lambda: reader.traces(run_name, "train")["loss"] == ([0], [3.0]))
@@ -264,4 +302,6 @@ def test_polling_fallback_without_file_events(tmp_path, visdom_server, reader, r
             wait_until(lambda: reader.has_window(run_name, "train"))
             rec.log({"loss": 2.0}, step=1)
             rec.flush()
-            wait_until(lambda: reader.traces(run_name, "train")["loss"] == ([0, 1], [1.0, 2.0]), timeout=5)
+            wait_until(
+                lambda: reader.traces(run_name, "train")["loss"] == ([0, 1], [1.0, 2.0]), timeout=5
+            )

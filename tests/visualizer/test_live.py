@@ -9,7 +9,9 @@ from visualizer.live import start_live
 from visualizer.server import visdom_answers
 
 
-def test_start_live_uses_a_running_server_and_draws_while_training(tmp_path, visdom_server, reader, run_name):
+def test_start_live_uses_a_running_server_and_draws_while_training(
+    tmp_path, visdom_server, reader, run_name
+):
     store = tmp_path / run_name / "pickle"
     live = start_live(str(store), port=visdom_server.port)
     try:

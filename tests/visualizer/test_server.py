@@ -107,8 +107,12 @@ def test_plain_http_server_is_not_taken_for_visdom(plain_http_port: int) -> None
     assert not visdom_answers("127.0.0.1", plain_http_port)
 
 
-def test_start_on_a_port_held_by_another_server_fails_clearly(plain_http_port: int, tmp_path: Path) -> None:
-    server = VisdomServer(port=plain_http_port, env_path=tmp_path / "envs", log_path=tmp_path / "visdom.log")
+def test_start_on_a_port_held_by_another_server_fails_clearly(
+    plain_http_port: int, tmp_path: Path
+) -> None:
+    server = VisdomServer(
+        port=plain_http_port, env_path=tmp_path / "envs", log_path=tmp_path / "visdom.log"
+    )
     with pytest.raises(VisdomServerError, match=rf"port {plain_http_port} .* not visdom"):
         server.start()
     assert not server.running
@@ -140,7 +144,9 @@ def test_failed_start_reports_the_server_log(tmp_path: Path) -> None:
 
 def test_stop_ends_the_server_and_is_idempotent(tmp_path: Path) -> None:
     port = free_port()
-    with VisdomServer(port=port, env_path=tmp_path / "envs", log_path=tmp_path / "visdom.log") as server:
+    with VisdomServer(
+        port=port, env_path=tmp_path / "envs", log_path=tmp_path / "visdom.log"
+    ) as server:
         assert visdom_answers("127.0.0.1", port)
     assert not server.running
     assert not visdom_answers("127.0.0.1", port)
@@ -154,11 +160,15 @@ def test_ensure_server_reuses_a_running_visdom(visdom_server: VisdomServer) -> N
 
 def test_ensure_server_without_start_says_how_to_start_one() -> None:
     port = free_port()
-    with pytest.raises(VisdomServerError, match=rf"python -m visualizer.server --host 127.0.0.1 --port {port}"):
+    with pytest.raises(
+        VisdomServerError, match=rf"python -m visualizer.server --host 127.0.0.1 --port {port}"
+    ):
         ensure_server("127.0.0.1", port, start=False)
 
 
-def test_line_plot_renders_in_headless_chromium(visdom_server: VisdomServer, chromium_driver) -> None:
+def test_line_plot_renders_in_headless_chromium(
+    visdom_server: VisdomServer, chromium_driver
+) -> None:
     n_points = 17
     env = f"test_{uuid.uuid4().hex[:8]}"
     xs = np.arange(n_points, dtype=float)
