@@ -22,6 +22,7 @@ from pathlib import Path
 
 from snapshot_store import Recorder
 from snapshot_store.reader import read_store
+from visualizer.endpoint import VisdomEndpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ def _free_port() -> int:
 
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def _subprocess_json(code: str, timeout: float = 600) -> dict:
@@ -83,7 +84,7 @@ with Recorder(store, handle_signals=False) as rec:   # default flush interval, a
 """
 
 
-def _latency(root: Path, port: int) -> dict:
+def _latency(root: Path, endpoint: VisdomEndpoint) -> dict:
     from visualizer.follower import Follower
     from visualizer.visdom_client import VisdomClient
 
@@ -95,13 +96,13 @@ def _latency(root: Path, port: int) -> dict:
         if key in steps and (not sent_at or steps[key] > sent_at[-1][0]):
             sent_at.append((steps[key], when))
 
-    follower = Follower(str(store), VisdomClient("127.0.0.1", port), on_sent=on_sent)
+    follower = Follower(str(store), VisdomClient(endpoint), on_sent=on_sent)
     thread = threading.Thread(target=follower.run, daemon=True)
     thread.start()
 
     # An independent observer: visdom's own answer to "what does the window hold", every
     # 20 ms. Decimation keeps the last point, so the last x is the newest step shown.
-    viewer, visible_at, stop = VisdomClient("127.0.0.1", port), [], threading.Event()
+    viewer, visible_at, stop = VisdomClient(endpoint), [], threading.Event()
 
     def observe() -> None:
         while not stop.is_set():
@@ -138,11 +139,11 @@ def _latency(root: Path, port: int) -> dict:
 
     history, _, _ = read_store(store)
     steps, _, logged_at, _ = history.series(key)
-    window = VisdomClient("127.0.0.1", port).window_data("latency", "train")["content"]["data"]
+    window = VisdomClient(endpoint).window_data("latency", "train")["content"]["data"]
 
     def delays(events: list[tuple[int, float]]) -> list[float]:
         out = []
-        for step, wall in zip(steps, logged_at):
+        for step, wall in zip(steps, logged_at, strict=True):
             if step >= LATENCY_PREFILL_STEPS:
                 first = next((t for s, t in events if s >= step), None)
                 if first is not None:
@@ -189,7 +190,7 @@ _REPLAY_CHILD = (
 import json, sys, time
 started = time.perf_counter()
 from visualizer.cli import main
-rc = main(["--pickle_dir", {store!r}, "--port", "{port}", "--once", "--no-start-server", "--log-level", "WARNING"])
+rc = main(["--pickle-dir", {store!r}, "--port", "{port}", "--once", "--no-start-server", "--log-level", "WARNING"])
 print(json.dumps({{"rc": rc, "seconds": time.perf_counter() - started,
                   "maxrss_mb": """
     + _PEAK_MB
@@ -213,15 +214,15 @@ print(json.dumps({{"points": points, "seconds": time.perf_counter() - started,
 )
 
 
-def _replay(root: Path, port: int) -> dict:
+def _replay(root: Path, endpoint: VisdomEndpoint) -> dict:
     from visualizer.visdom_client import VisdomClient
 
     store = root / "replay-1m" / "pickle"
     _write_store(store)
     wall = time.perf_counter()
-    ours = _subprocess_json(_REPLAY_CHILD.format(store=str(store), port=port))
+    ours = _subprocess_json(_REPLAY_CHILD.format(store=str(store), port=endpoint.port))
     ours["wall_seconds"] = time.perf_counter() - wall  # interpreter start included
-    window = VisdomClient("127.0.0.1", port).window_data("replay-1m", "train")
+    window = VisdomClient(endpoint).window_data("replay-1m", "train")
     last = REPLAY_POINTS // REPLAY_SERIES - 1
     ours["fully_displayed"] = (
         all(t["x"][-1] == last for t in window["content"]["data"])
@@ -236,7 +237,7 @@ def _replay(root: Path, port: int) -> dict:
 # --- S3: requests an idle run costs ------------------------------------------------------------
 
 
-def _idle_s3_requests(root: Path, port: int) -> dict:
+def _idle_s3_requests(root: Path, endpoint: VisdomEndpoint) -> dict:
     from bench.seaweed import CONFLICTING_ENV, SeaweedS3
     from visualizer.follower import DEFAULT_MAX_IDLE_INTERVAL, DEFAULT_POLL_INTERVAL, Follower
     from visualizer.s3 import make_client
@@ -276,7 +277,7 @@ def _idle_s3_requests(root: Path, port: int) -> dict:
             # The real schedule (1 s, doubling to 60 s), every interval divided by S3_TIME_SCALE.
             follower = Follower(
                 "s3://bench/runs/s3run/pickle",
-                VisdomClient("127.0.0.1", port),
+                VisdomClient(endpoint),
                 poll_interval=DEFAULT_POLL_INTERVAL / S3_TIME_SCALE,
                 max_idle_interval=DEFAULT_MAX_IDLE_INTERVAL / S3_TIME_SCALE,
                 s3_client=client,
@@ -309,9 +310,9 @@ def run() -> list[dict]:
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        port = _free_port()
-        with VisdomServer("127.0.0.1", port, env_path=root / "envs", log_path=root / "visdom.log"):
-            lat = _latency(root, port)
+        endpoint = VisdomEndpoint(port=_free_port())
+        with VisdomServer(endpoint, env_path=root / "envs", log_path=root / "visdom.log"):
+            lat = _latency(root, endpoint)
             sent_p50, sent_p99 = _percentile(lat["sent"], 50), _percentile(lat["sent"], 99)
             vis_p50, vis_p99 = _percentile(lat["visible"], 50), _percentile(lat["visible"], 99)
             rows.append(
@@ -336,7 +337,7 @@ def run() -> list[dict]:
                 }
             )
 
-            replay = _replay(root, port)
+            replay = _replay(root, endpoint)
             ours, tb = replay["ours"], replay["tb"]
             rows.append(
                 {
@@ -361,7 +362,7 @@ def run() -> list[dict]:
                 }
             )
 
-            s3 = _idle_s3_requests(root, port)
+            s3 = _idle_s3_requests(root, endpoint)
             rows.append(
                 {
                     "benchmark": f"idle S3 run: requests per hour (time scaled 1/{S3_TIME_SCALE})",

@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import logging
-import os
 import shutil
 import subprocess
 import sys
@@ -188,7 +187,7 @@ def fetch_tarball(spec: str, cache_dir: Path) -> Path:
                 f"npm could not fetch package {spec} (exit {proc.returncode}): "
                 + " | ".join(detail)
             )
-        os.replace(packed, cached)
+        packed.replace(cached)
     return cached
 
 
@@ -219,7 +218,7 @@ def write_if_changed(path: Path, data: bytes) -> bool:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_bytes(data)
-    os.replace(tmp, path)
+    tmp.replace(path)
     return True
 
 
@@ -243,10 +242,11 @@ def provision(static_dir: Path, cache_dir: Path, visdom_version: str | None) -> 
             if write_if_changed(static_dir / asset.target, contents[asset.member]):
                 log.info("installed %s from %s:%s", asset.target, spec, asset.member)
                 changed += 1
-    if visdom_version is not None:
-        # Same marker download_scripts writes; with it present stock visdom downloads nothing.
-        if write_if_changed(static_dir / "version.built", visdom_version.encode()):
-            changed += 1
+    # Same marker download_scripts writes; with it present stock visdom downloads nothing.
+    if visdom_version is not None and write_if_changed(
+        static_dir / "version.built", visdom_version.encode()
+    ):
+        changed += 1
     return changed
 
 

@@ -17,14 +17,15 @@ import base64
 import logging
 import struct
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
 from . import layout
-from .decimate import MIN_POINTS, decimate_indices
-from .model import RunData, SeriesKey
+from .decimate import check_max_points, decimate_indices
+from .rundata import RunData, SeriesKey
 from .series import Series
 from .status import status_view
 from .visdom_client import VisdomClient
@@ -33,11 +34,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_POINTS = 2000
 # visdom 0.2.4 turns every append into a deepcopy plus jsonpatch.make_patch of the
-# whole window: measured about 30 us per point already drawn (0.5 s per append to
-# four 4000-point traces), against about 2 us per point to redraw the window
-# outright. So a window is appended to only while it is small (appends also keep
-# browser traffic small); a bigger one is redrawn, at most every few times its
-# last redraw took, so one busy window can not saturate the visdom server.
+# whole window, so an append costs in proportion to the points already drawn and
+# soon costs far more than redrawing the window outright. So a window is appended
+# to only while it is small (appends also keep browser traffic small); a bigger one
+# is redrawn, at most every few times its last redraw took, so one busy window can
+# not saturate the visdom server. The README's benchmark table has the figures.
 APPEND_MAX_SHOWN = 800
 REDRAW_COST_FACTOR = 4.0
 MIN_REDRAW_INTERVAL = 0.1
@@ -48,6 +49,10 @@ PROBE_INTERVAL = 2.0
 # a finished one's rarely.
 STATUS_REFRESH_RUNNING = 1.0
 STATUS_REFRESH_IDLE = 30.0
+
+
+# A run's window: its spec, its traces' series by label, and each label's series key.
+_RunWindow = tuple[layout.WindowSpec, dict[str, Series], dict[str, SeriesKey]]
 
 
 @dataclass
@@ -63,7 +68,7 @@ class _Trace:
 class _Plan:
     """One message for one window and the trace states it leaves on the server."""
 
-    endpoint: str
+    route: str  # visdom route: "events" (redraw) or "update" (append)
     msg: dict[str, Any]
     traces: dict[str, _Trace]
     redraw: bool
@@ -73,8 +78,7 @@ class PlotWindow:
     """One line-plot window: decides between appending and redrawing, and when."""
 
     def __init__(self, spec: layout.WindowSpec, max_points: int) -> None:
-        if max_points < MIN_POINTS:
-            raise ValueError(f"--max-points must be at least {MIN_POINTS}")
+        check_max_points(max_points)
         self.spec = spec
         self.max_points = max_points
         self.traces: dict[str, _Trace] = {}  # label -> state, in the server's trace order
@@ -168,7 +172,7 @@ class PlotWindow:
             # to trace i. An empty one is skipped by the server.
             data.append(_line(label, x, y))
             states[label] = _Trace(sent=len(s), shown=trace.shown + len(x), rewinds=trace.rewinds)
-        msg = {
+        msg: dict[str, Any] = {
             "data": data,
             "win": self.spec.win,
             "eid": env,
@@ -231,7 +235,7 @@ class EnvDisplay:
                     plans = self._plan_all(windows, now, force)
         for win, plan in plans.items():
             started = time.perf_counter()
-            self.client.post(plan.endpoint, plan.msg)
+            self.client.post(plan.route, plan.msg)
             self.plots[win].commit(plan, now, time.perf_counter() - started)
         return bool(plans)
 
@@ -273,7 +277,7 @@ class RunDisplay(EnvDisplay):
         self._status_at = 0.0
         self.sent_steps: dict[SeriesKey, int] = {}  # last step on the server per series
 
-    def invalidate(self) -> None:  # noqa: D102
+    def invalidate(self) -> None:
         super().invalidate()
         self.images_drawn.clear()
         self._status_html = None
@@ -289,9 +293,9 @@ class RunDisplay(EnvDisplay):
         self.sent_steps = self._sent_steps(windows)
         return sent
 
-    def _sent_steps(self, windows) -> dict[SeriesKey, int]:
+    def _sent_steps(self, windows: list[_RunWindow]) -> dict[SeriesKey, int]:
         """The last step of each series that is on the server (held-back points excluded)."""
-        out = {}
+        out: dict[SeriesKey, int] = {}
         for spec, series, keys in windows:
             window = self.plots.get(spec.win)
             for label, trace in (window.traces if window else {}).items():
@@ -300,10 +304,8 @@ class RunDisplay(EnvDisplay):
         return out
 
     @staticmethod
-    def _windows(
-        run: RunData,
-    ) -> list[tuple[layout.WindowSpec, dict[str, Series], dict[str, SeriesKey]]]:
-        """Per window: its spec, its traces' series by label, and each label's series key."""
+    def _windows(run: RunData) -> list[_RunWindow]:
+        """The windows that show ``run``, in display order."""
         by_win: dict[str, tuple[layout.WindowSpec, dict[SeriesKey, Series]]] = {}
         for (group, name), series in run.series.items():
             spec = layout.window_for_group(group)
@@ -360,7 +362,7 @@ class CompareDisplay(EnvDisplay):
         super().__init__(client, env, max_points, sentinel=self.SENTINEL)
         self._runs_listed: list[str] | None = None
 
-    def invalidate(self) -> None:  # noqa: D102
+    def invalidate(self) -> None:
         super().invalidate()
         self._runs_listed = None
 

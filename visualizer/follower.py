@@ -16,11 +16,11 @@ from typing import Any
 
 from snapshot_store.reader import StoreReader
 
-from .decimate import MIN_POINTS
+from .decimate import check_max_points
 from .display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, CompareDisplay, OnSent, RunDisplay
-from .model import RunData
+from .rundata import RunData
 from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
-from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailable
+from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ TICK = 1.0  # status panels and restart probes want a look at least this often
 
 
 class NoRunsError(RuntimeError):
-    """Nothing to show at ``--pickle_dir`` (raised by ``--once``)."""
+    """Nothing to show at ``--pickle-dir`` (raised by :meth:`Follower.run_once`)."""
 
 
 class PollSchedule:
@@ -86,10 +86,7 @@ class Follower:
         s3_client: Any = None,
         on_sent: OnSent | None = None,
     ) -> None:
-        if max_points < MIN_POINTS:
-            raise ValueError(
-                f"max_points (--max-points) must be at least {MIN_POINTS}, not {max_points}"
-            )
+        check_max_points(max_points)
         if poll_interval <= 0:
             raise ValueError(
                 f"poll_interval (--poll-interval) must be positive, not {poll_interval}"
@@ -146,7 +143,8 @@ class Follower:
 
     def _final_pass(self) -> None:
         # What a trainer wrote just before asking us to stop (its final status,
-        # its last points) still gets drawn.
+        # its last points, even a run not seen yet) still gets drawn.
+        self._discover()
         now = time.time()
         for feed in self.feeds.values():
             self._poll(feed, now)
@@ -255,7 +253,7 @@ class Follower:
                     self.on_sent(feed.spec.name, dict(feed.display.sent_steps), time.time())
             if self.compare is not None:
                 self.compare.sync([f.data for f in self.feeds.values()], now, force)
-        except (VisdomUnavailable, VisdomRequestError) as err:
+        except (VisdomUnavailableError, VisdomRequestError) as err:
             if raise_errors:
                 raise
             self._visdom_failed(err, now)

@@ -127,7 +127,7 @@ def status_view(
 
 def format_duration(seconds: float) -> str:
     """``3h 04m``, ``4m 05s`` or ``12s``."""
-    seconds = max(0, int(round(seconds)))
+    seconds = max(0, round(seconds))
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     if hours:

@@ -48,7 +48,7 @@ def test_chromium_renders_the_runs_plots_and_live_appends(
         rec.log_image(
             "inputs", np.random.default_rng(0).random((4, 3, 28, 28)), step=119, dataformats="NCHW"
         )
-    Follower(str(store), VisdomClient("127.0.0.1", visdom_server.port)).run_once()
+    Follower(str(store), VisdomClient(visdom_server.endpoint)).run_once()
 
     driver = chromium_driver
     driver.get(f"{visdom_server.url}/env/{run_name}")
@@ -58,7 +58,7 @@ def test_chromium_renders_the_runs_plots_and_live_appends(
     assert wait.until(lambda d: (p := _plot(d, "learning rate")) and p["points"] == [120])
 
     # The page stays open while the run goes on: appended points reach the browser.
-    with following(store, visdom_server.port):
+    with following(store, visdom_server.endpoint):
         with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
             for step in range(120, 180):
                 rec.log({"loss": 0.1, "aux": 0.2}, step=step)

@@ -122,7 +122,7 @@ def test_follower_draws_an_s3_run_and_backs_off_while_idle(
     log = RequestLog(client)
     with following(
         s3_bucket.uri(prefix),
-        visdom_server.port,
+        visdom_server.endpoint,
         poll_interval=0.05,
         max_idle_interval=0.4,
         s3_client=client,
@@ -154,7 +154,7 @@ def test_a_prefix_of_runs_gets_an_env_per_run_and_a_comparison(
                 rec.log({"loss": scale * step}, step=step)
         upload(s3_bucket, store, f"{run_name}/{name}/pickle/")
     with following(
-        s3_bucket.uri(f"{run_name}/"), visdom_server.port, env=run_name, poll_interval=0.05
+        s3_bucket.uri(f"{run_name}/"), visdom_server.endpoint, env=run_name, poll_interval=0.05
     ):
         wait_until(lambda: set(reader.traces(f"{run_name}_compare", "compare_loss")) == {"a", "b"})
     assert reader.traces(f"{run_name}_b", "train")["loss"] == (
