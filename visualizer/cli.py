@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from snapshot_store.exit_codes import ExitCode
 
 from .display import DEFAULT_MAX_POINTS
-from .endpoint import DEFAULT_HOST, DEFAULT_PORT, VisdomEndpoint
+from .endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS, VisdomEndpoint
 from .export import export_csv
 from .follower import DEFAULT_POLL_INTERVAL, Follower, NoRunsError
 from .parent import watch_parent
@@ -75,9 +75,8 @@ def build_parser(
         "--server",
         default=DEFAULT_HOST,
         metavar="HOST|URL",
-        help="visdom host or URL: 127.0.0.1, localhost, [::1], http://host[:port] "
-        "(default %(default)s); a server is started there when none answers, "
-        "unless --no-start-server",
+        help=f"visdom server: {SERVER_FORMS} (default %(default)s); one is started "
+        "there when none answers, unless --no-start-server",
     )
     parser.add_argument(
         "--port",

@@ -24,7 +24,8 @@ PASSWORD_VAR = "VISDOM_PASSWORD"
 _HOSTNAME = re.compile(
     r"[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?"
 )
-_ACCEPTED = "127.0.0.1, localhost, http://host, http://host:port, [::1] or http://[::1]:8097"
+# What ``--server`` accepts, as help and error messages name it.
+SERVER_FORMS = "a host (127.0.0.1, localhost, [::1]) or http://host[:port]"
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,9 @@ def _split_server(server: str) -> tuple[str, int | None]:
         parts = urlsplit(text if "://" in text else f"http://{text}")  # host, host:port
         url_port = parts.port  # ValueError when not a number in 0-65535
     except ValueError as err:
-        raise ValueError(f"{server!r} is not a valid URL ({err}); expected {_ACCEPTED}") from None
+        raise ValueError(
+            f"{server!r} is not a valid URL ({err}); expected {SERVER_FORMS}"
+        ) from None
     if parts.scheme != "http":
         raise ValueError(f"{server!r}: visdom is reached over http://, not {parts.scheme}://")
     if parts.username is not None or parts.password is not None:
@@ -99,7 +102,7 @@ def _split_server(server: str) -> tuple[str, int | None]:
         raise ValueError(f"{server!r}: give only http://host[:port], without a path")
     host = parts.hostname or ""
     if not (_is_ip(host) or _HOSTNAME.fullmatch(host)):
-        raise ValueError(f"{server!r} names no valid host; expected {_ACCEPTED}")
+        raise ValueError(f"{server!r} names no valid host; expected {SERVER_FORMS}")
     return host, url_port
 
 
