@@ -1,4 +1,4 @@
-"""Follow snapshot stores into visdom: ``python run_visualizer_local.py --pickle_dir DIR``.
+"""Follow snapshot stores into visdom: ``python run_visualizer_local.py --pickle-dir DIR``.
 
 Same as the ``run-visualizer`` console script; ``--help`` lists the options.
 """

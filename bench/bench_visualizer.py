@@ -22,6 +22,7 @@ from pathlib import Path
 
 from snapshot_store import Recorder
 from snapshot_store.reader import read_store
+from visualizer.endpoint import VisdomEndpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger(__name__)
@@ -43,15 +44,22 @@ def _free_port() -> int:
 
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def _subprocess_json(code: str, timeout: float = 600) -> dict:
     """Run ``code`` in a fresh interpreter; it prints one JSON line last on stdout."""
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, capture_output=True,
-                            text=True, timeout=timeout)
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if result.returncode != 0:
-        raise RuntimeError(f"benchmark child failed ({result.returncode}):\n{result.stderr[-3000:]}")
+        raise RuntimeError(
+            f"benchmark child failed ({result.returncode}):\n{result.stderr[-3000:]}"
+        )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -76,7 +84,7 @@ with Recorder(store, handle_signals=False) as rec:   # default flush interval, a
 """
 
 
-def _latency(root: Path, port: int) -> dict:
+def _latency(root: Path, endpoint: VisdomEndpoint) -> dict:
     from visualizer.follower import Follower
     from visualizer.visdom_client import VisdomClient
 
@@ -88,13 +96,13 @@ def _latency(root: Path, port: int) -> dict:
         if key in steps and (not sent_at or steps[key] > sent_at[-1][0]):
             sent_at.append((steps[key], when))
 
-    follower = Follower(str(store), VisdomClient("127.0.0.1", port), on_sent=on_sent)
+    follower = Follower(str(store), VisdomClient(endpoint), on_sent=on_sent)
     thread = threading.Thread(target=follower.run, daemon=True)
     thread.start()
 
     # An independent observer: visdom's own answer to "what does the window hold", every
     # 20 ms. Decimation keeps the last point, so the last x is the newest step shown.
-    viewer, visible_at, stop = VisdomClient("127.0.0.1", port), [], threading.Event()
+    viewer, visible_at, stop = VisdomClient(endpoint), [], threading.Event()
 
     def observe() -> None:
         while not stop.is_set():
@@ -109,8 +117,20 @@ def _latency(root: Path, port: int) -> dict:
 
     observer = threading.Thread(target=observe, daemon=True)
     observer.start()
-    subprocess.run([sys.executable, "-c", _TRAINER, str(store), str(LATENCY_SECONDS), str(LATENCY_RATE_HZ),
-                    str(LATENCY_PREFILL_STEPS)], cwd=ROOT, check=True, timeout=LATENCY_SECONDS + 120)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _TRAINER,
+            str(store),
+            str(LATENCY_SECONDS),
+            str(LATENCY_RATE_HZ),
+            str(LATENCY_PREFILL_STEPS),
+        ],
+        cwd=ROOT,
+        check=True,
+        timeout=LATENCY_SECONDS + 120,
+    )
     time.sleep(1.5)
     stop.set()
     follower.stop()
@@ -119,11 +139,11 @@ def _latency(root: Path, port: int) -> dict:
 
     history, _, _ = read_store(store)
     steps, _, logged_at, _ = history.series(key)
-    window = VisdomClient("127.0.0.1", port).window_data("latency", "train")["content"]["data"]
+    window = VisdomClient(endpoint).window_data("latency", "train")["content"]["data"]
 
     def delays(events: list[tuple[int, float]]) -> list[float]:
         out = []
-        for step, wall in zip(steps, logged_at):
+        for step, wall in zip(steps, logged_at, strict=True):
             if step >= LATENCY_PREFILL_STEPS:
                 first = next((t for s, t in events if s >= step), None)
                 if first is not None:
@@ -161,18 +181,25 @@ def _write_tensorboard(logdir: Path) -> None:
 
 # Peak memory is VmHWM, the child's own high-water mark: ru_maxrss survives
 # execve on Linux, so a child of a big benchmark process would report the parent's.
-_PEAK_MB = "int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1]) / 1024"
+_PEAK_MB = (
+    "int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1]) / 1024"
+)
 
-_REPLAY_CHILD = """
+_REPLAY_CHILD = (
+    """
 import json, sys, time
 started = time.perf_counter()
 from visualizer.cli import main
-rc = main(["--pickle_dir", {store!r}, "--port", "{port}", "--once", "--no-start-server", "--log-level", "WARNING"])
+rc = main(["--pickle-dir", {store!r}, "--port", "{port}", "--once", "--no-start-server", "--log-level", "WARNING"])
 print(json.dumps({{"rc": rc, "seconds": time.perf_counter() - started,
-                  "maxrss_mb": """ + _PEAK_MB + """}}))
+                  "maxrss_mb": """
+    + _PEAK_MB
+    + """}}))
 """
+)
 
-_TENSORBOARD_CHILD = """
+_TENSORBOARD_CHILD = (
+    """
 import json, time
 started = time.perf_counter()
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -180,22 +207,27 @@ acc = EventAccumulator({logdir!r}, size_guidance={{"scalars": 0}})  # 0: keep ev
 acc.Reload()
 points = sum(len(acc.Scalars(tag)) for tag in acc.Tags()["scalars"])
 print(json.dumps({{"points": points, "seconds": time.perf_counter() - started,
-                  "maxrss_mb": """ + _PEAK_MB + """}}))
+                  "maxrss_mb": """
+    + _PEAK_MB
+    + """}}))
 """
+)
 
 
-def _replay(root: Path, port: int) -> dict:
+def _replay(root: Path, endpoint: VisdomEndpoint) -> dict:
     from visualizer.visdom_client import VisdomClient
 
     store = root / "replay-1m" / "pickle"
     _write_store(store)
     wall = time.perf_counter()
-    ours = _subprocess_json(_REPLAY_CHILD.format(store=str(store), port=port))
+    ours = _subprocess_json(_REPLAY_CHILD.format(store=str(store), port=endpoint.port))
     ours["wall_seconds"] = time.perf_counter() - wall  # interpreter start included
-    window = VisdomClient("127.0.0.1", port).window_data("replay-1m", "train")
+    window = VisdomClient(endpoint).window_data("replay-1m", "train")
     last = REPLAY_POINTS // REPLAY_SERIES - 1
-    ours["fully_displayed"] = all(t["x"][-1] == last for t in window["content"]["data"]) and len(
-        window["content"]["data"]) == REPLAY_SERIES
+    ours["fully_displayed"] = (
+        all(t["x"][-1] == last for t in window["content"]["data"])
+        and len(window["content"]["data"]) == REPLAY_SERIES
+    )
     logdir = root / "tensorboard-1m"
     _write_tensorboard(logdir)
     tb = _subprocess_json(_TENSORBOARD_CHILD.format(logdir=str(logdir)), timeout=1200)
@@ -205,7 +237,7 @@ def _replay(root: Path, port: int) -> dict:
 # --- S3: requests an idle run costs ------------------------------------------------------------
 
 
-def _idle_s3_requests(root: Path, port: int) -> dict:
+def _idle_s3_requests(root: Path, endpoint: VisdomEndpoint) -> dict:
     from bench.seaweed import CONFLICTING_ENV, SeaweedS3
     from visualizer.follower import DEFAULT_MAX_IDLE_INTERVAL, DEFAULT_POLL_INTERVAL, Follower
     from visualizer.s3 import make_client
@@ -215,9 +247,18 @@ def _idle_s3_requests(root: Path, port: int) -> dict:
     with Recorder(store, handle_signals=False) as rec:
         for step in range(100):
             rec.log({"loss": 1.0 / (step + 1)}, step=step)
-    saved = {k: os.environ.get(k) for k in (*CONFLICTING_ENV, "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID",
-                                             "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION",
-                                             "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE")}
+    saved = {
+        k: os.environ.get(k)
+        for k in (
+            *CONFLICTING_ENV,
+            "AWS_ENDPOINT_URL",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_DEFAULT_REGION",
+            "AWS_CONFIG_FILE",
+            "AWS_SHARED_CREDENTIALS_FILE",
+        )
+    }
     with SeaweedS3(root / "seaweedfs") as server:
         try:
             for name in CONFLICTING_ENV:
@@ -225,15 +266,22 @@ def _idle_s3_requests(root: Path, port: int) -> dict:
             os.environ.update(server.env())
             server.client().create_bucket(Bucket="bench")
             for path in store.iterdir():
-                server.client().put_object(Bucket="bench", Key=f"runs/s3run/pickle/{path.name}",
-                                           Body=path.read_bytes())
+                server.client().put_object(
+                    Bucket="bench", Key=f"runs/s3run/pickle/{path.name}", Body=path.read_bytes()
+                )
             client = make_client()
             requests: list[str] = []
-            client.meta.events.register("before-send.s3", lambda event_name, **_: requests.append(event_name))
+            client.meta.events.register(
+                "before-send.s3", lambda event_name, **_: requests.append(event_name)
+            )
             # The real schedule (1 s, doubling to 60 s), every interval divided by S3_TIME_SCALE.
-            follower = Follower("s3://bench/runs/s3run/pickle", VisdomClient("127.0.0.1", port),
-                                poll_interval=DEFAULT_POLL_INTERVAL / S3_TIME_SCALE,
-                                max_idle_interval=DEFAULT_MAX_IDLE_INTERVAL / S3_TIME_SCALE, s3_client=client)
+            follower = Follower(
+                "s3://bench/runs/s3run/pickle",
+                VisdomClient(endpoint),
+                poll_interval=DEFAULT_POLL_INTERVAL / S3_TIME_SCALE,
+                max_idle_interval=DEFAULT_MAX_IDLE_INTERVAL / S3_TIME_SCALE,
+                s3_client=client,
+            )
             thread = threading.Thread(target=follower.run, daemon=True)
             thread.start()
             deadline = time.time() + 10
@@ -262,57 +310,69 @@ def run() -> list[dict]:
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        port = _free_port()
-        with VisdomServer("127.0.0.1", port, env_path=root / "envs", log_path=root / "visdom.log"):
-            lat = _latency(root, port)
+        endpoint = VisdomEndpoint(port=_free_port())
+        with VisdomServer(endpoint, env_path=root / "envs", log_path=root / "visdom.log"):
+            lat = _latency(root, endpoint)
             sent_p50, sent_p99 = _percentile(lat["sent"], 50), _percentile(lat["sent"], 99)
             vis_p50, vis_p99 = _percentile(lat["visible"], 50), _percentile(lat["visible"], 99)
-            rows.append({
-                "benchmark": f"log -> sent to visdom ({lat['points']} steps x 4 losses at {LATENCY_RATE_HZ} Hz, "
-                             f"{LATENCY_PREFILL_STEPS:,}-step history)",
-                "ours": f"p50 {sent_p50 * 1e3:.0f} ms, p99 {sent_p99 * 1e3:.0f} ms",
-                "reference": "",
-                "ratio": "",
-                "target": "p50 <= 250 ms, p99 <= 1 s",
-                "met": sent_p50 <= 0.25 and sent_p99 <= 1.0,
-            })
-            rows.append({
-                "benchmark": "log -> visible in visdom's win_data (polled every 20 ms)",
-                "ours": f"p50 {vis_p50 * 1e3:.0f} ms, p99 {vis_p99 * 1e3:.0f} ms",
-                "reference": "",
-                "ratio": "",
-                "target": "p50 <= 250 ms, p99 <= 1 s",
-                "met": vis_p50 <= 0.25 and vis_p99 <= 1.0 and lat["all_visible"],
-            })
+            rows.append(
+                {
+                    "benchmark": f"log -> sent to visdom ({lat['points']} steps x 4 losses at {LATENCY_RATE_HZ} Hz, "
+                    f"{LATENCY_PREFILL_STEPS:,}-step history)",
+                    "ours": f"p50 {sent_p50 * 1e3:.0f} ms, p99 {sent_p99 * 1e3:.0f} ms",
+                    "reference": "",
+                    "ratio": "",
+                    "target": "p50 <= 250 ms, p99 <= 1 s",
+                    "met": sent_p50 <= 0.25 and sent_p99 <= 1.0,
+                }
+            )
+            rows.append(
+                {
+                    "benchmark": "log -> visible in visdom's win_data (polled every 20 ms)",
+                    "ours": f"p50 {vis_p50 * 1e3:.0f} ms, p99 {vis_p99 * 1e3:.0f} ms",
+                    "reference": "",
+                    "ratio": "",
+                    "target": "p50 <= 250 ms, p99 <= 1 s",
+                    "met": vis_p50 <= 0.25 and vis_p99 <= 1.0 and lat["all_visible"],
+                }
+            )
 
-            replay = _replay(root, port)
+            replay = _replay(root, endpoint)
             ours, tb = replay["ours"], replay["tb"]
-            rows.append({
-                "benchmark": f"replay {REPLAY_POINTS:,} points until fully displayed",
-                "ours": f"{ours['wall_seconds']:.2f} s (process start to exit)",
-                "reference": f"EventAccumulator load {tb['seconds']:.1f} s ({tb['points'] / tb['seconds']:,.0f} pts/s)",
-                "ratio": f"{tb['seconds'] / ours['wall_seconds']:.0f}x faster",
-                "target": "<= 3 s",
-                "met": ours["rc"] == 0 and ours["fully_displayed"] and ours["wall_seconds"] <= 3.0,
-            })
-            rows.append({
-                "benchmark": f"replay {REPLAY_POINTS:,} points: peak memory",
-                "ours": f"{ours['maxrss_mb']:.0f} MB",
-                "reference": f"EventAccumulator {tb['maxrss_mb']:.0f} MB",
-                "ratio": f"{tb['maxrss_mb'] / ours['maxrss_mb']:.1f}x less",
-                "target": "<= 300 MB",
-                "met": ours["maxrss_mb"] <= 300,
-            })
+            rows.append(
+                {
+                    "benchmark": f"replay {REPLAY_POINTS:,} points until fully displayed",
+                    "ours": f"{ours['wall_seconds']:.2f} s (process start to exit)",
+                    "reference": f"EventAccumulator load {tb['seconds']:.1f} s ({tb['points'] / tb['seconds']:,.0f} pts/s)",
+                    "ratio": f"{tb['seconds'] / ours['wall_seconds']:.0f}x faster",
+                    "target": "<= 3 s",
+                    "met": ours["rc"] == 0
+                    and ours["fully_displayed"]
+                    and ours["wall_seconds"] <= 3.0,
+                }
+            )
+            rows.append(
+                {
+                    "benchmark": f"replay {REPLAY_POINTS:,} points: peak memory",
+                    "ours": f"{ours['maxrss_mb']:.0f} MB",
+                    "reference": f"EventAccumulator {tb['maxrss_mb']:.0f} MB",
+                    "ratio": f"{tb['maxrss_mb'] / ours['maxrss_mb']:.1f}x less",
+                    "target": "<= 300 MB",
+                    "met": ours["maxrss_mb"] <= 300,
+                }
+            )
 
-            s3 = _idle_s3_requests(root, port)
-            rows.append({
-                "benchmark": f"idle S3 run: requests per hour (time scaled 1/{S3_TIME_SCALE})",
-                "ours": f"{s3['per_hour']} ({s3['gets']} GETs)",
-                "reference": "TensorBoard: a re-read every 5 s, >= 720",
-                "ratio": f"{720 / max(1, s3['per_hour']):.0f}x fewer",
-                "target": "<= 120",
-                "met": s3["per_hour"] <= 120,
-            })
+            s3 = _idle_s3_requests(root, endpoint)
+            rows.append(
+                {
+                    "benchmark": f"idle S3 run: requests per hour (time scaled 1/{S3_TIME_SCALE})",
+                    "ours": f"{s3['per_hour']} ({s3['gets']} GETs)",
+                    "reference": "TensorBoard: a re-read every 5 s, >= 720",
+                    "ratio": f"{720 / max(1, s3['per_hour']):.0f}x fewer",
+                    "target": "<= 120",
+                    "met": s3["per_hour"] <= 120,
+                }
+            )
     return rows
 
 

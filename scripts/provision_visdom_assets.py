@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import logging
-import os
 import shutil
 import subprocess
 import sys
@@ -95,9 +94,13 @@ ASSETS: tuple[Asset, ...] = (
     Asset("react-modal", "3.1.10", "dist/react-modal.min.js", "js/react-modal.min.js"),
     Asset("plotly.js-dist-min", "2.11.1", "plotly.min.js", "js/plotly-plotly.min.js"),
     Asset("sjcl", "1.0.7", "sjcl.js", "js/sjcl.js"),
-    Asset("layout-bin-packer", "1.4.0", "dist/layout-bin-packer.js.map", "js/layout-bin-packer.js.map"),
+    Asset(
+        "layout-bin-packer", "1.4.0", "dist/layout-bin-packer.js.map", "js/layout-bin-packer.js.map"
+    ),
     Asset("d3", "3.5.17", "d3.min.js", "js/d3.v3.min.js"),
-    Asset("d3-selection-multi", "1.0.1", "build/d3-selection-multi.js", "js/d3-selection-multi.v1.js"),
+    Asset(
+        "d3-selection-multi", "1.0.1", "build/d3-selection-multi.js", "js/d3-selection-multi.v1.js"
+    ),
     Asset("save-svg-as-png", "1.4.17", "lib/saveSvgAsPng.js", "js/saveSvgAsPng.js"),
     Asset("react-resizable", "1.4.6", "css/styles.css", "css/react-resizable-styles.css"),
     Asset("react-grid-layout", "0.16.3", "css/styles.css", "css/react-grid-layout-styles.css"),
@@ -160,7 +163,9 @@ def fetch_tarball(spec: str, cache_dir: Path) -> Path:
         return cached
     npm = shutil.which("npm")
     if npm is None:
-        raise ProvisionError(f"cannot fetch npm package {spec}: `npm` is not on PATH (apt-get install npm)")
+        raise ProvisionError(
+            f"cannot fetch npm package {spec}: `npm` is not on PATH (apt-get install npm)"
+        )
     cache_dir.mkdir(parents=True, exist_ok=True)
     # Pack into a scratch dir and move into place so an interrupted run leaves no half tarball.
     with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".pack-") as scratch:
@@ -179,9 +184,10 @@ def fetch_tarball(spec: str, cache_dir: Path) -> Path:
         if proc.returncode != 0 or not packed.is_file():
             detail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
             raise ProvisionError(
-                f"npm could not fetch package {spec} (exit {proc.returncode}): " + " | ".join(detail)
+                f"npm could not fetch package {spec} (exit {proc.returncode}): "
+                + " | ".join(detail)
             )
-        os.replace(packed, cached)
+        packed.replace(cached)
     return cached
 
 
@@ -212,7 +218,7 @@ def write_if_changed(path: Path, data: bytes) -> bool:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_bytes(data)
-    os.replace(tmp, path)
+    tmp.replace(path)
     return True
 
 
@@ -227,25 +233,33 @@ def provision(static_dir: Path, cache_dir: Path, visdom_version: str | None) -> 
         try:
             contents = read_members(tarball, {a.member for a in assets})
         except (tarfile.TarError, OSError, EOFError) as exc:
-            raise ProvisionError(f"cached tarball for {spec} is unreadable ({exc}); delete {tarball}") from exc
+            raise ProvisionError(
+                f"cached tarball for {spec} is unreadable ({exc}); delete {tarball}"
+            ) from exc
         except ProvisionError as exc:
             raise ProvisionError(f"npm package {spec}: {exc}") from exc
         for asset in assets:
             if write_if_changed(static_dir / asset.target, contents[asset.member]):
                 log.info("installed %s from %s:%s", asset.target, spec, asset.member)
                 changed += 1
-    if visdom_version is not None:
-        # Same marker download_scripts writes; with it present stock visdom downloads nothing.
-        if write_if_changed(static_dir / "version.built", visdom_version.encode()):
-            changed += 1
+    # Same marker download_scripts writes; with it present stock visdom downloads nothing.
+    if visdom_version is not None and write_if_changed(
+        static_dir / "version.built", visdom_version.encode()
+    ):
+        changed += 1
     return changed
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="npm tarball cache")
     parser.add_argument(
-        "--static-dir", type=Path, default=None, help="target dir (default: the installed visdom's static/)"
+        "--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="npm tarball cache"
+    )
+    parser.add_argument(
+        "--static-dir",
+        type=Path,
+        default=None,
+        help="target dir (default: the installed visdom's static/)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every cache hit")
     return parser.parse_args(argv)

@@ -1,15 +1,19 @@
 """The visualizer: follow snapshot stores (local or S3) into visdom, live, without torch.
 
-Entry points:
+Entry points (all in :mod:`visualizer.cli`):
 
-* ``python run_visualizer_local.py --pickle_dir DIR`` / ``run-visualizer``: :func:`visualizer.cli.main`
-* ``python -m visualizer export --pickle_dir DIR``: every scalar as CSV (:mod:`visualizer.export`)
-* :func:`visualizer.live.start_live`: follow a run from inside the trainer (``--remote False``)
+* ``python run_visualizer_local.py --pickle-dir DIR`` / ``run-visualizer`` /
+  ``python -m visualizer``: follow runs into visdom. The trainer's live mode
+  (``--remote False``) starts ``python -m visualizer ... --parent-pid PID`` as a
+  child process.
+* ``python -m visualizer export --pickle-dir DIR``: every scalar as CSV (:mod:`visualizer.export`)
 
 Building blocks: :class:`visualizer.follower.Follower` (the loop),
+:class:`visualizer.rundata.RunData` (what is known of one run),
 :class:`visualizer.display.RunDisplay` (windows of one env),
+:class:`visualizer.endpoint.VisdomEndpoint` (where visdom is, and its login),
 :class:`visualizer.s3.S3Source` (the reader's ``Source`` over S3),
-:func:`visualizer.decimate.decimate` (min/max-preserving thinning) and
+:func:`visualizer.decimate.decimate_indices` (min/max-preserving thinning) and
 :mod:`visualizer.server` (an offline-safe visdom server).
 
 Nothing is imported here: ``python -m visualizer.server`` runs in visdom's child

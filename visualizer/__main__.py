@@ -1,41 +1,26 @@
-"""``python -m visualizer [follow options]`` or ``python -m visualizer export --pickle_dir DIR``."""
+"""``python -m visualizer [follow] --pickle-dir DIR [options]`` or ``python -m visualizer export --pickle-dir DIR``."""
 
 from __future__ import annotations
 
-import argparse
-import logging
 import sys
 
 from . import cli
-from .export import export_csv
 
-
-def export_main(argv: list[str]) -> int:
-    """Print every scalar record under ``--pickle_dir`` as CSV on stdout."""
-    parser = argparse.ArgumentParser(
-        prog="python -m visualizer export",
-        description="Print every scalar (latest value per step) as CSV: "
-                    "run,group,tag,step,epoch,wall_time,value.",
-    )
-    cli.add_source_argument(parser)
-    args = parser.parse_args(argv)
-    cli.configure_logging("WARNING")
-    try:
-        export_csv(args.pickle_dir, sys.stdout)
-    except FileNotFoundError as err:
-        logging.getLogger("visualizer").error("%s", err)
-        return cli.EXIT_NO_DATA
-    return 0
+PROG = "python -m visualizer"
+USAGE = "%(prog)s [follow] --pickle-dir DIR [options]\n       %(prog)s export --pickle-dir DIR"
+EPILOG = f"""commands:
+  follow    the default: replay each run into visdom, then follow it (the options above)
+  export    print every scalar as CSV on stdout (see `{PROG} export --help`)"""
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Dispatch: ``export`` or following (the default)."""
+    """Dispatch to ``export`` or to following (the default); the exit status."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["export"]:
-        return export_main(argv[1:])
+        return cli.export_main(argv[1:], prog=f"{PROG} export")
     if argv[:1] == ["follow"]:
         argv = argv[1:]
-    return cli.main(argv)
+    return cli.main(argv, cli.build_parser(prog=PROG, usage=USAGE, epilog=EPILOG))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,13 @@
-"""``run-visualizer`` / ``python run_visualizer_local.py``: follow snapshot stores into visdom."""
+"""The visualizer's command lines: follow snapshot stores into visdom, or export them as CSV.
+
+``run-visualizer``, ``python run_visualizer_local.py`` and ``python -m
+visualizer [follow]`` run :func:`main`; ``python -m visualizer export`` runs
+:func:`export_main`. Exit statuses come from :class:`ExitCode`: USAGE for bad
+options, NO_DATA when there is nothing to show, UNAVAILABLE when visdom does not
+answer (or its port is held by something else), INTERRUPTED on Ctrl-C, and OK
+when following ends on SIGTERM or with ``--parent-pid``'s process, after a last
+pass over the stores.
+"""
 
 from __future__ import annotations
 
@@ -7,129 +16,247 @@ import logging
 import signal
 import sys
 import threading
-from urllib.parse import urlparse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from snapshot_store.exit_codes import ExitCode
 
 from .display import DEFAULT_MAX_POINTS
-from .follower import DEFAULT_MAX_IDLE_INTERVAL, DEFAULT_POLL_INTERVAL, Follower, NoRunsError
+from .endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS, VisdomEndpoint
+from .export import export_csv
+from .follower import DEFAULT_POLL_INTERVAL, Follower, NoRunsError
+from .parent import watch_parent
 from .runs import LocalRuns
-from .server import VisdomServerError, ensure_server, visdom_answers
-from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailable
+from .server import VisdomServer, VisdomServerError, ensure_server, visdom_answers
+from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
 
 log = logging.getLogger("visualizer")
 
-EXIT_NO_DATA = 1
-EXIT_VISDOM = 2
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 def add_source_argument(parser: argparse.ArgumentParser) -> None:
-    """``--pickle_dir`` (and its dashed spelling ``--pickle-dir``)."""
+    """``--pickle-dir`` (and the older spelling ``--pickle_dir``)."""
     parser.add_argument(
-        "--pickle_dir", "--pickle-dir", dest="pickle_dir", required=True, metavar="DIR",
+        "--pickle-dir",
+        "--pickle_dir",
+        dest="pickle_dir",
+        required=True,
+        metavar="DIR",
         help="a run's snapshot store (<checkpoints>/<name>/pickle), a directory of runs, "
-             "or s3://bucket/prefix/<name>/pickle",
+        "or s3://bucket/prefix/<name>/pickle",
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The follow command's arguments."""
+def _pid(text: str) -> int:
+    """argparse type of ``--parent-pid``: a positive process id."""
+    try:
+        pid = int(text)
+    except ValueError:
+        pid = 0
+    if pid <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a process id")
+    return pid
+
+
+def build_parser(
+    prog: str | None = None, usage: str | None = None, epilog: str | None = None
+) -> argparse.ArgumentParser:
+    """The follow command's arguments; ``prog``, ``usage`` and ``epilog`` as the entry point shows them."""
     parser = argparse.ArgumentParser(
-        prog="run-visualizer",
+        prog=prog,
+        usage=usage,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the epilog's lines
         description="Show training runs live in visdom: replay each snapshot store, then follow it.",
     )
     add_source_argument(parser)
-    parser.add_argument("--server", default="127.0.0.1",
-                        help="visdom host (default 127.0.0.1; started there if none answers)")
-    parser.add_argument("--port", type=int, default=8097, help="visdom port (default 8097)")
-    parser.add_argument("--env", default=None,
-                        help="visdom env (default: the run's name; a prefix when there are several runs)")
-    parser.add_argument("--poll-interval", type=float, default=DEFAULT_POLL_INTERVAL, metavar="SECONDS",
-                        help="polling fallback for filesystems without file events, and the fastest S3 "
-                             f"poll (default {DEFAULT_POLL_INTERVAL})")
-    parser.add_argument("--max-points", type=int, default=DEFAULT_MAX_POINTS, metavar="N",
-                        help=f"points drawn per trace, min/max envelope kept (default {DEFAULT_MAX_POINTS})")
-    parser.add_argument("--no-start-server", action="store_true",
-                        help="never start a visdom server; wait for one instead")
-    parser.add_argument("--once", action="store_true",
-                        help="read everything, update visdom, and exit (0 on success)")
-    parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    parser.add_argument(
+        "--server",
+        default=DEFAULT_HOST,
+        metavar="HOST|URL",
+        help=f"visdom server: {SERVER_FORMS} (default %(default)s); one is started "
+        "there when none answers, unless --no-start-server",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help=f"visdom port (default: the port in --server, else {DEFAULT_PORT})",
+    )
+    parser.add_argument(
+        "--env",
+        default=None,
+        help="visdom env (default: the run's name; a prefix when there are several runs)",
+    )
+    parser.add_argument(
+        "--poll-interval",
+        type=float,
+        default=DEFAULT_POLL_INTERVAL,
+        metavar="SECONDS",
+        help="polling fallback for filesystems without file events, and the fastest S3 poll "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-points",
+        type=int,
+        default=DEFAULT_MAX_POINTS,
+        metavar="N",
+        help="points drawn per trace, min/max envelope kept (default %(default)s)",
+    )
+    parser.add_argument(
+        "--no-start-server",
+        action="store_true",
+        help="never start a visdom server; wait for one instead (--once: fail)",
+    )
+    parser.add_argument(
+        "--once", action="store_true", help="read everything, update visdom once, and exit"
+    )
+    parser.add_argument(
+        "--parent-pid",
+        type=_pid,
+        default=None,
+        metavar="PID",
+        help="while following, stop (after a last pass) when process PID has ended",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=LOG_LEVELS,
+        help="least severe message logged on stderr (default %(default)s)",
+    )
     return parser
-
-
-def parse_host(server: str) -> str:
-    """``--server`` as a bare host; ``http://host`` is accepted too."""
-    return urlparse(server).hostname if "://" in server else server
 
 
 def configure_logging(level: str) -> None:
     """Timestamped log lines on stderr."""
-    logging.basicConfig(level=getattr(logging, level), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Follow (or with ``--once``, ingest) ``--pickle_dir`` into visdom; the exit status."""
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None = None) -> int:
+    """Follow (or with ``--once``, draw once) ``--pickle-dir`` into visdom; the exit status."""
+    parser = parser if parser is not None else build_parser()
+    args = parser.parse_args(argv)
     configure_logging(args.log_level)
-    host = parse_host(args.server)
-    client = VisdomClient(host, args.port)
     try:
-        follower = Follower(args.pickle_dir, client, env=args.env, poll_interval=args.poll_interval,
-                            max_points=args.max_points, max_idle_interval=DEFAULT_MAX_IDLE_INTERVAL)
+        endpoint = VisdomEndpoint.parse(args.server, args.port)
+    except ValueError as err:
+        parser.error(f"argument --server: {err}")
+    try:
+        follower = Follower(
+            args.pickle_dir,
+            VisdomClient(endpoint),
+            env=args.env,
+            poll_interval=args.poll_interval,
+            max_points=args.max_points,
+        )
     except ValueError as err:  # a malformed s3:// URL, a too small --max-points
-        log.error("%s", err)
-        return EXIT_NO_DATA
-    if args.once and isinstance(follower.runs, LocalRuns) and not follower.runs.discover():
-        log.error("no snapshot store found: expected %s", follower.runs.waiting_for())
-        return EXIT_NO_DATA
+        parser.error(str(err))
+    if args.once:
+        runs = follower.runs
+        if isinstance(runs, LocalRuns) and not runs.discover():  # checked before starting visdom
+            log.error("no snapshot store found: expected %s", runs.waiting_for())
+            return ExitCode.NO_DATA
+        return _interruptible(lambda: _run(follower, args))
+    if args.parent_pid is not None:
+        watch_parent(args.parent_pid, follower.stop)
+    with _stop_on_sigterm(follower):
+        return _interruptible(lambda: _run(follower, args))
 
-    server = None
+
+def export_main(argv: list[str], prog: str | None = None) -> int:
+    """Print every scalar record under ``--pickle-dir`` as CSV on stdout; the exit status."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Print every scalar (latest value per step) as CSV: "
+        "run,group,tag,step,epoch,wall_time,value.",
+    )
+    add_source_argument(parser)
+    args = parser.parse_args(argv)
+    configure_logging("WARNING")
+
+    def export() -> int:
+        try:
+            export_csv(args.pickle_dir, sys.stdout)
+        except FileNotFoundError as err:
+            log.error("%s", err)
+            return ExitCode.NO_DATA
+        except ValueError as err:  # a malformed s3:// URL
+            parser.error(str(err))
+        return ExitCode.OK
+
+    return _interruptible(export)
+
+
+def _interruptible(command: Callable[[], int]) -> int:
+    """``command()``, or INTERRUPTED when Ctrl-C ends it."""
     try:
-        if args.no_start_server:
-            if not visdom_answers(host, args.port):
-                if args.once:
-                    log.error("no visdom server answers at %s (and --no-start-server)", client.url)
-                    return EXIT_VISDOM
-                log.warning("no visdom server answers at %s yet; waiting for one", client.url)
-        else:
-            server = ensure_server(host, args.port, start=True)
-            if server is not None and args.once:
-                log.warning("started visdom at %s for --once: it stops when this program exits", client.url)
+        return command()
+    except KeyboardInterrupt:
+        log.warning("interrupted")
+        return ExitCode.INTERRUPTED
+
+
+@contextmanager
+def _stop_on_sigterm(follower: Follower) -> Iterator[None]:
+    """SIGTERM asks ``follower`` to stop after a last pass: how the trainer ends its live view."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set signal handlers
+        return
+    previous = signal.signal(signal.SIGTERM, lambda *_: follower.stop())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(follower: Follower, args: argparse.Namespace) -> int:
+    """Make sure visdom is there, say where, then draw once or follow; the exit status."""
+    endpoint = follower.client.endpoint
+    try:
+        server = _ensure_visdom(endpoint, start=not args.no_start_server, once=args.once)
     except VisdomServerError as err:
         log.error("%s", err)
-        return EXIT_VISDOM
-
-    print(f"visdom: {client.url}", flush=True)
+        return ExitCode.UNAVAILABLE
+    print(f"visdom: {endpoint.url}", flush=True)
     try:
         if args.once:
             return _once(follower)
-        return _follow(follower)
+        follower.run()  # until SIGTERM, or until --parent-pid's process ends
+        return ExitCode.OK
     finally:
         if server is not None:
             server.stop()
 
 
+def _ensure_visdom(endpoint: VisdomEndpoint, start: bool, once: bool) -> VisdomServer | None:
+    """The server this program had to start, if any; VisdomServerError when visdom is needed and absent.
+
+    Following without starting a server waits for one instead.
+    """
+    if not start and not once and not visdom_answers(endpoint):
+        log.warning("no visdom server answers at %s yet; waiting for one", endpoint.url)
+        return None
+    server = ensure_server(endpoint, start=start)
+    if server is not None and once:
+        log.warning(
+            "started visdom at %s for --once: it stops when this program exits", endpoint.url
+        )
+    return server
+
+
 def _once(follower: Follower) -> int:
+    """Draw every run once; the exit status."""
     try:
         follower.run_once()
     except NoRunsError as err:
         log.error("%s", err)
-        return EXIT_NO_DATA
-    except (VisdomUnavailable, VisdomRequestError) as err:
+        return ExitCode.NO_DATA
+    except (VisdomUnavailableError, VisdomRequestError) as err:
         log.error("%s", err)
-        return EXIT_VISDOM
+        return ExitCode.UNAVAILABLE
     for name, feed in follower.feeds.items():
         log.info("run %r: %d points drawn in env %r", name, feed.data.points, feed.display.env)
-    return 0
-
-
-def _follow(follower: Follower) -> int:
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda *_: follower.stop())
-    try:
-        follower.run()
-    except KeyboardInterrupt:
-        follower.stop()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return ExitCode.OK

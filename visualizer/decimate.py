@@ -10,7 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-MIN_POINTS = 4
+MIN_POINTS = 4  # the first and last points plus one bucket's min and max
+
+
+def check_max_points(max_points: int) -> None:
+    """Refuse a points-per-trace limit too small to keep a curve's ends and one envelope."""
+    if max_points < MIN_POINTS:
+        raise ValueError(
+            f"max_points (--max-points) must be at least {MIN_POINTS}, not {max_points}"
+        )
 
 
 def decimate_indices(values: np.ndarray, max_points: int) -> np.ndarray:
@@ -21,8 +29,7 @@ def decimate_indices(values: np.ndarray, max_points: int) -> np.ndarray:
     win a bucket unless the whole bucket is non-finite (then they draw a gap).
     """
     n = len(values)
-    if max_points < MIN_POINTS:
-        raise ValueError(f"max_points must be at least {MIN_POINTS}, not {max_points}")
+    check_max_points(max_points)
     if n <= max_points:
         return np.arange(n)
     buckets = (max_points - 2) // 2
@@ -40,11 +47,3 @@ def decimate_indices(values: np.ndarray, max_points: int) -> np.ndarray:
     picked = np.concatenate(([0], base + lows, base + highs, [n - 1]))
     # A bucket made only of padding points past the end; drop those picks.
     return np.unique(picked[picked <= n - 1])
-
-
-def decimate(x: np.ndarray, y: np.ndarray, max_points: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(x, y)`` thinned to at most ``max_points`` points by :func:`decimate_indices`."""
-    if len(x) != len(y):
-        raise ValueError(f"x and y differ in length ({len(x)} != {len(y)})")
-    idx = decimate_indices(np.asarray(y), max_points)
-    return np.asarray(x)[idx], np.asarray(y)[idx]

@@ -17,14 +17,15 @@ import base64
 import logging
 import struct
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
 from . import layout
-from .decimate import MIN_POINTS, decimate_indices
-from .model import RunData, SeriesKey
+from .decimate import check_max_points, decimate_indices
+from .rundata import RunData, SeriesKey
 from .series import Series
 from .status import status_view
 from .visdom_client import VisdomClient
@@ -33,11 +34,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_POINTS = 2000
 # visdom 0.2.4 turns every append into a deepcopy plus jsonpatch.make_patch of the
-# whole window: measured about 30 us per point already drawn (0.5 s per append to
-# four 4000-point traces), against about 2 us per point to redraw the window
-# outright. So a window is appended to only while it is small (appends also keep
-# browser traffic small); a bigger one is redrawn, at most every few times its
-# last redraw took, so one busy window can not saturate the visdom server.
+# whole window, so an append costs in proportion to the points already drawn and
+# soon costs far more than redrawing the window outright. So a window is appended
+# to only while it is small (appends also keep browser traffic small); a bigger one
+# is redrawn, at most every few times its last redraw took, so one busy window can
+# not saturate the visdom server. The README's benchmark table has the figures.
 APPEND_MAX_SHOWN = 800
 REDRAW_COST_FACTOR = 4.0
 MIN_REDRAW_INTERVAL = 0.1
@@ -48,6 +49,10 @@ PROBE_INTERVAL = 2.0
 # a finished one's rarely.
 STATUS_REFRESH_RUNNING = 1.0
 STATUS_REFRESH_IDLE = 30.0
+
+
+# A run's window: its spec, its traces' series by label, and each label's series key.
+_RunWindow = tuple[layout.WindowSpec, dict[str, Series], dict[str, SeriesKey]]
 
 
 @dataclass
@@ -63,7 +68,7 @@ class _Trace:
 class _Plan:
     """One message for one window and the trace states it leaves on the server."""
 
-    endpoint: str
+    route: str  # visdom route: "events" (redraw) or "update" (append)
     msg: dict[str, Any]
     traces: dict[str, _Trace]
     redraw: bool
@@ -73,8 +78,7 @@ class PlotWindow:
     """One line-plot window: decides between appending and redrawing, and when."""
 
     def __init__(self, spec: layout.WindowSpec, max_points: int) -> None:
-        if max_points < MIN_POINTS:
-            raise ValueError(f"--max-points must be at least {MIN_POINTS}")
+        check_max_points(max_points)
         self.spec = spec
         self.max_points = max_points
         self.traces: dict[str, _Trace] = {}  # label -> state, in the server's trace order
@@ -89,7 +93,9 @@ class PlotWindow:
         self.drawn = False
         self.traces = {}
 
-    def plan(self, series: dict[str, Series], env: str, now: float, force: bool = False) -> _Plan | None:
+    def plan(
+        self, series: dict[str, Series], env: str, now: float, force: bool = False
+    ) -> _Plan | None:
         """The message that brings the window up to date; None when it is, or must wait.
 
         ``force`` skips the wait for a redraw slot (a last sync before exiting).
@@ -102,8 +108,13 @@ class PlotWindow:
         fresh = {label: len(series[label]) - trace.sent for label, trace in self.traces.items()}
         if not any(fresh.values()):
             return None
-        within_max = all(t.shown + fresh[label] <= self.max_points for label, t in self.traces.items())
-        if within_max and sum(t.shown for t in self.traces.values()) + sum(fresh.values()) <= APPEND_MAX_SHOWN:
+        within_max = all(
+            t.shown + fresh[label] <= self.max_points for label, t in self.traces.items()
+        )
+        if (
+            within_max
+            and sum(t.shown for t in self.traces.values()) + sum(fresh.values()) <= APPEND_MAX_SHOWN
+        ):
             return self._append(series, env)
         if now < self._next_redraw and not force:
             self.deferred = True
@@ -161,8 +172,15 @@ class PlotWindow:
             # to trace i. An empty one is skipped by the server.
             data.append(_line(label, x, y))
             states[label] = _Trace(sent=len(s), shown=trace.shown + len(x), rewinds=trace.rewinds)
-        msg = {"data": data, "win": self.spec.win, "eid": env, "name": None, "append": True,
-               "opts": {}, "layout": {}}
+        msg: dict[str, Any] = {
+            "data": data,
+            "win": self.spec.win,
+            "eid": env,
+            "name": None,
+            "append": True,
+            "opts": {},
+            "layout": {},
+        }
         return _Plan("update", msg, states, redraw=False)
 
 
@@ -189,8 +207,12 @@ class EnvDisplay:
         """True when a window holds back new points until its next redraw slot."""
         return any(window.deferred for window in self.plots.values())
 
-    def _sync_plots(self, windows: list[tuple[layout.WindowSpec, dict[str, Series]]], now: float,
-                    force: bool = False) -> bool:
+    def _sync_plots(
+        self,
+        windows: list[tuple[layout.WindowSpec, dict[str, Series]]],
+        now: float,
+        force: bool = False,
+    ) -> bool:
         """Bring every plot window up to date; True when something was sent."""
         plans = self._plan_all(windows, now, force)
         appending = [win for win, plan in plans.items() if not plan.redraw]
@@ -198,7 +220,10 @@ class EnvDisplay:
         if self.sentinel_drawn and (appending or probe_due):
             self._last_probe = now
             if not self.client.window_exists(self.env, self.sentinel):
-                log.info("visdom env %r is gone (server restarted or env closed): rebuilding it", self.env)
+                log.info(
+                    "visdom env %r is gone (server restarted or env closed): rebuilding it",
+                    self.env,
+                )
                 self.invalidate()
                 plans = self._plan_all(windows, now, force)
             else:
@@ -210,12 +235,16 @@ class EnvDisplay:
                     plans = self._plan_all(windows, now, force)
         for win, plan in plans.items():
             started = time.perf_counter()
-            self.client.post(plan.endpoint, plan.msg)
+            self.client.post(plan.route, plan.msg)
             self.plots[win].commit(plan, now, time.perf_counter() - started)
         return bool(plans)
 
-    def _plan_all(self, windows: list[tuple[layout.WindowSpec, dict[str, Series]]],
-                  now: float, force: bool = False) -> dict[str, _Plan]:
+    def _plan_all(
+        self,
+        windows: list[tuple[layout.WindowSpec, dict[str, Series]]],
+        now: float,
+        force: bool = False,
+    ) -> dict[str, _Plan]:
         plans = {}
         for spec, series in windows:
             window = self.plots.get(spec.win)
@@ -227,8 +256,15 @@ class EnvDisplay:
         return plans
 
     def _text(self, win: str, html: str, title: str) -> None:
-        self.client.post("events", {"data": [{"content": html, "type": "text"}], "win": win,
-                                    "eid": self.env, "opts": {"title": title}})
+        self.client.post(
+            "events",
+            {
+                "data": [{"content": html, "type": "text"}],
+                "win": win,
+                "eid": self.env,
+                "opts": {"title": title},
+            },
+        )
 
 
 class RunDisplay(EnvDisplay):
@@ -241,7 +277,7 @@ class RunDisplay(EnvDisplay):
         self._status_at = 0.0
         self.sent_steps: dict[SeriesKey, int] = {}  # last step on the server per series
 
-    def invalidate(self) -> None:  # noqa: D102
+    def invalidate(self) -> None:
         super().invalidate()
         self.images_drawn.clear()
         self._status_html = None
@@ -257,9 +293,9 @@ class RunDisplay(EnvDisplay):
         self.sent_steps = self._sent_steps(windows)
         return sent
 
-    def _sent_steps(self, windows) -> dict[SeriesKey, int]:
+    def _sent_steps(self, windows: list[_RunWindow]) -> dict[SeriesKey, int]:
         """The last step of each series that is on the server (held-back points excluded)."""
-        out = {}
+        out: dict[SeriesKey, int] = {}
         for spec, series, keys in windows:
             window = self.plots.get(spec.win)
             for label, trace in (window.traces if window else {}).items():
@@ -268,8 +304,8 @@ class RunDisplay(EnvDisplay):
         return out
 
     @staticmethod
-    def _windows(run: RunData) -> list[tuple[layout.WindowSpec, dict[str, Series], dict[str, SeriesKey]]]:
-        """Per window: its spec, its traces' series by label, and each label's series key."""
+    def _windows(run: RunData) -> list[_RunWindow]:
+        """The windows that show ``run``, in display order."""
         by_win: dict[str, tuple[layout.WindowSpec, dict[SeriesKey, Series]]] = {}
         for (group, name), series in run.series.items():
             spec = layout.window_for_group(group)
@@ -279,8 +315,13 @@ class RunDisplay(EnvDisplay):
             groups = {group for group, _ in members}
             # One group: traces are named by series; several (val + validation): group/name.
             labels = {key: key[1] if len(groups) == 1 else f"{key[0]}/{key[1]}" for key in members}
-            out.append((spec, {labels[key]: s for key, s in members.items()},
-                        {label: key for key, label in labels.items()}))
+            out.append(
+                (
+                    spec,
+                    {labels[key]: s for key, s in members.items()},
+                    {label: key for key, label in labels.items()},
+                )
+            )
         return out
 
     def _sync_images(self, run: RunData) -> bool:
@@ -288,7 +329,9 @@ class RunDisplay(EnvDisplay):
         for key, image in run.images.items():
             if key in self.images_drawn and key not in run.changed_images:
                 continue
-            self.client.post("events", _image_message(self.env, image.group, image.name, image.step, image.png))
+            self.client.post(
+                "events", _image_message(self.env, image.group, image.name, image.step, image.png)
+            )
             self.images_drawn[key] = image.step
             run.changed_images.discard(key)
             sent = True
@@ -297,7 +340,9 @@ class RunDisplay(EnvDisplay):
     def _sync_status(self, run: RunData, now: float) -> bool:
         running = (run.status or {}).get("state") == "running"
         refresh = STATUS_REFRESH_RUNNING if running else STATUS_REFRESH_IDLE
-        if not (run.status_changed or self._status_html is None or now - self._status_at >= refresh):
+        if not (
+            run.status_changed or self._status_html is None or now - self._status_at >= refresh
+        ):
             return False
         html = status_view(run.status, run.meta, run.eta, now).html()
         run.status_changed = False
@@ -317,7 +362,7 @@ class CompareDisplay(EnvDisplay):
         super().__init__(client, env, max_points, sentinel=self.SENTINEL)
         self._runs_listed: list[str] | None = None
 
-    def invalidate(self) -> None:  # noqa: D102
+    def invalidate(self) -> None:
         super().invalidate()
         self._runs_listed = None
 
@@ -330,7 +375,9 @@ class CompareDisplay(EnvDisplay):
             for (group, name), series in run.series.items():
                 if layout.window_for_group(group).win != "train":
                     continue
-                spec = layout.WindowSpec(f"compare_{layout.safe_id(name)}", f"train {name}: all runs", name, 0)
+                spec = layout.WindowSpec(
+                    f"compare_{layout.safe_id(name)}", f"train {name}: all runs", name, 0
+                )
                 windows.setdefault(spec.win, (spec, {}))[1][run.name] = series
         sent = self._sync_plots(sorted(windows.values(), key=lambda w: w[0].win), now, force)
         names = [run.name for run in runs]
@@ -357,7 +404,13 @@ def _json_floats(values: np.ndarray) -> list:
 
 
 def _line(label: str, x: np.ndarray, y: np.ndarray, full: bool = False) -> dict[str, Any]:
-    trace = {"x": x.tolist(), "y": _json_floats(y), "name": label, "type": "scatter", "mode": "lines"}
+    trace = {
+        "x": x.tolist(),
+        "y": _json_floats(y),
+        "name": label,
+        "type": "scatter",
+        "mode": "lines",
+    }
     if full:
         # visdom's page reads marker.line when its "smooth lines" button is used.
         trace["marker"] = {"size": 10, "symbol": "dot", "line": {"color": "#000000", "width": 0.5}}

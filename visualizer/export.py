@@ -1,4 +1,4 @@
-"""``python -m visualizer export --pickle_dir DIR``: every scalar as CSV on stdout.
+"""Every scalar of every run as CSV (``python -m visualizer export --pickle-dir DIR``).
 
 The reference reader: it goes through the store's own :func:`read_store` and
 :class:`History` (latest value per step), not the visualizer's display path,
@@ -8,19 +8,16 @@ so tests can compare what visdom shows against it.
 from __future__ import annotations
 
 import csv
-import logging
-from typing import TextIO
+from typing import Any, TextIO
 
 from snapshot_store.reader import read_store
 
 from .runs import LocalRuns, S3Runs, locate
 
-log = logging.getLogger(__name__)
-
 HEADER = ("run", "group", "tag", "step", "epoch", "wall_time", "value")
 
 
-def export_csv(pickle_dir: str, out: TextIO, s3_client=None) -> int:
+def export_csv(pickle_dir: str, out: TextIO, s3_client: Any = None) -> int:
     """Write all runs' scalars under ``pickle_dir`` to ``out``; returns the rows written.
 
     ``tag`` is ``group/name`` as a SummaryWriter would have called it; rows are
@@ -37,8 +34,17 @@ def export_csv(pickle_dir: str, out: TextIO, s3_client=None) -> int:
         history, _reader, _update = read_store(spec.source)
         for group, name in sorted(history.keys()):
             steps, epochs, times, values = history.series((group, name))
-            for step, epoch, wall_time, value in zip(steps, epochs, times, values):
-                writer.writerow((spec.name, group, f"{group}/{name}", step, repr(float(epoch)),
-                                 repr(float(wall_time)), repr(float(value))))
+            for step, epoch, wall_time, value in zip(steps, epochs, times, values, strict=True):
+                writer.writerow(
+                    (
+                        spec.name,
+                        group,
+                        f"{group}/{name}",
+                        step,
+                        repr(float(epoch)),
+                        repr(float(wall_time)),
+                        repr(float(value)),
+                    )
+                )
                 rows += 1
     return rows

@@ -16,11 +16,11 @@ from typing import Any
 
 from snapshot_store.reader import StoreReader
 
-from .decimate import MIN_POINTS
+from .decimate import check_max_points
 from .display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, CompareDisplay, OnSent, RunDisplay
-from .model import RunData
+from .rundata import RunData
 from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
-from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailable
+from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ TICK = 1.0  # status panels and restart probes want a look at least this often
 
 
 class NoRunsError(RuntimeError):
-    """Nothing to show at ``--pickle_dir`` (raised by ``--once``)."""
+    """Nothing to show at ``--pickle-dir`` (raised by :meth:`Follower.run_once`)."""
 
 
 class PollSchedule:
@@ -86,10 +86,11 @@ class Follower:
         s3_client: Any = None,
         on_sent: OnSent | None = None,
     ) -> None:
-        if max_points < MIN_POINTS:
-            raise ValueError(f"max_points (--max-points) must be at least {MIN_POINTS}, not {max_points}")
+        check_max_points(max_points)
         if poll_interval <= 0:
-            raise ValueError(f"poll_interval (--poll-interval) must be positive, not {poll_interval}")
+            raise ValueError(
+                f"poll_interval (--poll-interval) must be positive, not {poll_interval}"
+            )
         self.runs: LocalRuns | S3Runs = locate(pickle_dir, s3_client)
         self.client = client
         self.env_prefix = env
@@ -142,7 +143,8 @@ class Follower:
 
     def _final_pass(self) -> None:
         # What a trainer wrote just before asking us to stop (its final status,
-        # its last points) still gets drawn.
+        # its last points, even a run not seen yet) still gets drawn.
+        self._discover()
         now = time.time()
         for feed in self.feeds.values():
             self._poll(feed, now)
@@ -169,10 +171,18 @@ class Follower:
                 self.poll_interval, self.max_idle_interval if spec.remote else self.poll_interval
             )
             self.feeds[spec.name] = _Feed(
-                spec, StoreReader(spec.source), RunData(spec.name),
-                RunDisplay(self.client, env, self.max_points), schedule,
+                spec,
+                StoreReader(spec.source),
+                RunData(spec.name),
+                RunDisplay(self.client, env, self.max_points),
+                schedule,
             )
-            log.info("following run %r from %s in visdom env %r", spec.name, spec.source.describe(""), env)
+            log.info(
+                "following run %r from %s in visdom env %r",
+                spec.name,
+                spec.source.describe(""),
+                env,
+            )
         if self.runs.multi and self.compare is None and len(self.feeds) >= 2:
             env = env_name("compare", self.env_prefix or Path(str(self.runs)).name, True)
             self.compare = CompareDisplay(self.client, env, self.max_points)
@@ -182,7 +192,10 @@ class Follower:
         for feed in self.feeds.values():
             if now >= feed.schedule.due or (woken and not feed.spec.remote):
                 self._poll(feed, now)
-        if not any(self._has_data(f) for f in self.feeds.values()) and now - self._last_wait_log >= WAIT_LOG_INTERVAL:
+        if (
+            not any(self._has_data(f) for f in self.feeds.values())
+            and now - self._last_wait_log >= WAIT_LOG_INTERVAL
+        ):
             self._last_wait_log = now
             log.info("waiting for %s", self.runs.waiting_for())
 
@@ -197,8 +210,12 @@ class Follower:
         except Exception as err:  # network, permissions: keep the other runs going
             message = f"{type(err).__name__}: {err}"
             if message != feed.failing:
-                log.warning("run %r: can not read %s (%s); retrying", feed.spec.name,
-                            feed.spec.source.describe(""), message)
+                log.warning(
+                    "run %r: can not read %s (%s); retrying",
+                    feed.spec.name,
+                    feed.spec.source.describe(""),
+                    message,
+                )
                 feed.failing = message
             feed.schedule.record(False, now)
             return
@@ -208,8 +225,13 @@ class Follower:
         feed.schedule.record(changed, now)
         if changed and not feed.replayed:
             feed.replayed = True
-            log.info("run %r: read %d points of %d series in %.2f s", feed.spec.name, feed.data.points,
-                     len(feed.data.series), time.perf_counter() - started)
+            log.info(
+                "run %r: read %d points of %d series in %.2f s",
+                feed.spec.name,
+                feed.data.points,
+                len(feed.data.series),
+                time.perf_counter() - started,
+            )
 
     @staticmethod
     def _has_data(feed: _Feed) -> bool:
@@ -223,11 +245,15 @@ class Follower:
             return
         try:
             for feed in self.feeds.values():
-                if self._has_data(feed) and feed.display.sync(feed.data, now, force) and self.on_sent:
+                if (
+                    self._has_data(feed)
+                    and feed.display.sync(feed.data, now, force)
+                    and self.on_sent
+                ):
                     self.on_sent(feed.spec.name, dict(feed.display.sent_steps), time.time())
             if self.compare is not None:
                 self.compare.sync([f.data for f in self.feeds.values()], now, force)
-        except (VisdomUnavailable, VisdomRequestError) as err:
+        except (VisdomUnavailableError, VisdomRequestError) as err:
             if raise_errors:
                 raise
             self._visdom_failed(err, now)
@@ -251,7 +277,9 @@ class Follower:
         dues = [f.schedule.due for f in self.feeds.values()]
         due = min(dues) if dues else now + self.poll_interval
         timeout = min(due - now, TICK, self.poll_interval)
-        displays = [f.display for f in self.feeds.values()] + ([self.compare] if self.compare else [])
+        displays = [f.display for f in self.feeds.values()] + (
+            [self.compare] if self.compare else []
+        )
         if any(d.pending for d in displays):
             timeout = min(timeout, MIN_REDRAW_INTERVAL / 2)  # held-back points go out on time
         return max(0.005, timeout)
@@ -259,7 +287,11 @@ class Follower:
     # --- file events --------------------------------------------------------------
 
     def _start_watch(self) -> None:
-        if not self.use_watchdog or self._observer is not None or not isinstance(self.runs, LocalRuns):
+        if (
+            not self.use_watchdog
+            or self._observer is not None
+            or not isinstance(self.runs, LocalRuns)
+        ):
             return
         if not self.runs.root.is_dir():
             return  # polled until it appears; then watched
@@ -283,7 +315,12 @@ class Follower:
             observer.schedule(_Wake(), str(self.runs.root), recursive=True)
             observer.start()
         except OSError as err:  # inotify watch limit, or a filesystem without events
-            log.info("no file events for %s (%s): polling every %.1f s", self.runs.root, err, self.poll_interval)
+            log.info(
+                "no file events for %s (%s): polling every %.1f s",
+                self.runs.root,
+                err,
+                self.poll_interval,
+            )
             self.use_watchdog = False
             return
         self._observer = observer
@@ -293,4 +330,3 @@ class Follower:
             self._observer.stop()
             self._observer.join(timeout=5)
             self._observer = None
-

@@ -6,6 +6,7 @@ process calls ``visdom.server.run_server.main()`` directly (no download step);
 the assets come from ``scripts/provision_visdom_assets.py`` at install time.
 
 Foreground use: ``python -m visualizer.server [--host H] [--port P] [--env-path DIR]``.
+Where the server listens, and its login, is a :class:`~visualizer.endpoint.VisdomEndpoint`.
 
 visdom 0.2.4 quirks this module works around:
 
@@ -26,8 +27,8 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import http.client
-import ipaddress
 import json
 import logging
 import os
@@ -42,13 +43,15 @@ import threading
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
+
+from snapshot_store.exit_codes import ExitCode
+
+from .endpoint import DEFAULT_HOST, DEFAULT_PORT, PASSWORD_VAR, USERNAME_VAR, VisdomEndpoint
+from .parent import watch_parent
 
 log = logging.getLogger(__name__)
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8097
-USERNAME_VAR = "VISDOM_USERNAME"
-PASSWORD_VAR = "VISDOM_PASSWORD"
 LOG_TAIL_LINES = 30
 STOP_GRACE_S = 5.0
 POLL_INTERVAL_S = 0.1
@@ -61,25 +64,11 @@ class VisdomServerError(RuntimeError):
     """A visdom server could not be started, or none answers where one is required."""
 
 
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback IP literals; other names count as reachable from outside."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _url(host: str, port: int) -> str:
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"  # IPv6 literal
-    return f"http://{host}:{port}"
-
-
-def _http(host: str, port: int, method: str, path: str, body: bytes | None, timeout: float) -> tuple[int, str, bytes]:
+def _http(
+    endpoint: VisdomEndpoint, method: str, path: str, body: bytes | None, timeout: float
+) -> tuple[int, str, bytes]:
     """One HTTP request; returns (status, Server header, first 64 KiB of the body)."""
-    conn = http.client.HTTPConnection(host.strip("[]"), port, timeout=timeout)
+    conn = http.client.HTTPConnection(endpoint.host, endpoint.port, timeout=timeout)
     try:
         conn.request(method, path, body=body)
         resp = conn.getresponse()
@@ -96,27 +85,27 @@ def _is_env_list(body: bytes) -> bool:
     return isinstance(envs, list) and all(isinstance(e, str) for e in envs)
 
 
-def visdom_answers(host: str, port: int, timeout: float = 1.0) -> bool:
-    """True only if a visdom server (not just any HTTP server) answers at host:port.
+def visdom_answers(endpoint: VisdomEndpoint, timeout: float = 1.0) -> bool:
+    """True only if a visdom server (not just any HTTP server) answers at ``endpoint``.
 
     Asks visdom's own API (``POST /env_state`` lists the envs); a server with
     login enabled refuses that, so then its login page must be the one served at ``/``.
     """
     try:
-        status, server, body = _http(host, port, "POST", "/env_state", b"{}", timeout)
+        status, server, body = _http(endpoint, "POST", "/env_state", b"{}", timeout)
         if not server.startswith("TornadoServer"):
             return False
         if status == 200:
             return _is_env_list(body)
-        status, server, body = _http(host, port, "GET", "/", None, timeout)
+        status, server, body = _http(endpoint, "GET", "/", None, timeout)
     except (OSError, http.client.HTTPException):
         return False
     return status == 200 and bool(_VISDOM_TITLE.search(body))
 
 
-def _port_open(host: str, port: int, timeout: float = 1.0) -> bool:
+def _port_open(endpoint: VisdomEndpoint, timeout: float = 1.0) -> bool:
     try:
-        with socket.create_connection((host.strip("[]"), port), timeout=timeout):
+        with socket.create_connection((endpoint.host, endpoint.port), timeout=timeout):
             return True
     except OSError:
         return False
@@ -131,22 +120,20 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 
 
 class VisdomServer:
-    """A visdom server in a child process, bound to ``host:port``, started without any download.
+    """A visdom server in a child process, bound to ``endpoint``, started without any download.
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`. On a
-    non-loopback host visdom's login is enabled with credentials from
-    ``VISDOM_USERNAME``/``VISDOM_PASSWORD``; without them :meth:`start` refuses.
+    non-loopback host visdom's login is enabled with the endpoint's username
+    and password; without them :meth:`start` refuses.
     """
 
     def __init__(
         self,
-        host: str = DEFAULT_HOST,
-        port: int = DEFAULT_PORT,
+        endpoint: VisdomEndpoint | None = None,
         env_path: Path | None = None,
         log_path: Path | None = None,
     ) -> None:
-        self.host = host
-        self.port = port
+        self.endpoint = endpoint if endpoint is not None else VisdomEndpoint()
         self.env_path = Path(env_path) if env_path is not None else None
         self.log_path = Path(log_path) if log_path is not None else None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -154,7 +141,7 @@ class VisdomServer:
     @property
     def url(self) -> str:
         """Base URL of the server, ``http://host:port``."""
-        return _url(self.host, self.port)
+        return self.endpoint.url
 
     @property
     def running(self) -> bool:
@@ -164,7 +151,7 @@ class VisdomServer:
     @property
     def login_enabled(self) -> bool:
         """Login is required exactly when the server is reachable from other machines."""
-        return not is_loopback(self.host)
+        return not self.endpoint.is_loopback
 
     def start(self, timeout: float = 30.0) -> None:
         """Start the child and wait until it answers as visdom; raise VisdomServerError otherwise."""
@@ -216,19 +203,26 @@ class VisdomServer:
         self.stop()
 
     def _refuse_taken_port(self) -> None:
-        if visdom_answers(self.host, self.port):
+        if visdom_answers(self.endpoint):
             raise VisdomServerError(
                 f"a visdom server already answers at {self.url}; use it (ensure_server does) or pick another port"
             )
-        if _port_open(self.host, self.port):
+        if _port_open(self.endpoint):
             raise VisdomServerError(
-                f"port {self.port} on {self.host} is held by something that is not visdom; "
+                f"port {self.endpoint.port} on {self.endpoint.host} is held by something that is not visdom; "
                 "stop that program or choose another port"
             )
 
     def _child_command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "visualizer.server", "--child", "--parent-pid", str(os.getpid())]
-        cmd += ["--host", self.host, "--port", str(self.port)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "visualizer.server",
+            "--child",
+            "--parent-pid",
+            str(os.getpid()),
+        ]
+        cmd += ["--host", self.endpoint.host, "--port", str(self.endpoint.port)]
         if self.env_path is not None:
             cmd += ["--env-path", str(self.env_path)]
         if self.login_enabled:
@@ -239,9 +233,11 @@ class VisdomServer:
         env = dict(os.environ)
         env["PYTHONUNBUFFERED"] = "1"  # visdom print()s; without this its log is empty until exit
         # The child runs `-m visualizer.server`: make this very source tree importable there.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PROJECT_ROOT), env.get("PYTHONPATH")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(_PROJECT_ROOT), env.get("PYTHONPATH")) if p
+        )
         if self.login_enabled:
-            env.update(_login_env(self.host))
+            env.update(_login_env(self.endpoint))
         return env
 
     def _wait_until_up(self, timeout: float) -> None:
@@ -255,7 +251,7 @@ class VisdomServer:
                     f"visdom server for {self.url} exited with status {code} while starting; "
                     f"last lines of {self.log_path}:\n{_tail(self.log_path)}"
                 )
-            if visdom_answers(self.host, self.port, timeout=POLL_INTERVAL_S * 5):
+            if visdom_answers(self.endpoint, timeout=POLL_INTERVAL_S * 5):
                 return
             time.sleep(POLL_INTERVAL_S)
         self.stop()
@@ -266,21 +262,23 @@ class VisdomServer:
 
     @staticmethod
     def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):  # already gone
             os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass  # already gone
 
 
-def _login_env(host: str) -> dict[str, str]:
-    """Environment that makes visdom's ``-enable_login`` take credentials from env vars."""
-    if not (os.environ.get(USERNAME_VAR) and os.environ.get(PASSWORD_VAR)):
+def _login_env(endpoint: VisdomEndpoint) -> dict[str, str]:
+    """Environment that makes visdom's ``-enable_login`` take the endpoint's login from env vars."""
+    if not (endpoint.username and endpoint.password):
         raise VisdomServerError(
-            f"refusing to start visdom on non-loopback host {host!r} without login: "
+            f"refusing to start visdom on non-loopback host {endpoint.host!r} without login: "
             f"set {USERNAME_VAR} and {PASSWORD_VAR} (clients then pass them as "
             "visdom.Visdom(username=..., password=...)), or bind 127.0.0.1"
         )
-    env = {"VISDOM_USE_ENV_CREDENTIALS": "1"}
+    env = {
+        "VISDOM_USE_ENV_CREDENTIALS": "1",
+        USERNAME_VAR: endpoint.username,
+        PASSWORD_VAR: endpoint.password,
+    }
     # visdom keeps its cookie secret in ~/.visdom/ whatever -env_path says, and
     # exits when neither that file nor VISDOM_COOKIE exists.
     cookie_dir = Path.home() / ".visdom"
@@ -291,28 +289,27 @@ def _login_env(host: str) -> dict[str, str]:
 
 
 def ensure_server(
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
+    endpoint: VisdomEndpoint,
     *,
     start: bool = True,
     env_path: Path | None = None,
 ) -> VisdomServer | None:
-    """Make sure a visdom server answers at host:port.
+    """Make sure a visdom server answers at ``endpoint``.
 
     Returns None when one already answers; otherwise starts one (stopped at
     interpreter exit) and returns it. With ``start=False`` raises
     VisdomServerError explaining how to start one instead.
     """
-    if visdom_answers(host, port):
-        log.info("using the visdom server already answering at %s", _url(host, port))
+    if visdom_answers(endpoint):
+        log.info("using the visdom server already answering at %s", endpoint.url)
         return None
     if not start:
         raise VisdomServerError(
-            f"no visdom server answers at {_url(host, port)}; start one with "
-            f"`python -m visualizer.server --host {host} --port {port}` (offline-safe, "
-            "unlike `python -m visdom.server`), or allow this program to start it"
+            f"no visdom server answers at {endpoint.url}; start one with "
+            f"`python -m visualizer.server --host {endpoint.host} --port {endpoint.port}` "
+            "(offline-safe, unlike `python -m visdom.server`), or allow this program to start it"
         )
-    server = VisdomServer(host, port, env_path=env_path)
+    server = VisdomServer(endpoint, env_path=env_path)
     server.start()
     atexit.register(server.stop)
     return server
@@ -345,40 +342,33 @@ def _patch_visdom_app(host: str) -> None:
     visdom_app.tornado_settings["static_handler_class"] = VisdomStaticFileHandler
     original_listen = visdom_app.Application.listen
 
-    def listen(self: visdom_app.Application, port: int, *args: object, **kwargs: object) -> object:
+    def listen(self: visdom_app.Application, port: int, *args: Any, **kwargs: Any) -> Any:
         kwargs["address"] = host
         return original_listen(self, port, *args, **kwargs)
 
-    visdom_app.Application.listen = listen  # type: ignore[method-assign]
-
-
-def _exit_with_parent(parent_pid: int) -> None:
-    """End this child when its parent is gone, so a killed parent leaves no stray server."""
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(1.0)
-        log.warning("parent %d is gone; stopping visdom", parent_pid)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+    visdom_app.Application.listen = listen  # type: ignore[method-assign,assignment]
 
 
 def _run_child(args: argparse.Namespace) -> None:
     """Run visdom's own server main() in this process, without its download step."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     # One line per HTTP request would flood the log during training.
     logging.getLogger("tornado.access").setLevel(logging.WARNING)
     if args.parent_pid:
-        _exit_with_parent(args.parent_pid)
-    # visdom's package imports torch when it can (seconds, ~200 MB); its server
-    # never uses it. A None entry makes that optional import fail fast.
-    sys.modules.setdefault("torch", None)
-    _patch_visdom_app(args.host)
-    argv = ["visdom.server", "-port", str(args.port), "--hostname", args.host, "-logging_level", "INFO"]
+        # A killed parent must leave no stray server behind.
+        watch_parent(args.parent_pid, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    # visdom's package imports torch when it can, which is slow and memory-hungry;
+    # its server never uses it. A None entry makes that optional import fail fast.
+    sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
+    endpoint = args.endpoint
+    _patch_visdom_app(endpoint.host)
+    argv = ["visdom.server", "-port", str(endpoint.port), "--hostname", endpoint.host]
+    argv += ["-logging_level", "INFO"]
     if args.env_path:
         argv += ["-env_path", args.env_path]
-    if is_loopback(args.host):
+    if endpoint.is_loopback:
         argv.append("-bind_local")
     if args.login:
         argv.append("-enable_login")
@@ -394,7 +384,7 @@ def _run_foreground(args: argparse.Namespace) -> None:
     env_path = Path(args.env_path) if args.env_path else None
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with VisdomServer(args.host, args.port, env_path=env_path) as server:
+    with VisdomServer(args.endpoint, env_path=env_path) as server:
         log.info("visdom is serving at %s; Ctrl-C stops it", server.url)
         try:
             while server.running and not stop.wait(1.0):
@@ -405,14 +395,27 @@ def _run_foreground(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry: serve visdom in the foreground (or, internally, be the child)."""
-    parser = argparse.ArgumentParser(description="Run an offline-safe visdom server.")
-    parser.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
-    parser.add_argument("--env-path", default=None, help="where visdom keeps envs (default ~/.visdom)")
+    parser = argparse.ArgumentParser(
+        prog="python -m visualizer.server", description="Run an offline-safe visdom server."
+    )
+    parser.add_argument(
+        "--host", default=DEFAULT_HOST, help="address to bind (default %(default)s)"
+    )
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default %(default)s)")
+    parser.add_argument(
+        "--env-path",
+        default=None,
+        metavar="DIR",
+        help="where visdom keeps envs (default ~/.visdom)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--parent-pid", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--login", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    try:
+        args.endpoint = VisdomEndpoint.parse(args.host, args.port)
+    except ValueError as err:
+        parser.error(f"argument --host: {err}")
     try:
         if args.child:
             _run_child(args)
@@ -420,8 +423,8 @@ def main(argv: list[str] | None = None) -> int:
             _run_foreground(args)
     except VisdomServerError as exc:
         log.error("%s", exc)
-        return 1
-    return 0
+        return ExitCode.UNAVAILABLE
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -73,7 +73,9 @@ class StatusView:
 
     def html(self) -> str:
         """The panel as an HTML table (visdom text windows render HTML)."""
-        color = {"running": "#1a7f37", "finished": "#0550ae", "failed": "#cf222e"}.get(self.state, "#555")
+        color = {"running": "#1a7f37", "finished": "#0550ae", "failed": "#cf222e"}.get(
+            self.state, "#555"
+        )
         badge = self.state.upper()
         if self.stale:
             badge, color = "STALE (no heartbeat)", "#bc4c00"
@@ -107,19 +109,25 @@ def status_view(
     epoch = _number(status.get("epoch"))
     rows.append(("epoch", "-" if epoch is None else f"{epoch:.2f}"))
     rows.append(("world size", str(meta.get("world_size", status.get("world_size", "-")))))
-    rows.append(("host", str(status.get("host") or ", ".join(map(str, meta.get("hosts", []))) or "-")))
+    rows.append(
+        ("host", str(status.get("host") or ", ".join(map(str, meta.get("hosts", []))) or "-"))
+    )
     remaining = eta.eta_seconds(status) if eta and state == "running" else None
     rows.append(("ETA", "-" if remaining is None else format_duration(remaining)))
     last_log = _number(status.get("last_log_time"))
-    rows.append(("last value logged", "-" if last_log is None else f"{format_duration(now - last_log)} ago"))
+    rows.append(
+        ("last value logged", "-" if last_log is None else f"{format_duration(now - last_log)} ago")
+    )
     updated = _number(status.get("updated"))
-    rows.append(("last heartbeat", "-" if updated is None else f"{format_duration(now - updated)} ago"))
+    rows.append(
+        ("last heartbeat", "-" if updated is None else f"{format_duration(now - updated)} ago")
+    )
     return StatusView(state=state, stale=is_stale(status, now), rows=rows)
 
 
 def format_duration(seconds: float) -> str:
     """``3h 04m``, ``4m 05s`` or ``12s``."""
-    seconds = max(0, int(round(seconds)))
+    seconds = max(0, round(seconds))
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     if hours:
@@ -131,8 +139,18 @@ def format_duration(seconds: float) -> str:
 
 def _overall_rate(status: dict[str, Any]) -> float | None:
     """Steps per second since the run started: the fallback before two status samples exist."""
-    updated, started, step = _number(status.get("updated")), _number(status.get("start_time")), status.get("step")
-    if updated is None or started is None or not isinstance(step, int) or step <= 0 or updated <= started:
+    updated, started, step = (
+        _number(status.get("updated")),
+        _number(status.get("start_time")),
+        status.get("step"),
+    )
+    if (
+        updated is None
+        or started is None
+        or not isinstance(step, int)
+        or step <= 0
+        or updated <= started
+    ):
         return None
     return step / (updated - started)
 

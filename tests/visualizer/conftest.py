@@ -1,4 +1,4 @@
-"""Helpers for the visualizer tests: a visdom reader, a background follower, waiting."""
+"""Helpers for the visualizer tests: a visdom reader, a background follower, a counting client, waiting."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import threading
 import time
 import uuid
 import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
+from visualizer.endpoint import VisdomEndpoint
 from visualizer.follower import Follower
 from visualizer.visdom_client import VisdomClient
 
@@ -35,14 +37,18 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, interval: fl
 class VisdomReader:
     """Reads windows back through visdom's own client (``Visdom.get_window_data``)."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, endpoint: VisdomEndpoint) -> None:
         import visdom  # the reference client; slow to import (it imports torch), so only here
 
         logging.getLogger("visdom").setLevel(logging.ERROR)  # its socket-less setup chatter
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            self.viz = visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False,
-                                     raise_exceptions=True)
+            self.viz = visdom.Visdom(
+                server=f"http://{endpoint.host}",
+                port=endpoint.port,
+                use_incoming_socket=False,
+                raise_exceptions=True,
+            )
 
     def traces(self, env: str, win: str) -> dict[str, tuple[list, list]]:
         """Trace name -> (x, y) of a plot window."""
@@ -62,10 +68,22 @@ class VisdomReader:
         return self.viz.get_env_list()
 
 
+class CountingClient(VisdomClient):
+    """A VisdomClient that counts the messages it posts."""
+
+    def __init__(self, endpoint: VisdomEndpoint) -> None:
+        super().__init__(endpoint)
+        self.posts = 0
+
+    def post(self, route: str, msg: dict[str, Any]) -> str:
+        self.posts += 1
+        return super().post(route, msg)
+
+
 @pytest.fixture(scope="session")
 def reader(visdom_server) -> VisdomReader:
     """Reads back the session visdom server's windows."""
-    return VisdomReader(visdom_server.port)
+    return VisdomReader(visdom_server.endpoint)
 
 
 @pytest.fixture
@@ -75,10 +93,10 @@ def run_name() -> str:
 
 
 @contextmanager
-def following(pickle_dir, port: int, **options: Any) -> Iterator[Follower]:
+def following(pickle_dir, endpoint: VisdomEndpoint, **options: Any) -> Iterator[Follower]:
     """A Follower running in a background thread until the block ends."""
     options.setdefault("poll_interval", 0.2)
-    follower = Follower(str(pickle_dir), VisdomClient("127.0.0.1", port), **options)
+    follower = Follower(str(pickle_dir), VisdomClient(endpoint), **options)
     errors: list[BaseException] = []
 
     def run() -> None:

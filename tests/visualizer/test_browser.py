@@ -33,15 +33,22 @@ def _plot(driver, title: str) -> dict | None:
     return next((p for p in driver.execute_script(PLOTS_JS) if p["title"] == title), None)
 
 
-def test_chromium_renders_the_runs_plots_and_live_appends(tmp_path, visdom_server, chromium_driver, run_name):
+def test_chromium_renders_the_runs_plots_and_live_appends(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
     store = tmp_path / run_name / "pickle"
     with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
         for step in range(120):
-            rec.log({"loss": 2.0 * math.exp(-step / 40) + 0.05 * math.sin(step), "aux": 1 / (step + 1)},
-                    step=step, epoch=step / 40)
+            rec.log(
+                {"loss": 2.0 * math.exp(-step / 40) + 0.05 * math.sin(step), "aux": 1 / (step + 1)},
+                step=step,
+                epoch=step / 40,
+            )
             rec.log({"lr": 0.1 * 0.98**step}, step=step, group="lr")
-        rec.log_image("inputs", np.random.default_rng(0).random((4, 3, 28, 28)), step=119, dataformats="NCHW")
-    Follower(str(store), VisdomClient("127.0.0.1", visdom_server.port)).run_once()
+        rec.log_image(
+            "inputs", np.random.default_rng(0).random((4, 3, 28, 28)), step=119, dataformats="NCHW"
+        )
+    Follower(str(store), VisdomClient(visdom_server.endpoint)).run_once()
 
     driver = chromium_driver
     driver.get(f"{visdom_server.url}/env/{run_name}")
@@ -51,13 +58,17 @@ def test_chromium_renders_the_runs_plots_and_live_appends(tmp_path, visdom_serve
     assert wait.until(lambda d: (p := _plot(d, "learning rate")) and p["points"] == [120])
 
     # The page stays open while the run goes on: appended points reach the browser.
-    with following(store, visdom_server.port):
+    with following(store, visdom_server.endpoint):
         with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
             for step in range(120, 180):
                 rec.log({"loss": 0.1, "aux": 0.2}, step=step)
-        plot = wait.until(lambda d: (p := _plot(d, "train losses")) and p["points"] == [180, 180] and p)
+        plot = wait.until(
+            lambda d: (p := _plot(d, "train losses")) and p["points"] == [180, 180] and p
+        )
     assert plot["drawn"] == 2
-    images = driver.execute_script("return document.querySelectorAll('img[src^=\"data:image/png\"]').length")
+    images = driver.execute_script(
+        "return document.querySelectorAll('img[src^=\"data:image/png\"]').length"
+    )
     assert images >= 1
     assert "FINISHED" in driver.page_source
 

@@ -1,11 +1,17 @@
-"""The command lines, run as the user runs them: exit codes, messages, CSV export, no torch."""
+"""The command lines as users run them: exit codes, messages, help, CSV export, no torch.
+
+Tests that run a command in a process of its own are integration tests; the
+rest call the entry points in this process and need no server.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
+import logging
 import math
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -14,8 +20,11 @@ from pathlib import Path
 import pytest
 
 from snapshot_store import Recorder
+from snapshot_store.exit_codes import ExitCode
 from snapshot_store.reader import read_store
 from tests.fixtures.net import free_port
+from visualizer import cli
+from visualizer.__main__ import main as python_m_visualizer
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 60
@@ -39,8 +48,14 @@ else:
 
 
 def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=TIMEOUT, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def make_store(store: Path, steps: int = 30) -> None:
@@ -51,50 +66,110 @@ def make_store(store: Path, steps: int = 30) -> None:
         rec.log({"loss": float("nan")}, step=steps, epoch=steps / 10)
 
 
-def test_once_with_a_missing_directory_exits_nonzero_with_a_clear_message(tmp_path):
+def exit_status(call) -> int:
+    """The status of an entry point that may also end through SystemExit (argparse does)."""
+    try:
+        return call()
+    except SystemExit as exit:
+        return exit.code
+
+
+# --- in this process, no server --------------------------------------------------------
+
+
+def test_help_lists_every_option_with_help_and_the_export_command(capsys):
+    assert exit_status(lambda: python_m_visualizer(["--help"])) == ExitCode.OK
+    text = capsys.readouterr().out
+    assert "export" in text and "--pickle-dir DIR, --pickle_dir DIR" in text
+    for option in cli.build_parser()._actions:
+        assert option.help, f"{option.option_strings} has no help"
+        if (option.help % dict(vars(option), prog="x")).count("default") > 1:
+            raise AssertionError(f"{option.option_strings}: default stated twice: {option.help}")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["--max-points", "2"],
+        ["--poll-interval", "0"],
+        ["--server", "https://visdom.example"],
+        ["--server", "http://host:9000", "--port", "9001"],
+        ["--parent-pid", "0"],
+        ["--no-such-option"],
+    ],
+)
+def test_bad_options_are_usage_errors(tmp_path, capsys, bad):
+    assert (
+        exit_status(lambda: cli.main(["--pickle-dir", str(tmp_path), "--once", *bad]))
+        == ExitCode.USAGE
+    )
+    assert "error:" in capsys.readouterr().err
+
+
+def test_once_with_a_missing_directory_has_no_data(tmp_path, caplog):
     missing = tmp_path / "no" / "such" / "pickle"
-    result = run("run_visualizer_local.py", "--pickle_dir", str(missing), "--once", "--no-start-server")
-    assert result.returncode == 1
-    assert "no snapshot store found" in result.stderr and str(missing) in result.stderr
+    status = cli.main(["--pickle_dir", str(missing), "--once", "--no-start-server"])
+    assert status == ExitCode.NO_DATA
+    assert "no snapshot store found" in caplog.text and str(missing) in caplog.text
 
 
+def test_no_start_server_once_without_a_server_is_unavailable(tmp_path, caplog):
+    store = tmp_path / "r" / "pickle"
+    make_store(store, steps=2)
+    caplog.set_level(logging.ERROR)
+    status = cli.main(
+        ["--pickle-dir", str(store), "--port", str(free_port()), "--once", "--no-start-server"]
+    )
+    assert status == ExitCode.UNAVAILABLE and "no visdom server answers" in caplog.text
+
+
+def test_export_of_a_missing_directory_has_no_data(tmp_path, caplog):
+    status = python_m_visualizer(["export", "--pickle-dir", str(tmp_path / "nothing")])
+    assert status == ExitCode.NO_DATA and "no snapshot store found" in caplog.text
+
+
+# --- in a process of their own -----------------------------------------------------------
+
+
+@pytest.mark.integration
 def test_export_prints_every_scalar_as_csv(tmp_path):
     store = tmp_path / "myrun" / "pickle"
     make_store(store)
-    result = run("-m", "visualizer", "export", "--pickle_dir", str(store))
-    assert result.returncode == 0, result.stderr
+    result = run("-m", "visualizer", "export", "--pickle-dir", str(store))
+    assert result.returncode == ExitCode.OK, result.stderr
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     assert {"group", "tag", "step", "epoch", "wall_time", "value"} <= set(rows[0])
     history, _, _ = read_store(store)
-    for group, name in history.keys():
+    series_keys = history.keys()  # a list: History is no dict
+    for group, name in series_keys:
         steps, epochs, _, values = history.series((group, name))
         mine = [r for r in rows if r["tag"] == f"{group}/{name}"]
         assert [int(r["step"]) for r in mine] == steps
         got = [float(r["value"]) for r in mine]
-        assert all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(got, values))
+        assert all(
+            a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(got, values, strict=True)
+        )
         assert [float(r["epoch"]) for r in mine] == epochs
     assert len(rows) == history.points
     assert {r["run"] for r in rows} == {"myrun"}
-
-
-def test_export_of_a_missing_directory_fails(tmp_path):
-    result = run("-m", "visualizer", "export", "--pickle-dir", str(tmp_path / "nothing"))
-    assert result.returncode == 1 and "no snapshot store found" in result.stderr
 
 
 def test_runs_without_torch(tmp_path, visdom_server, reader):
     """The whole follow path (import, read, draw) with `import torch` failing."""
     store = tmp_path / "notorch-run" / "pickle"
     make_store(store)
-    code = BLOCK_TORCH + f"""
+    code = (
+        BLOCK_TORCH
+        + f"""
 from visualizer.cli import main
-rc = main(["--pickle-dir", {str(store)!r}, "--port", "{visdom_server.port}", "--once", "--no-start-server"])
+rc = main(["--pickle-dir", {str(store)!r}, "--port", "{visdom_server.endpoint.port}", "--once", "--no-start-server"])
 assert "torch" not in sys.modules
 sys.exit(rc)
 """
+    )
     result = run("-c", code)
-    assert result.returncode == 0, result.stderr
-    assert f"visdom: http://127.0.0.1:{visdom_server.port}" in result.stdout
+    assert result.returncode == ExitCode.OK, result.stderr
+    assert f"visdom: {visdom_server.url}" in result.stdout
     steps, values = reader.traces("notorch-run", "train")["loss"]
     assert steps == list(range(31)) and values[-1] is None  # NaN drawn as a gap
 
@@ -103,33 +178,59 @@ def test_console_script_once_into_a_running_server(tmp_path, visdom_server, read
     store = tmp_path / "script-run" / "pickle"
     make_store(store, steps=5)
     script = Path(sys.executable).parent / "run-visualizer"
-    result = subprocess.run([str(script), "--pickle_dir", str(store), "--port", str(visdom_server.port),
-                             "--once", "--env", "script-env"], capture_output=True, text=True, timeout=TIMEOUT)
-    assert result.returncode == 0, result.stderr
+    result = subprocess.run(
+        [
+            str(script),
+            "--pickle_dir",
+            str(store),
+            "--server",
+            visdom_server.url,
+            "--once",
+            "--env",
+            "script-env",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        # The script imports the installed package: make that this source tree.
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+        },
+    )
+    assert result.returncode == ExitCode.OK, result.stderr
     assert reader.traces("script-env", "lr")["lr"] == ([0, 1, 2, 3, 4], [0.1] * 5)
 
 
-def test_port_held_by_something_else_is_a_clear_error(tmp_path):
+@pytest.mark.integration
+def test_port_held_by_something_else_is_unavailable(tmp_path):
     store = tmp_path / "r" / "pickle"
     make_store(store, steps=2)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
-        result = run("run_visualizer_local.py", "--pickle_dir", str(store), "--port", str(port), "--once")
-    assert result.returncode == 2
+        result = run(
+            "run_visualizer_local.py", "--pickle-dir", str(store), "--port", str(port), "--once"
+        )
+    assert result.returncode == ExitCode.UNAVAILABLE
     assert f"port {port}" in result.stderr and "not visdom" in result.stderr
 
 
-def test_no_start_server_once_without_a_server_fails(tmp_path):
-    store = tmp_path / "r" / "pickle"
-    make_store(store, steps=2)
-    result = run("run_visualizer_local.py", "--pickle_dir", str(store), "--port", str(free_port()),
-                 "--once", "--no-start-server")
-    assert result.returncode == 2 and "no visdom server answers" in result.stderr
-
-
-@pytest.mark.parametrize("bad", [["--max-points", "2"], ["--poll-interval", "0"]])
-def test_bad_options_are_refused(tmp_path, bad):
-    result = run("run_visualizer_local.py", "--pickle_dir", str(tmp_path), "--once", *bad)
-    assert result.returncode != 0 and result.stderr
+@pytest.mark.integration
+def test_ctrl_c_while_following_is_interrupted(tmp_path):
+    """Following with no visdom yet (it waits for one); Ctrl-C ends it with 130."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "visualizer", "--pickle-dir", str(tmp_path / "later"),
+         "--port", str(free_port()), "--no-start-server"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().startswith("visdom: ")
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=TIMEOUT)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == ExitCode.INTERRUPTED, stderr
+    assert "Traceback" not in stderr

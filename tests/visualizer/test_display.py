@@ -18,17 +18,21 @@ def grown(series: Series, n: int, value: float = 1.0) -> Series:
 def test_small_windows_are_appended_to():
     window, loss = PlotWindow(window_for_group("train"), 2000), Series()
     plan = window.plan({"loss": grown(loss, 10)}, "env", now=0.0)
-    assert plan.endpoint == "events" and plan.msg["data"][0]["x"] == list(range(10))
+    assert plan.route == "events" and plan.msg["data"][0]["x"] == list(range(10))
     window.commit(plan, 0.0, 0.01)
     plan = window.plan({"loss": grown(loss, 5)}, "env", now=0.01)
-    assert plan.endpoint == "update" and plan.msg["append"] is True
+    assert plan.route == "update" and plan.msg["append"] is True
     assert plan.msg["data"][0]["x"] == [10, 11, 12, 13, 14], "only the new points travel"
     window.commit(plan, 0.01, 0.01)
     assert window.plan({"loss": loss}, "env", now=0.02) is None, "nothing new, nothing sent"
 
 
 def test_every_trace_is_in_an_append_in_server_order():
-    window, a, b = PlotWindow(window_for_group("train"), 2000), grown(Series(), 3), grown(Series(), 3)
+    window, a, b = (
+        PlotWindow(window_for_group("train"), 2000),
+        grown(Series(), 3),
+        grown(Series(), 3),
+    )
     window.commit(window.plan({"a": a, "b": b}, "env", 0.0), 0.0, 0.01)
     plan = window.plan({"b": grown(b, 2), "a": a}, "env", 1.0)
     assert [t["name"] for t in plan.msg["data"]] == ["a", "b"] and plan.msg["data"][0]["x"] == []
@@ -37,10 +41,10 @@ def test_every_trace_is_in_an_append_in_server_order():
 def test_new_trace_or_rewind_redraws_at_once():
     window, loss = PlotWindow(window_for_group("train"), 2000), grown(Series(), 10)
     window.commit(window.plan({"loss": loss}, "env", 0.0), 0.0, 0.5)
-    assert window.plan({"loss": loss, "aux": grown(Series(), 1)}, "env", 0.0).endpoint == "events"
+    assert window.plan({"loss": loss, "aux": grown(Series(), 1)}, "env", 0.0).route == "events"
     loss.extend([3], [9.0])  # a resumed run logs step 3 again
     plan = window.plan({"loss": loss}, "env", 0.0)
-    assert plan.endpoint == "events" and plan.msg["data"][0]["y"][3] == 9.0
+    assert plan.route == "events" and plan.msg["data"][0]["y"][3] == 9.0
 
 
 def test_big_windows_are_redrawn_decimated_and_throttled():
@@ -51,9 +55,9 @@ def test_big_windows_are_redrawn_decimated_and_throttled():
     window.commit(plan, now=0.0, seconds=0.2)  # a slow redraw: the next waits 4x as long
     grown(loss, 3, value=5.0)
     assert window.plan({"loss": loss}, "env", now=0.5) is None and window.deferred
-    assert window.plan({"loss": loss}, "env", now=0.5, force=True).endpoint == "events"
+    assert window.plan({"loss": loss}, "env", now=0.5, force=True).route == "events"
     plan = window.plan({"loss": loss}, "env", now=0.81)
-    assert plan.endpoint == "events" and plan.msg["data"][0]["x"][-1] == 50_002
+    assert plan.route == "events" and plan.msg["data"][0]["x"][-1] == 50_002
     assert max(plan.msg["data"][0]["y"]) == 5.0
 
 

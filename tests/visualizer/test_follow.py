@@ -12,12 +12,14 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from snapshot_store import Recorder
 from snapshot_store import format as fmt
 from snapshot_store.reader import read_store
 from tests.fixtures.net import free_port
-from tests.visualizer.conftest import VisdomReader, following, wait_until
+from tests.visualizer.conftest import CountingClient, VisdomReader, following, wait_until
+from visualizer.endpoint import VisdomEndpoint
 from visualizer.follower import Follower
 from visualizer.server import VisdomServer
 from visualizer.visdom_client import VisdomClient
@@ -33,8 +35,8 @@ def expected(store: Path, group: str, name: str) -> tuple[list, list]:
     return list(steps), list(values)
 
 
-def run_once(store: Path, port: int, **kw) -> Follower:
-    follower = Follower(str(store), VisdomClient("127.0.0.1", port), **kw)
+def run_once(store: Path, endpoint: VisdomEndpoint, **kw) -> Follower:
+    follower = Follower(str(store), VisdomClient(endpoint), **kw)
     follower.run_once()
     return follower
 
@@ -44,7 +46,9 @@ def test_replay_draws_every_window_of_a_run(tmp_path, visdom_server, reader, run
     with recorder(store, world_size=2) as rec:
         rec.set_status(total_steps=1000)
         for step in range(300):
-            rec.log({"loss": 1.0 / (step + 1), "aux": math.sin(step / 10)}, step=step, epoch=step / 100)
+            rec.log(
+                {"loss": 1.0 / (step + 1), "aux": math.sin(step / 10)}, step=step, epoch=step / 100
+            )
             rec.log({"lr": 0.1 * 0.99**step}, step=step, group="lr")
             rec.log({"samples_per_s": 1000.0 + step}, step=step, group="throughput")
             if step % 50 == 0:
@@ -53,21 +57,36 @@ def test_replay_draws_every_window_of_a_run(tmp_path, visdom_server, reader, run
                 rec.log({"b": float(step)}, step=step, group="Custom")
         rec.log_image("samples", np.random.rand(4, 3, 16, 16), step=299, dataformats="NCHW")
 
-    follower = run_once(store, visdom_server.port)
+    client = CountingClient(visdom_server.endpoint)
+    Follower(str(store), client).run_once()
 
     windows = reader.windows(run_name)
-    assert {"train", "validation", "metrics", "lr", "throughput", "group_Custom", "status",
-            "image_images_samples"} <= set(windows)
+    assert {
+        "train",
+        "validation",
+        "metrics",
+        "lr",
+        "throughput",
+        "group_Custom",
+        "status",
+        "image_images_samples",
+    } <= set(windows)
     assert windows["train"]["title"] == "train losses"
-    for group, name, win in [("train", "loss", "train"), ("train", "aux", "train"), ("val", "loss", "validation"),
-                             ("metric", "accuracy", "metrics"), ("lr", "lr", "lr"),
-                             ("throughput", "samples_per_s", "throughput"), ("Custom", "b", "group_Custom")]:
+    for group, name, win in [
+        ("train", "loss", "train"),
+        ("train", "aux", "train"),
+        ("val", "loss", "validation"),
+        ("metric", "accuracy", "metrics"),
+        ("lr", "lr", "lr"),
+        ("throughput", "samples_per_s", "throughput"),
+        ("Custom", "b", "group_Custom"),
+    ]:
         assert reader.traces(run_name, win)[name] == expected(store, group, name), (group, name)
     assert windows["image_images_samples"]["content"]["src"].startswith("data:image/png;base64,")
     status = windows["status"]["content"]
     assert "FINISHED" in status and "299 / 1000" in status and ">2<" in status  # world size 2
     # One message per window for the whole replay, not one per point.
-    assert follower.client.requests <= len(windows) + 1
+    assert client.posts <= len(windows) + 1
 
 
 def test_follows_a_recording_run_with_appends(tmp_path, visdom_server, reader, run_name):
@@ -75,7 +94,7 @@ def test_follows_a_recording_run_with_appends(tmp_path, visdom_server, reader, r
     with recorder(store) as rec:
         rec.log({"loss": 10.0}, step=0)
         rec.flush()
-        with following(store, visdom_server.port) as follower:
+        with following(store, visdom_server.endpoint) as follower:
             wait_until(lambda: reader.has_window(run_name, "train"))
             for step in range(1, 200):
                 rec.log({"loss": 10.0 / (step + 1)}, step=step)
@@ -93,11 +112,11 @@ def test_restarted_visualizer_duplicates_nothing(tmp_path, visdom_server, reader
     with recorder(store) as rec:
         for step in range(100):
             rec.log({"loss": float(step)}, step=step)
-    run_once(store, visdom_server.port)
+    run_once(store, visdom_server.endpoint)
     with recorder(store) as rec:  # the run goes on while no visualizer watches
         for step in range(100, 150):
             rec.log({"loss": float(step)}, step=step)
-    with following(store, visdom_server.port):  # a new visualizer process, same env
+    with following(store, visdom_server.endpoint):  # a new visualizer process, same env
         wait_until(lambda: reader.traces(run_name, "train")["loss"][0][-1] == 149)
     steps, values = reader.traces(run_name, "train")["loss"]
     assert steps == list(range(150)) and values == [float(s) for s in range(150)]
@@ -108,7 +127,7 @@ def test_resumed_run_replaces_rewritten_steps(tmp_path, visdom_server, reader, r
     with recorder(store) as rec:
         for step in range(100):
             rec.log({"loss": 1.0}, step=step)
-    with following(store, visdom_server.port):
+    with following(store, visdom_server.endpoint):
         wait_until(lambda: reader.traces(run_name, "train")["loss"][0][-1] == 99)
         # A resumed trainer restarts from its step-60 checkpoint and logs 60.. again.
         with recorder(store) as rec:
@@ -121,7 +140,9 @@ def test_resumed_run_replaces_rewritten_steps(tmp_path, visdom_server, reader, r
     assert (steps, values) == expected(store, "train", "loss")
 
 
-def test_decimation_keeps_envelope_and_last_point_while_following(tmp_path, visdom_server, reader, run_name):
+def test_decimation_keeps_envelope_and_last_point_while_following(
+    tmp_path, visdom_server, reader, run_name
+):
     store = tmp_path / run_name / "pickle"
     rng = np.random.default_rng(0)
     values = rng.normal(size=20_000)
@@ -129,7 +150,7 @@ def test_decimation_keeps_envelope_and_last_point_while_following(tmp_path, visd
     with recorder(store) as rec:
         for step, value in enumerate(values):
             rec.log({"loss": float(value)}, step=step)
-    with following(store, visdom_server.port, max_points=500):
+    with following(store, visdom_server.endpoint, max_points=500):
         wait_until(lambda: reader.traces(run_name, "train")["loss"][0][-1] == 19_999)
         steps, shown = reader.traces(run_name, "train")["loss"]
         assert len(steps) <= 500 and len(set(steps)) == len(steps)
@@ -143,17 +164,18 @@ def test_decimation_keeps_envelope_and_last_point_while_following(tmp_path, visd
     assert max(shown) == 100.0 and min(shown) == -40.0 and shown[-1] == 0.5
 
 
+@pytest.mark.integration
 def test_visdom_server_restart_rebuilds_windows(tmp_path, run_name):
     store = tmp_path / run_name / "pickle"
-    port = free_port()
-    server = VisdomServer("127.0.0.1", port, env_path=tmp_path / "envs", log_path=tmp_path / "visdom.log")
+    endpoint = VisdomEndpoint("127.0.0.1", free_port())
+    server = VisdomServer(endpoint, env_path=tmp_path / "envs", log_path=tmp_path / "visdom.log")
     server.start()
     try:
-        reader = VisdomReader(port)
+        reader = VisdomReader(endpoint)
         with recorder(store) as rec:
             for step in range(50):
                 rec.log({"loss": float(step)}, step=step)
-        with following(store, port, poll_interval=0.1):
+        with following(store, endpoint, poll_interval=0.1):
             wait_until(lambda: reader.traces(run_name, "train")["loss"][0][-1] == 49)
             server.stop()
             with recorder(store) as rec:  # logged while visdom is down
@@ -189,7 +211,9 @@ class _Boom:
         return (os.system, (f"touch {self.marker}",))
 
 
-def test_hostile_and_corrupt_files_are_skipped_with_one_warning(tmp_path, visdom_server, reader, run_name, caplog):
+def test_hostile_and_corrupt_files_are_skipped_with_one_warning(
+    tmp_path, visdom_server, reader, run_name, caplog
+):
     import pickle
 
     store = tmp_path / run_name / "pickle"
@@ -201,7 +225,7 @@ def test_hostile_and_corrupt_files_are_skipped_with_one_warning(tmp_path, visdom
     garbage = store / fmt.segment_name(fmt.IMAGES, 7)
     garbage.write_bytes(b"\x00garbage that is no frame at all" * 10)
     caplog.set_level(logging.WARNING)
-    with following(store, visdom_server.port):
+    with following(store, visdom_server.endpoint):
         wait_until(lambda: reader.traces(run_name, "train")["loss"][0] == [0])
         with recorder(store) as rec:  # the follower keeps going after the bad files
             rec.log({"loss": 2.0}, step=1)
@@ -220,7 +244,7 @@ def test_many_runs_each_get_an_env_plus_a_comparison(tmp_path, visdom_server, re
         with recorder(root / name / "pickle") as rec:
             for step in range(20):
                 rec.log({"loss": scale * step}, step=step)
-    with following(root, visdom_server.port, env=run_name):
+    with following(root, visdom_server.endpoint, env=run_name):
         compare = f"{run_name}_compare"
         wait_until(lambda: set(reader.traces(compare, "compare_loss")) == {"a", "b"})
         assert reader.traces(f"{run_name}_a", "train")["loss"][1] == [float(s) for s in range(20)]
@@ -229,27 +253,43 @@ def test_many_runs_each_get_an_env_plus_a_comparison(tmp_path, visdom_server, re
             rec.log({"loss": 7.0}, step=0)
         wait_until(lambda: set(reader.traces(compare, "compare_loss")) == {"a", "b", "c"})
         assert reader.traces(f"{run_name}_c", "train")["loss"] == ([0], [7.0])
-    assert reader.traces(compare, "compare_loss")["b"] == ([*range(20)], [2.0 * s for s in range(20)])
+    assert reader.traces(compare, "compare_loss")["b"] == (
+        [*range(20)],
+        [2.0 * s for s in range(20)],
+    )
 
 
 def test_status_panel_flags_a_silent_running_run(tmp_path, visdom_server, reader, run_name):
     store = tmp_path / run_name / "pickle"
     with recorder(store) as rec:
         rec.log({"loss": 1.0}, step=3)
-    status = {"state": "running", "step": 3, "epoch": 0.5, "updated": time.time() - 120,
-              "heartbeat_seconds": 5.0, "host": "gpu-node-7", "total_steps": 10}
+    status = {
+        "state": "running",
+        "step": 3,
+        "epoch": 0.5,
+        "updated": time.time() - 120,
+        "heartbeat_seconds": 5.0,
+        "host": "gpu-node-7",
+        "total_steps": 10,
+    }
     fmt.write_atomic(store / fmt.STATUS_FILE, fmt.encode_document(status))
-    run_once(store, visdom_server.port)
+    run_once(store, visdom_server.endpoint)
     panel = reader.windows(run_name)["status"]["content"]
     assert "STALE" in panel and "gpu-node-7" in panel and "3 / 10" in panel
 
 
-def test_missing_directory_is_awaited_then_followed(tmp_path, visdom_server, reader, run_name, caplog):
+def test_missing_directory_is_awaited_then_followed(
+    tmp_path, visdom_server, reader, run_name, caplog
+):
     store = tmp_path / "later" / run_name / "pickle"
     caplog.set_level(logging.INFO, logger="visualizer")
-    with following(store, visdom_server.port, poll_interval=0.1):
-        wait_until(lambda: any("waiting for" in r.getMessage() and str(store) in r.getMessage()
-                               for r in caplog.records))
+    with following(store, visdom_server.endpoint, poll_interval=0.1):
+        wait_until(
+            lambda: any(
+                "waiting for" in r.getMessage() and str(store) in r.getMessage()
+                for r in caplog.records
+            )
+        )
         with recorder(store) as rec:
             rec.log({"loss": 3.0}, step=0)
         wait_until(lambda: reader.traces(run_name, "train")["loss"] == ([0], [3.0]))
@@ -260,8 +300,10 @@ def test_polling_fallback_without_file_events(tmp_path, visdom_server, reader, r
     with recorder(store) as rec:
         rec.log({"loss": 1.0}, step=0)
         rec.flush()
-        with following(store, visdom_server.port, use_watchdog=False, poll_interval=0.1):
+        with following(store, visdom_server.endpoint, use_watchdog=False, poll_interval=0.1):
             wait_until(lambda: reader.has_window(run_name, "train"))
             rec.log({"loss": 2.0}, step=1)
             rec.flush()
-            wait_until(lambda: reader.traces(run_name, "train")["loss"] == ([0, 1], [1.0, 2.0]), timeout=5)
+            wait_until(
+                lambda: reader.traces(run_name, "train")["loss"] == ([0, 1], [1.0, 2.0]), timeout=5
+            )

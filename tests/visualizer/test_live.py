@@ -1,39 +1,156 @@
-"""Live mode (trainer --remote False): start_live() follows the store from a background thread."""
+"""Live mode: the trainer (``--remote False``) runs ``python -m visualizer ... --parent-pid PID`` as a child.
+
+The child is started here exactly as the trainer starts it, against the real
+visdom server; it must announce ``visdom: <url>``, draw the run, and end by
+itself (after a last pass, status 0) on SIGTERM or when its parent is gone.
+"""
 
 from __future__ import annotations
 
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
 from snapshot_store import Recorder
+from snapshot_store.exit_codes import ExitCode
 from tests.fixtures.net import free_port
 from tests.visualizer.conftest import VisdomReader, wait_until
-from visualizer.live import start_live
+from visualizer.endpoint import VisdomEndpoint
 from visualizer.server import visdom_answers
 
+pytestmark = pytest.mark.integration
 
-def test_start_live_uses_a_running_server_and_draws_while_training(tmp_path, visdom_server, reader, run_name):
-    store = tmp_path / run_name / "pickle"
-    live = start_live(str(store), port=visdom_server.port)
+ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT_S = 60  # interpreter start and imports on a busy machine: a bound, not a target
+EXIT_AFTER_PARENT_S = 5  # the parent is checked once a second; then a last pass and exit
+
+
+def live_command(store: Path, endpoint: VisdomEndpoint, env: str, parent_pid: int) -> list[str]:
+    """The trainer's live-mode command line."""
+    return [
+        sys.executable, "-m", "visualizer",
+        "--pickle-dir", str(store),
+        "--server", endpoint.host,
+        "--port", str(endpoint.port),
+        "--env", env,
+        "--parent-pid", str(parent_pid),
+    ]  # fmt: skip
+
+
+@contextmanager
+def live_view(
+    store: Path, endpoint: VisdomEndpoint, env: str, parent_pid: int, log: Path
+) -> Iterator[subprocess.Popen[str]]:
+    """The live view as a child process, its stderr in ``log``; killed if a test leaves it running."""
+    with log.open("w") as stderr:
+        proc = subprocess.Popen(
+            live_command(store, endpoint, env, parent_pid),
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
     try:
-        assert live.server is None, "a visdom already answering is reused"
-        with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+def first_line(proc: subprocess.Popen[str], log: Path) -> str:
+    """The first line the process prints on stdout, waiting at most START_TIMEOUT_S."""
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stdout is not None
+    stdout = proc.stdout
+    threading.Thread(target=lambda: lines.put(stdout.readline()), daemon=True).start()
+    try:
+        return lines.get(timeout=START_TIMEOUT_S)
+    except queue.Empty:
+        raise AssertionError(f"nothing on stdout; stderr:\n{log.read_text()}") from None
+
+
+@contextmanager
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    """A process standing in for the trainer: it does nothing until killed."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def recorder(store: Path) -> Recorder:
+    return Recorder(store, flush_interval=0.05, handle_signals=False)
+
+
+def test_live_view_draws_the_run_and_ends_with_its_parent(
+    tmp_path, visdom_server, reader, run_name
+):
+    store, log = tmp_path / run_name / "pickle", tmp_path / "visualizer.log"
+    with (
+        sleeper() as trainer,
+        live_view(store, visdom_server.endpoint, run_name, trainer.pid, log) as view,
+    ):
+        assert first_line(view, log) == f"visdom: {visdom_server.url}\n"
+        with recorder(store) as rec:  # the store appears after the view started, as in training
             for step in range(40):
                 rec.log({"loss": float(step)}, step=step)
             rec.flush()
             wait_until(lambda: reader.traces(run_name, "train")["loss"][0] == list(range(40)))
-    finally:
-        live.stop()
-    # The final status (written at close) is drawn by stop()'s last pass.
+        trainer.kill()
+        trainer.wait()
+        try:
+            code = view.wait(timeout=EXIT_AFTER_PARENT_S)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"still running {EXIT_AFTER_PARENT_S}s after its parent died; stderr:\n{log.read_text()}"
+            ) from None
+    assert code == ExitCode.OK, log.read_text()
     assert "FINISHED" in reader.windows(run_name)["status"]["content"]
 
 
-def test_start_live_starts_and_stops_its_own_server(tmp_path, run_name):
-    store = tmp_path / run_name / "pickle"
-    port = free_port()
-    with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
+def test_sigterm_draws_what_is_left_and_exits_0(tmp_path, visdom_server, reader, run_name):
+    store, log = tmp_path / run_name / "pickle", tmp_path / "visualizer.log"
+    with live_view(store, visdom_server.endpoint, run_name, os.getpid(), log) as view:
+        assert first_line(view, log).startswith("visdom: ")
+        with recorder(store) as rec:
+            rec.log({"loss": 0.0}, step=0)
+            rec.flush()
+            wait_until(lambda: reader.has_window(run_name, "train"))
+            for step in range(1, 100):
+                rec.log({"loss": float(step)}, step=step)
+        # What the trainer wrote just before stopping the view (its last points,
+        # its final status) is drawn by the last pass even if no poll saw it yet.
+        view.send_signal(signal.SIGTERM)
+        code = view.wait(timeout=START_TIMEOUT_S)
+    assert code == ExitCode.OK, log.read_text()
+    assert reader.traces(run_name, "train")["loss"][0] == list(range(100))
+    assert "FINISHED" in reader.windows(run_name)["status"]["content"]
+
+
+def test_its_own_visdom_server_stops_with_it(tmp_path, run_name):
+    """No visdom answers: the view starts one, and it is gone once the view has ended."""
+    store, log = tmp_path / run_name / "pickle", tmp_path / "visualizer.log"
+    endpoint = VisdomEndpoint(port=free_port())
+    with recorder(store) as rec:
         rec.log({"loss": 1.0}, step=0)
-    live = start_live(str(store), port=port, env="live-env")
-    try:
-        assert live.server is not None and visdom_answers("127.0.0.1", port)
-        wait_until(lambda: VisdomReader(port).traces("live-env", "train")["loss"] == ([0], [1.0]))
-    finally:
-        live.stop()
-    assert not visdom_answers("127.0.0.1", port)
+    with live_view(store, endpoint, "live-env", os.getpid(), log) as view:
+        assert first_line(view, log) == f"visdom: {endpoint.url}\n"
+        own = VisdomReader(endpoint)
+        wait_until(lambda: own.traces("live-env", "train")["loss"] == ([0], [1.0]))
+        view.send_signal(signal.SIGTERM)
+        assert view.wait(timeout=START_TIMEOUT_S) == ExitCode.OK, log.read_text()
+    assert not visdom_answers(endpoint)

@@ -92,8 +92,12 @@ def test_reader_gets_only_new_bytes_with_ranged_gets(tmp_path, s3_bucket):
         second = reader.poll()
         assert second.points == 10
         ranged = [h["Range"] for op, h in log.requests if op == "GetObject" and "Range" in h]
-        assert ranged == [f"bytes={size_before}-"], "the grown segment is read from where the last poll stopped"
-        assert source.bytes_read[segment.name] == segment.stat().st_size, "each byte downloaded once"
+        assert ranged == [f"bytes={size_before}-"], (
+            "the grown segment is read from where the last poll stopped"
+        )
+        assert source.bytes_read[segment.name] == segment.stat().st_size, (
+            "each byte downloaded once"
+        )
     finally:
         rec.close()
     assert [s[2] for s in first.scalars + second.scalars] == [list(range(50)), list(range(50, 60))]
@@ -106,7 +110,9 @@ def test_missing_object_and_empty_prefix(s3_bucket):
         source.read("meta.pickle")
 
 
-def test_follower_draws_an_s3_run_and_backs_off_while_idle(tmp_path, s3_bucket, visdom_server, reader, run_name):
+def test_follower_draws_an_s3_run_and_backs_off_while_idle(
+    tmp_path, s3_bucket, visdom_server, reader, run_name
+):
     store, prefix = tmp_path / run_name / "pickle", f"team/{run_name}/pickle/"
     with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
         for step in range(30):
@@ -114,8 +120,13 @@ def test_follower_draws_an_s3_run_and_backs_off_while_idle(tmp_path, s3_bucket, 
     upload(s3_bucket, store, prefix)
     client = make_client()
     log = RequestLog(client)
-    with following(s3_bucket.uri(prefix), visdom_server.port, poll_interval=0.05, max_idle_interval=0.4,
-                   s3_client=client):
+    with following(
+        s3_bucket.uri(prefix),
+        visdom_server.endpoint,
+        poll_interval=0.05,
+        max_idle_interval=0.4,
+        s3_client=client,
+    ):
         wait_until(lambda: reader.traces(run_name, "train")["loss"][0] == list(range(30)))
         time.sleep(0.5)
         log.clear()
@@ -128,16 +139,25 @@ def test_follower_draws_an_s3_run_and_backs_off_while_idle(tmp_path, s3_bucket, 
             for step in range(30, 40):
                 rec.log({"loss": 0.01}, step=step)
         upload(s3_bucket, store, prefix)
-        wait_until(lambda: reader.traces(run_name, "train")["loss"][0] == list(range(40)), timeout=5)
+        wait_until(
+            lambda: reader.traces(run_name, "train")["loss"][0] == list(range(40)), timeout=5
+        )
 
 
-def test_a_prefix_of_runs_gets_an_env_per_run_and_a_comparison(tmp_path, s3_bucket, visdom_server, reader, run_name):
+def test_a_prefix_of_runs_gets_an_env_per_run_and_a_comparison(
+    tmp_path, s3_bucket, visdom_server, reader, run_name
+):
     for name, scale in (("a", 1.0), ("b", 3.0)):
         store = tmp_path / name / "pickle"
         with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
             for step in range(10):
                 rec.log({"loss": scale * step}, step=step)
         upload(s3_bucket, store, f"{run_name}/{name}/pickle/")
-    with following(s3_bucket.uri(f"{run_name}/"), visdom_server.port, env=run_name, poll_interval=0.05):
+    with following(
+        s3_bucket.uri(f"{run_name}/"), visdom_server.endpoint, env=run_name, poll_interval=0.05
+    ):
         wait_until(lambda: set(reader.traces(f"{run_name}_compare", "compare_loss")) == {"a", "b"})
-    assert reader.traces(f"{run_name}_b", "train")["loss"] == ([*range(10)], [3.0 * s for s in range(10)])
+    assert reader.traces(f"{run_name}_b", "train")["loss"] == (
+        [*range(10)],
+        [3.0 * s for s in range(10)],
+    )

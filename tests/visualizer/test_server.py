@@ -7,9 +7,9 @@ import posixpath
 import re
 import threading
 import uuid
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pytest
@@ -18,6 +18,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.fixtures.net import free_port
+from visualizer.endpoint import VisdomEndpoint
 from visualizer.server import VisdomServer, VisdomServerError, ensure_server, visdom_answers
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -29,10 +30,10 @@ POINT_SELECTOR = ".js-plotly-plot .scatterlayer .trace path.point"
 class _NotVisdom(BaseHTTPRequestHandler):
     """An HTTP server that answers everything with a page that is not visdom."""
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+    def do_GET(self) -> None:
         self._answer()
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._answer()
 
     def _answer(self) -> None:
@@ -43,18 +44,18 @@ class _NotVisdom(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (stdlib signature)
+    def log_message(self, format: str, *args: object) -> None:
         pass  # keep test output clean
 
 
 @pytest.fixture
-def plain_http_port() -> Iterator[int]:
-    """A loopback port held by a plain HTTP server that is not visdom."""
+def plain_http() -> Iterator[VisdomEndpoint]:
+    """A loopback endpoint held by a plain HTTP server that is not visdom."""
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _NotVisdom)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        yield httpd.server_address[1]
+        yield VisdomEndpoint("127.0.0.1", httpd.server_address[1])
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -63,8 +64,8 @@ def plain_http_port() -> Iterator[int]:
 
 def _client(server: VisdomServer, env: str) -> visdom.Visdom:
     return visdom.Visdom(
-        server=f"http://{server.host}",
-        port=server.port,
+        server=f"http://{server.endpoint.host}",
+        port=server.endpoint.port,
         env=env,
         raise_exceptions=True,
         use_incoming_socket=False,
@@ -72,7 +73,7 @@ def _client(server: VisdomServer, env: str) -> visdom.Visdom:
 
 
 def _get(server: VisdomServer, path: str) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+    conn = http.client.HTTPConnection(server.endpoint.host, server.endpoint.port, timeout=10)
     try:
         conn.request("GET", path)
         resp = conn.getresponse()
@@ -83,8 +84,8 @@ def _get(server: VisdomServer, path: str) -> tuple[int, bytes]:
 
 def test_server_answers_as_visdom(visdom_server: VisdomServer) -> None:
     assert visdom_server.running
-    assert visdom_server.url == f"http://127.0.0.1:{visdom_server.port}"
-    assert visdom_answers("127.0.0.1", visdom_server.port)
+    assert visdom_server.url == f"http://127.0.0.1:{visdom_server.endpoint.port}"
+    assert visdom_answers(visdom_server.endpoint)
 
 
 def test_index_page_and_every_asset_it_references_are_served(visdom_server: VisdomServer) -> None:
@@ -103,19 +104,23 @@ def test_index_page_and_every_asset_it_references_are_served(visdom_server: Visd
     assert [b for b in broken if not b[0].startswith("/user/")] == []
 
 
-def test_plain_http_server_is_not_taken_for_visdom(plain_http_port: int) -> None:
-    assert not visdom_answers("127.0.0.1", plain_http_port)
+@pytest.mark.integration
+def test_plain_http_server_is_not_taken_for_visdom(plain_http: VisdomEndpoint) -> None:
+    assert not visdom_answers(plain_http)
 
 
-def test_start_on_a_port_held_by_another_server_fails_clearly(plain_http_port: int, tmp_path: Path) -> None:
-    server = VisdomServer(port=plain_http_port, env_path=tmp_path / "envs", log_path=tmp_path / "visdom.log")
-    with pytest.raises(VisdomServerError, match=rf"port {plain_http_port} .* not visdom"):
+@pytest.mark.integration
+def test_start_on_a_port_held_by_another_server_fails_clearly(
+    plain_http: VisdomEndpoint, tmp_path: Path
+) -> None:
+    server = VisdomServer(plain_http, env_path=tmp_path / "envs", log_path=tmp_path / "visdom.log")
+    with pytest.raises(VisdomServerError, match=rf"port {plain_http.port} .* not visdom"):
         server.start()
     assert not server.running
 
 
 def test_nothing_listening_means_no_visdom() -> None:
-    assert not visdom_answers("127.0.0.1", free_port())
+    assert not visdom_answers(VisdomEndpoint(port=free_port()))
 
 
 def test_non_loopback_bind_without_credentials_is_refused(
@@ -123,42 +128,55 @@ def test_non_loopback_bind_without_credentials_is_refused(
 ) -> None:
     monkeypatch.delenv("VISDOM_USERNAME", raising=False)
     monkeypatch.delenv("VISDOM_PASSWORD", raising=False)
-    server = VisdomServer(host="0.0.0.0", port=free_port(), env_path=tmp_path / "envs")
+    endpoint = VisdomEndpoint.parse(
+        "0.0.0.0", free_port()
+    )  # the login would come from the environment
+    server = VisdomServer(endpoint, env_path=tmp_path / "envs")
     with pytest.raises(VisdomServerError, match="VISDOM_USERNAME and VISDOM_PASSWORD"):
         server.start()
     assert not server.running
 
 
+@pytest.mark.integration
 def test_failed_start_reports_the_server_log(tmp_path: Path) -> None:
     not_a_dir = tmp_path / "envs"
     not_a_dir.write_text("visdom needs a directory here")
-    server = VisdomServer(port=free_port(), env_path=not_a_dir, log_path=tmp_path / "visdom.log")
+    server = VisdomServer(
+        VisdomEndpoint(port=free_port()), env_path=not_a_dir, log_path=tmp_path / "visdom.log"
+    )
     with pytest.raises(VisdomServerError, match=r"(?s)exited with status .*NotADirectoryError"):
         server.start(timeout=60)
     assert not server.running
 
 
+@pytest.mark.integration
 def test_stop_ends_the_server_and_is_idempotent(tmp_path: Path) -> None:
-    port = free_port()
-    with VisdomServer(port=port, env_path=tmp_path / "envs", log_path=tmp_path / "visdom.log") as server:
-        assert visdom_answers("127.0.0.1", port)
+    endpoint = VisdomEndpoint(port=free_port())
+    with VisdomServer(
+        endpoint, env_path=tmp_path / "envs", log_path=tmp_path / "visdom.log"
+    ) as server:
+        assert visdom_answers(endpoint)
     assert not server.running
-    assert not visdom_answers("127.0.0.1", port)
+    assert not visdom_answers(endpoint)
     server.stop()
 
 
 def test_ensure_server_reuses_a_running_visdom(visdom_server: VisdomServer) -> None:
-    assert ensure_server("127.0.0.1", visdom_server.port) is None
-    assert ensure_server("127.0.0.1", visdom_server.port, start=False) is None
+    assert ensure_server(visdom_server.endpoint) is None
+    assert ensure_server(visdom_server.endpoint, start=False) is None
 
 
 def test_ensure_server_without_start_says_how_to_start_one() -> None:
     port = free_port()
-    with pytest.raises(VisdomServerError, match=rf"python -m visualizer.server --host 127.0.0.1 --port {port}"):
-        ensure_server("127.0.0.1", port, start=False)
+    with pytest.raises(
+        VisdomServerError, match=rf"python -m visualizer.server --host 127.0.0.1 --port {port}"
+    ):
+        ensure_server(VisdomEndpoint(port=port), start=False)
 
 
-def test_line_plot_renders_in_headless_chromium(visdom_server: VisdomServer, chromium_driver) -> None:
+def test_line_plot_renders_in_headless_chromium(
+    visdom_server: VisdomServer, chromium_driver
+) -> None:
     n_points = 17
     env = f"test_{uuid.uuid4().hex[:8]}"
     xs = np.arange(n_points, dtype=float)

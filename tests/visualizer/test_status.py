@@ -22,8 +22,14 @@ def test_stale_only_when_running_and_heartbeat_late():
 
 def test_panel_shows_fields_and_flags_stale():
     meta = {"world_size": 4, "hosts": ["node1"]}
-    view = status_view(running(60.0, step=500, epoch=1.5, total_steps=1000, host="node1",
-                                    last_log_time=NOW - 61.0), meta, None, NOW)
+    view = status_view(
+        running(
+            60.0, step=500, epoch=1.5, total_steps=1000, host="node1", last_log_time=NOW - 61.0
+        ),
+        meta,
+        None,
+        NOW,
+    )
     rows = dict(view.rows)
     assert view.stale and "STALE" in view.html()
     assert rows["step"] == "500 / 1000" and rows["epoch"] == "1.50"
