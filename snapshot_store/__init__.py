@@ -1,6 +1,6 @@
 """The snapshot store: rank-0 writer and safe incremental reader of a run's logs (no torch).
 
-Names load on first use, so a process that needs only the format (a transfer
+Names load on first use, so a process that needs only the framing (a transfer
 worker, say) does not pay for numpy and Pillow.
 """
 
@@ -10,9 +10,9 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "CorruptFrameError": "format",
-    "StoreError": "format",
-    "UnsafePickleError": "format",
+    "CorruptFrameError": "frames",
+    "StoreError": "frames",
+    "UnsafePickleError": "frames",
     "History": "reader",
     "LocalSource": "reader",
     "StoreReader": "reader",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import format as fmt
+from . import frames as fmt
 
 log = logging.getLogger(__name__)
 

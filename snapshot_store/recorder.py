@@ -21,7 +21,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import format as fmt
+from . import frames as fmt
 from .images import encode_png, make_grid, to_hwc_uint8, to_numpy
 from .segments import SegmentWriter
 

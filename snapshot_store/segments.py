@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from .format import parse_segment_name, segment_name
+from .frames import parse_segment_name, segment_name
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from snapshot_store.format import atomic_file
+from snapshot_store.frames import atomic_file
 from transfer_plugins.common import SentRecord, checked_relative
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from snapshot_store import format as fmt
+from snapshot_store import frames as fmt
 from snapshot_store.reader import LocalSource, Source
 
 from .layout import safe_id

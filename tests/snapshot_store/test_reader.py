@@ -8,7 +8,7 @@ import threading
 import time
 
 from snapshot_store import History, Recorder, StoreReader
-from snapshot_store import format as fmt
+from snapshot_store import frames as fmt
 
 
 def _batch(name: str, steps: list[int]) -> bytes:

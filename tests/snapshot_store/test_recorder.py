@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from snapshot_store import Recorder, StoreError, read_store
-from snapshot_store import format as fmt
+from snapshot_store import frames as fmt
 from snapshot_store.images import decode_png
 from tests.fixtures.net import free_port
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from snapshot_store import Recorder
-from snapshot_store import format as fmt
+from snapshot_store import frames as fmt
 from snapshot_store.reader import read_store
 from tests.fixtures.net import free_port
 from tests.visualizer.conftest import VisdomReader, following, wait_until

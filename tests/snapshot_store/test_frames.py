@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from snapshot_store import format as fmt
+from snapshot_store import frames as fmt
 
 
 class _CreatesFile:
