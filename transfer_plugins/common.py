@@ -76,11 +76,6 @@ class SentRecord:
             self._sent[key] = current
             return True
 
-    def clear(self) -> None:
-        """Forget every send, so every file is sent again."""
-        with self._guard:
-            self._sent.clear()
-
     def _lock_for(self, key: str) -> threading.Lock:
         with self._guard:
             return self._locks.setdefault(key, threading.Lock())

@@ -209,7 +209,7 @@ class _Announced:
 
 def test_every_written_file_is_announced_open_then_closed(tmp_path):
     on_file = _Announced()
-    rec = Recorder(tmp_path, on_file=on_file, segment_bytes=200, flush_interval=60.0)
+    rec = Recorder(tmp_path, rank=0, on_file=on_file, segment_bytes=200, flush_interval=60.0)
     for step in range(3):
         rec.log({"loss": float(step)}, step=step)
         assert rec.flush()
@@ -251,7 +251,7 @@ def _failing_on(stream: str, closed: bool | None = None):
 
 def test_a_writer_failure_is_raised_by_every_later_call_and_leaves_the_data_readable(tmp_path):
     store = tmp_path / "run" / "pickle"
-    rec = Recorder(store, on_file=_failing_on("scalars"), flush_interval=60.0)
+    rec = Recorder(store, rank=0, on_file=_failing_on("scalars"), flush_interval=60.0)
     for step in range(10):
         rec.log({"loss": float(step)}, step=step)
 
@@ -283,7 +283,7 @@ def test_a_writer_failure_is_raised_by_every_later_call_and_leaves_the_data_read
 
 
 def test_a_failure_while_closing_is_raised_by_close_and_marks_the_run_failed(tmp_path):
-    rec = Recorder(tmp_path, on_file=_failing_on("scalars", closed=True))
+    rec = Recorder(tmp_path, rank=0, on_file=_failing_on("scalars", closed=True))
     for step in range(5):
         rec.log({"loss": float(step)}, step=step)
     assert rec.flush()  # open segments are announced without trouble
@@ -298,7 +298,7 @@ def test_a_failure_while_closing_is_raised_by_close_and_marks_the_run_failed(tmp
 
 
 def test_a_failure_inside_a_with_block_does_not_hide_the_blocks_own_error(tmp_path, caplog):
-    recorder = Recorder(tmp_path, on_file=_failing_on("scalars"), flush_interval=60.0)
+    recorder = Recorder(tmp_path, rank=0, on_file=_failing_on("scalars"), flush_interval=60.0)
     with pytest.raises(KeyError, match="training bug"), recorder as rec:
         rec.log({"loss": 1.0}, step=0)
         with pytest.raises(RecorderError):
@@ -314,7 +314,7 @@ def test_a_value_that_breaks_conversion_stops_the_writer_instead_of_losing_batch
         def item(self) -> float:
             raise LookupError("no value here")
 
-    rec = Recorder(tmp_path, flush_interval=60.0)
+    rec = Recorder(tmp_path, rank=0, flush_interval=60.0)
     rec.log({"loss": Odd()}, step=0)
 
     with pytest.raises(RecorderError, match="LookupError: no value here"):
