@@ -12,7 +12,7 @@ from snapshot_store import Recorder, read_store
 
 def _log_cost_ours(root: Path, n: int) -> float:
     """Seconds per scalar for back-to-back ``log`` calls, the writer thread running."""
-    rec = Recorder(root / "ours" / "pickle", rank=0, handle_signals=False)
+    rec = Recorder(root / "ours" / "pickle", rank=0)
     started = time.perf_counter()
     for step in range(n):
         rec.log({"loss": 0.5}, step=step)
@@ -34,7 +34,7 @@ def _log_cost_tensorboard(root: Path, n: int) -> float:
 
 
 def _write_points(store: Path, points: int, series: int = 4) -> None:
-    with Recorder(store, rank=0, handle_signals=False) as rec:
+    with Recorder(store, rank=0) as rec:
         for step in range(points // series):
             rec.log({f"loss_{i}": step * 0.001 + i for i in range(series)}, step=step)
 
@@ -43,7 +43,7 @@ def _read_rate_ours(store: Path) -> tuple[float, int]:
     gc.collect()
     started = time.perf_counter()
     history, _, _ = read_store(store)
-    total = sum(len(history.series(key)[0]) for key in history.keys())
+    total = sum(len(steps) for steps, *_ in map(history.series, history.keys()))
     return total / (time.perf_counter() - started), total
 
 
@@ -64,7 +64,9 @@ def _read_rate_tensorboard(root: Path, points: int, series: int = 4) -> tuple[fl
     return total / (time.perf_counter() - started), total
 
 
-def run(log_calls: int = 200_000, read_points: int = 1_000_000, tb_points: int = 100_000) -> list[dict]:
+def run(
+    log_calls: int = 200_000, read_points: int = 1_000_000, tb_points: int = 100_000
+) -> list[dict]:
     """Rows: log cost and read speed, ours beside TensorBoard's writer and EventAccumulator."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

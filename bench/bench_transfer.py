@@ -28,12 +28,12 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 from bench.link import PortRateLimit
-from bench.seaweed import CONFLICTING_ENV, SeaweedS3
+from tests.fixtures.seaweed import CONFLICTING_ENV, SeaweedS3
 from transfer_plugins import s3 as s3_plugin
 
 BUCKET = "bench"
@@ -54,6 +54,15 @@ def _environ(values: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
+def _forget_uploader() -> None:
+    """Make ``save_to_s3`` build its client and destination again from the environment.
+
+    The plugin builds them once per process, as training needs; the benchmark
+    points it at a new bucket per phase.
+    """
+    s3_plugin._uploader = None
+
+
 def _median_seconds(action: Callable[[int], object], repeats: int) -> float:
     times = []
     for i in range(repeats):
@@ -70,7 +79,7 @@ def measure(server: SeaweedS3, path: Path, repeats: int) -> dict[str, float]:
     Expects TRANSFER_S3_URI and the server's AWS_* variables in the environment.
     """
     client = server.client()
-    s3_plugin.reset()
+    _forget_uploader()
     s3_plugin.preflight()  # the client is created once per process, as in training
 
     def reference(i: int) -> None:
@@ -93,8 +102,9 @@ def measure(server: SeaweedS3, path: Path, repeats: int) -> dict[str, float]:
     }
 
 
-def run(size_mb: int = 256, repeats: int = 3, training_size_mb: int = 1000,
-        training_repeats: int = 5) -> list[dict]:
+def run(
+    size_mb: int = 256, repeats: int = 3, training_size_mb: int = 1000, training_repeats: int = 5
+) -> list[dict]:
     """Rows: large-file upload throughput, the cost of re-announcing it unchanged, and a
     ``training_size_mb`` checkpoint uploaded during training (0 skips that part)."""
     rows = _throughput_rows(size_mb, repeats)
@@ -110,7 +120,7 @@ def _throughput_rows(size_mb: int, repeats: int) -> list[dict]:
         path.write_bytes(os.urandom(size_mb * MB))
         with _environ({**server.env(), s3_plugin.URI_ENV: f"s3://{BUCKET}/runs"}):
             seconds = measure(server, path, repeats)
-        s3_plugin.reset()
+        _forget_uploader()
     ours_rate = size_mb / seconds["ours"]
     reference_rate = size_mb / seconds["reference"]
     return [
@@ -148,11 +158,22 @@ class TrainingSteps:
         from trainer.data import load_datasets, make_dataset
         from trainer.models import SmallCNN
 
-        make_dataset(workdir / "shapes", classes=4, train_per_class=128, val_per_class=1,
-                     image_size=image_size, seed=0)
+        make_dataset(
+            workdir / "shapes",
+            classes=4,
+            train_per_class=128,
+            val_per_class=1,
+            image_size=image_size,
+            seed=0,
+        )
         train = load_datasets(workdir / "shapes")["train"]
-        self.loader = DataLoader(train, batch_size=batch_size, shuffle=True, drop_last=True,
-                                 generator=torch.Generator().manual_seed(0))
+        self.loader = DataLoader(
+            train,
+            batch_size=batch_size,
+            shuffle=True,
+            drop_last=True,
+            generator=torch.Generator().manual_seed(0),
+        )
         torch.manual_seed(0)
         self.model = SmallCNN(num_classes=len(train.classes))
         self.criterion = nn.CrossEntropyLoss()
@@ -212,10 +233,14 @@ class _CpuMeter:
         self.server_pid = server_pid
         self.available = Path("/proc/stat").exists()
 
-    def __enter__(self) -> "_CpuMeter":
+    def __enter__(self) -> _CpuMeter:
         if self.available:
-            self._start = (_process_cpu(os.getpid()), _process_cpu(self.server_pid), _machine_busy(),
-                           time.perf_counter())
+            self._start = (
+                _process_cpu(os.getpid()),
+                _process_cpu(self.server_pid),
+                _machine_busy(),
+                time.perf_counter(),
+            )
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -226,7 +251,6 @@ class _CpuMeter:
         self.server = _process_cpu(self.server_pid) - server
         self.wall = time.perf_counter() - wall
         self.others = max(0.0, _machine_busy() - busy - self.ours - self.server)
-
 
 
 def _fresh_bucket(client: object, label: str) -> str:
@@ -240,7 +264,9 @@ def _drop_bucket(client: object, name: str) -> None:
     client.delete_bucket(Bucket=name)
 
 
-def _upload_during_training(steps: TrainingSteps, root: Path, path: Path) -> tuple[list[float], float]:
+def _upload_during_training(
+    steps: TrainingSteps, root: Path, path: Path
+) -> tuple[list[float], float]:
     """Step times while the product's runner uploads ``path`` (the spec's hook, a worker
     process for a file this big), and the upload's seconds from submit to sent."""
     from transfer_plugins.runner import TransferRunner
@@ -255,8 +281,9 @@ def _upload_during_training(steps: TrainingSteps, root: Path, path: Path) -> tup
     return times, seconds
 
 
-def _thread_upload_during_training(steps: TrainingSteps, client: object, bucket: str,
-                                   path: Path) -> tuple[list[float], float]:
+def _thread_upload_during_training(
+    steps: TrainingSteps, client: object, bucket: str, path: Path
+) -> tuple[list[float], float]:
     """The same with boto3's ``upload_file`` on a plain thread of the training process:
     what a training script does without this project."""
     finished: dict[str, float] = {}
@@ -275,17 +302,31 @@ def _thread_upload_during_training(steps: TrainingSteps, client: object, bucket:
     return times, finished["at"] - started
 
 
-def measure_during_training(server: SeaweedS3, steps: TrainingSteps, root: Path, path: Path,
-                            repeats: int) -> dict[str, list[float]]:
+def measure_during_training(
+    server: SeaweedS3, steps: TrainingSteps, root: Path, path: Path, repeats: int
+) -> dict[str, list[float]]:
     """Per repeat: upload_file alone (nothing else running); then training steps before,
     during our upload and after it; then during a plain-thread upload and after it.
     Each step ratio is against the steps right around it (the machine drifts)."""
     size_mb = path.stat().st_size / MB
     relative = path.relative_to(root).as_posix()
-    pid = server._proc.pid  # noqa: SLF001 - the benchmark's own server process
-    out: dict[str, list[float]] = {key: [] for key in (
-        "baseline_ms", "during_ms", "step_ratio", "reference_mbps", "ours_mbps", "throughput_ratio",
-        "client_cpu_per_gb", "server_cpu_per_gb", "others_cores", "thread_step_ratio", "thread_mbps")}
+    pid = server._proc.pid
+    out: dict[str, list[float]] = {
+        key: []
+        for key in (
+            "baseline_ms",
+            "during_ms",
+            "step_ratio",
+            "reference_mbps",
+            "ours_mbps",
+            "throughput_ratio",
+            "client_cpu_per_gb",
+            "server_cpu_per_gb",
+            "others_cores",
+            "thread_step_ratio",
+            "thread_mbps",
+        )
+    }
     client = server.client()
     for _ in range(repeats):
         bucket = _fresh_bucket(client, "reference")
@@ -299,9 +340,9 @@ def measure_during_training(server: SeaweedS3, steps: TrainingSteps, root: Path,
             before = steps.run_for(3.0)
         bucket = _fresh_bucket(client, "ours")
         with _environ({**server.env(), s3_plugin.URI_ENV: f"s3://{bucket}/runs"}):
-            s3_plugin.reset()  # this process checks the new bucket; the worker builds its own
+            _forget_uploader()  # this process checks the new bucket; the worker builds its own
             during, seconds = _upload_during_training(steps, root, path)
-        s3_plugin.reset()
+        _forget_uploader()
         _drop_bucket(client, bucket)
         after = steps.run_for(3.0)
         baseline = statistics.fmean(before + after)
@@ -320,7 +361,9 @@ def measure_during_training(server: SeaweedS3, steps: TrainingSteps, root: Path,
         during, seconds = _thread_upload_during_training(steps, client, bucket, path)
         _drop_bucket(client, bucket)
         settled = steps.run_for(3.0)
-        out["thread_step_ratio"].append(statistics.fmean(during) / statistics.fmean(after + settled))
+        out["thread_step_ratio"].append(
+            statistics.fmean(during) / statistics.fmean(after + settled)
+        )
         out["thread_mbps"].append(size_mb / seconds)
     return out
 
@@ -353,12 +396,14 @@ def _floor_row(ratios: list[float]) -> dict:
     }
 
 
-# 50 MB/s. Faster links make the local server itself the bottleneck on a 2-core
-# machine (about 9.5 CPU s/GB: half a core at this rate, beside training's core).
+# 50 MB/s, a remote endpoint's rate. Faster links make the local server itself the
+# bottleneck on a small machine: its CPU per GB competes with training's core.
 LINK_MBIT = 400
 
 
-def run_during_training(size_mb: int = 1000, repeats: int = 5, diagnostic_repeats: int = 3) -> list[dict]:
+def run_during_training(
+    size_mb: int = 1000, repeats: int = 5, diagnostic_repeats: int = 3
+) -> list[dict]:
     """Rows: a ``size_mb`` checkpoint uploaded during training, over a remote-like link
     (when the loopback port can be shaped) and over plain loopback; and the step cost
     of a process that only spins on idle CPU (this machine's floor)."""
@@ -385,16 +430,22 @@ def run_during_training(size_mb: int = 1000, repeats: int = 5, diagnostic_repeat
                     m = measure_during_training(server, steps, root, path, repeats)
                 rows += _training_rows(m, size_mb, link, targets=True)
             else:
-                rows.append({"benchmark": f"checkpoint upload during training, {link}",
-                             "ours": f"skipped: {why_not}", "met": ""})
+                rows.append(
+                    {
+                        "benchmark": f"checkpoint upload during training, {link}",
+                        "ours": f"skipped: {why_not}",
+                        "met": "",
+                    }
+                )
             rows.append(_floor_row(_idle_spinner_step_ratios(steps, diagnostic_repeats)))
             m = measure_during_training(server, steps, root, path, diagnostic_repeats)
-            rows += _training_rows(m, size_mb, "S3 server on this machine's loopback",
-                                   targets=why_not is not None)
+            rows += _training_rows(
+                m, size_mb, "S3 server on this machine's loopback", targets=why_not is not None
+            )
             rows += _conditions_rows(m, diagnostic_repeats, load)
     finally:
         torch.set_num_threads(saved_threads)
-        s3_plugin.reset()
+        _forget_uploader()
     return rows
 
 
@@ -402,7 +453,9 @@ def _each(values: list[float]) -> str:
     return ", ".join(f"{value:.2f}" for value in values)
 
 
-def _training_rows(m: dict[str, list[float]], size_mb: int, where: str, targets: bool) -> list[dict]:
+def _training_rows(
+    m: dict[str, list[float]], size_mb: int, where: str, targets: bool
+) -> list[dict]:
     """Step-time and throughput rows; ``targets`` False marks them diagnostic."""
     med = {key: statistics.median(values) for key, values in m.items() if values}
     rows = [
@@ -426,14 +479,16 @@ def _training_rows(m: dict[str, list[float]], size_mb: int, where: str, targets:
     if not targets:
         for row in rows:
             row["target"], row["met"] = f"(diagnostic) {row['target']}", ""
-    rows.append({
-        "benchmark": "  without this project: boto3 upload_file on a thread of the training process",
-        "ours": f"step {med['thread_step_ratio']:.2f}x ({_each(m['thread_step_ratio'])})",
-        "reference": f"{med['thread_mbps']:,.0f} MB/s",
-        "ratio": f"{med['thread_mbps'] / med['reference_mbps']:.2f}x upload_file alone",
-        "target": "(reference)",
-        "met": "",
-    })
+    rows.append(
+        {
+            "benchmark": "  without this project: boto3 upload_file on a thread of the training process",
+            "ours": f"step {med['thread_step_ratio']:.2f}x ({_each(m['thread_step_ratio'])})",
+            "reference": f"{med['thread_mbps']:,.0f} MB/s",
+            "ratio": f"{med['thread_mbps'] / med['reference_mbps']:.2f}x upload_file alone",
+            "target": "(reference)",
+            "met": "",
+        }
+    )
     return rows
 
 
@@ -442,12 +497,14 @@ def _conditions_rows(m: dict[str, list[float]], repeats: int, load: float) -> li
     med = {key: statistics.median(values) for key, values in m.items() if values}
     cores = os.cpu_count() or 1
     others = f"; other work {med['others_cores']:.1f} cores" if "others_cores" in med else ""
-    rows = [{
-        "benchmark": f"  conditions: {cores} cores, torch 1 thread, median of {repeats}",
-        "ours": f"load {load:.1f}{others}",
-        "target": "(diagnostic)",
-        "met": "",
-    }]
+    rows = [
+        {
+            "benchmark": f"  conditions: {cores} cores, torch 1 thread, median of {repeats}",
+            "ours": f"load {load:.1f}{others}",
+            "target": "(diagnostic)",
+            "met": "",
+        }
+    ]
     if "client_cpu_per_gb" in med:
         per_gb = med["client_cpu_per_gb"] + med["server_cpu_per_gb"]
         # Training keeps one core; client and server share what is left.

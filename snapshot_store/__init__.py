@@ -1,25 +1,59 @@
 """The snapshot store: rank-0 writer and safe incremental reader of a run's logs (no torch).
 
-Names load on first use, so a process that needs only the format (a transfer
-worker, say) does not pay for numpy and Pillow.
+Names load on first use, so a process that needs only a small part (the rank,
+``plain``) does not pay for numpy and Pillow.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each on first use
+    from .exit_codes import ExitCode as ExitCode
+    from .frames import CorruptFrameError as CorruptFrameError
+    from .frames import StoreError as StoreError
+    from .frames import UnsafePickleError as UnsafePickleError
+    from .frames import atomic_file as atomic_file
+    from .frames import ensure_writable_dir as ensure_writable_dir
+    from .frames import write_atomic as write_atomic
+    from .rank import LaunchEnv as LaunchEnv
+    from .rank import LaunchError as LaunchError
+    from .rank import global_rank as global_rank
+    from .rank import read_launch_env as read_launch_env
+    from .reader import History as History
+    from .reader import LocalSource as LocalSource
+    from .reader import StoreReader as StoreReader
+    from .reader import Update as Update
+    from .reader import read_store as read_store
+    from .recorder import Recorder as Recorder
+    from .recorder import RecorderError as RecorderError
+    from .values import REDACTED as REDACTED
+    from .values import plain as plain
+    from .values import redact as redact
 
 _EXPORTS = {
-    "CorruptFrameError": "format",
-    "StoreError": "format",
-    "UnsafePickleError": "format",
+    "CorruptFrameError": "frames",
+    "StoreError": "frames",
+    "UnsafePickleError": "frames",
+    "atomic_file": "frames",
+    "ensure_writable_dir": "frames",
+    "write_atomic": "frames",
+    "ExitCode": "exit_codes",
+    "LaunchEnv": "rank",
+    "LaunchError": "rank",
+    "global_rank": "rank",
+    "read_launch_env": "rank",
     "History": "reader",
     "LocalSource": "reader",
     "StoreReader": "reader",
     "Update": "reader",
     "read_store": "reader",
     "Recorder": "recorder",
-    "detect_rank": "recorder",
+    "RecorderError": "recorder",
+    "REDACTED": "values",
+    "plain": "values",
+    "redact": "values",
 }
 
 __all__ = sorted(_EXPORTS)

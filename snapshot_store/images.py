@@ -48,7 +48,9 @@ def make_grid(images: np.ndarray, dataformats: str = "NCHW", padding: int = 2) -
     if fmt not in ("NCHW", "NHWC", "NHW"):
         raise ValueError(f"dataformats must be NCHW, NHWC or NHW, not {dataformats!r}")
     if images.ndim != len(fmt) or images.shape[0] == 0:
-        raise ValueError(f"batch of shape {images.shape} does not match dataformats {dataformats!r}")
+        raise ValueError(
+            f"batch of shape {images.shape} does not match dataformats {dataformats!r}"
+        )
     tiles = [to_hwc_uint8(img, fmt[1:]) for img in images]
     channels = max(t.shape[2] for t in tiles)
     tiles = [np.repeat(t, channels, axis=2) if t.shape[2] == 1 else t for t in tiles]
@@ -56,7 +58,9 @@ def make_grid(images: np.ndarray, dataformats: str = "NCHW", padding: int = 2) -
     cols = int(np.ceil(np.sqrt(n)))
     rows = int(np.ceil(n / cols))
     h, w = tiles[0].shape[:2]
-    grid = np.zeros((rows * (h + padding) + padding, cols * (w + padding) + padding, channels), np.uint8)
+    grid = np.zeros(
+        (rows * (h + padding) + padding, cols * (w + padding) + padding, channels), np.uint8
+    )
     for i, tile in enumerate(tiles):
         r, c = divmod(i, cols)
         y, x = padding + r * (h + padding), padding + c * (w + padding)

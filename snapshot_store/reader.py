@@ -6,13 +6,14 @@ visualizer), so the same code replays history and follows a live run anywhere.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import format as fmt
+from . import frames as fmt
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +37,10 @@ class LocalSource:
     def __init__(self, store_dir: str | os.PathLike[str]) -> None:
         self.root = Path(store_dir)
 
-    def describe(self, name: str) -> str:  # noqa: D102
+    def describe(self, name: str) -> str:
         return str(self.root / name)
 
-    def list(self) -> dict[str, tuple]:  # noqa: D102
+    def list(self) -> dict[str, tuple]:
         found = {}
         try:
             entries = list(os.scandir(self.root))
@@ -55,7 +56,7 @@ class LocalSource:
             found[entry.name] = (st.st_size, st.st_mtime_ns)
         return found
 
-    def read(self, name: str, offset: int = 0) -> bytes:  # noqa: D102
+    def read(self, name: str, offset: int = 0) -> bytes:
         with open(self.root / name, "rb") as f:
             f.seek(offset)
             return f.read()
@@ -98,7 +99,9 @@ class StoreReader:
     """
 
     def __init__(self, source: Source | str | os.PathLike[str]) -> None:
-        self.source: Source = LocalSource(source) if isinstance(source, (str, os.PathLike)) else source
+        self.source: Source = (
+            LocalSource(source) if isinstance(source, (str, os.PathLike)) else source
+        )
         self._segments: dict[str, _SegmentState] = {}
         self._documents: dict[str, tuple] = {}
         self.warnings: list[str] = []
@@ -120,7 +123,7 @@ class StoreReader:
         segments = sorted(
             (parsed, name) for name in listing if (parsed := fmt.parse_segment_name(name))
         )
-        last_index = {}
+        last_index: dict[str, int] = {}
         for (stream, index), _ in segments:
             last_index[stream] = max(index, last_index.get(stream, -1))
         for (stream, index), name in segments:
@@ -216,8 +219,8 @@ class History:
             cols = self._series.get(key)
             if cols is None:
                 cols = self._series[key] = [[], [], [], []]
-            if cols[0] and steps and steps[0] <= cols[0][-1] or any(
-                b <= a for a, b in zip(steps, steps[1:])
+            if (cols[0] and steps and steps[0] <= cols[0][-1]) or any(
+                b <= a for a, b in itertools.pairwise(steps)
             ):
                 self._unsorted.add(key)
                 rewound.add(key)
@@ -231,7 +234,9 @@ class History:
         """Every (group, name) seen, in first-seen order."""
         return list(self._series)
 
-    def series(self, key: tuple[str, str]) -> tuple[list[int], list[float], list[float], list[float]]:
+    def series(
+        self, key: tuple[str, str]
+    ) -> tuple[list[int], list[float], list[float], list[float]]:
         """``(steps, epochs, wall_times, values)`` sorted by step, one point per step."""
         cols = self._series[key]
         if key in self._unsorted:

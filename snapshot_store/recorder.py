@@ -1,45 +1,53 @@
 """The recorder: rank-0 writer of the snapshot store, used by the trainer and by users' loops.
 
-A ``log`` call only appends to a deque (a few hundred nanoseconds); a background
-thread drains it at least every ``flush_interval`` seconds, frames the batch
-and appends it to the active segment, so the visualizer sees points within a
-fraction of a second and the training thread never waits on the disk.
+A ``log`` call only appends to a deque; a background thread drains it at least
+every ``flush_interval`` seconds, frames the batch and appends it to the active
+segment, so the visualizer sees points within a fraction of a second and the
+training thread never waits on the disk.
+
+The writer thread follows TensorBoard's ``EventFileWriter``: one thread behind a
+queue, a stop flag, and a failure of the thread raised on the caller's next call
+(a full disk is the exception: frames wait in memory until space frees up).
+The recorder installs no signal or exit handlers: whoever owns the process
+(the trainer's run session, a user's script) calls :meth:`Recorder.close`.
 """
 
 from __future__ import annotations
 
-import atexit
 import collections
 import logging
 import os
-import signal
 import socket
-import sys
 import threading
 import time
-import weakref
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from types import TracebackType
+from typing import Any
 
-from . import format as fmt
+from . import frames as fmt
 from .images import encode_png, make_grid, to_hwc_uint8, to_numpy
+from .rank import global_rank
 from .segments import SegmentWriter
+from .values import redact
 
 log = logging.getLogger(__name__)
 
-def detect_rank() -> int:
-    """Global rank from the launcher's environment: RANK, SLURM_PROCID, LOCAL_RANK, else 0."""
-    for var in ("RANK", "SLURM_PROCID", "LOCAL_RANK"):
-        value = os.environ.get(var, "").strip()
-        if value:
-            try:
-                return int(value)
-            except ValueError:
-                raise ValueError(f"environment variable {var}={value!r} is not an integer rank") from None
-    return 0
+# (group, step, epoch, wall_time, {name: value}) as logged, before conversion to floats.
+ScalarRecord = tuple[str, int, float, float, dict[str, Any]]
+# (group, name, step, epoch, wall_time, HWC uint8 pixels or PNG bytes).
+PendingImage = tuple[str, str, int, float, float, Any]
+OnFile = Callable[[Path, bool], None]
+
+_now = time.time  # bound once: log() is the hot path
+# Seconds between two reports of the same full disk, and between status rewrites
+# for new data (the heartbeat rewrites it anyway every heartbeat_seconds).
+_ERROR_REPORT_SECONDS = 30.0
+_STATUS_MIN_SECONDS = 1.0
 
 
-_now = time.time
+class RecorderError(fmt.StoreError):
+    """The recorder's writer thread failed; raised on every call after it, chained from the cause."""
 
 
 def _snapshot_value(value: Any) -> Any:
@@ -60,7 +68,7 @@ def _to_float(value: Any) -> float:
 
 
 class Recorder:
-    """Writes scalars, images, status and checkpoints of one run to a snapshot store.
+    """Writes scalars, images and status of one run to a snapshot store.
 
     Only the process of global rank 0 writes; on every other rank each method
     returns at once and no file is touched.
@@ -68,13 +76,17 @@ class Recorder:
     Args:
         store_dir: the store, conventionally ``<checkpoints_dir>/<name>/pickle``.
         options: run options, saved in the metadata with secrets redacted.
-        transfer: a ``module.func`` spec or a started ``TransferRunner``: every
-            written file is handed to it. Resolved and checked here, on every rank,
-            so a bad spec fails before training.
-        checkpoint_dir: where :meth:`save_checkpoint` writes (default: the run dir,
-            the store's parent).
-        transfer_root: paths given to the hook are relative to this (default: the
-            checkpoints dir, so keys keep ``<name>/pickle/<file>``).
+        world_size, hosts: recorded in the metadata.
+        on_file: called on the writer thread as ``on_file(path, closed)`` for every
+            file the store writes: meta.pickle once written, each segment when it
+            is closed (``closed=True``) and after appends (``closed=False``),
+            status.pickle after each write (``closed`` once the run has ended).
+            An exception it raises stops the writer like any other failure.
+        rank: this process's global rank (default: :func:`~snapshot_store.rank.global_rank`).
+
+    Raises :class:`~snapshot_store.frames.StoreError` when ``store_dir`` can not be
+    written, and :class:`~snapshot_store.rank.LaunchError` for inconsistent launcher
+    variables.
     """
 
     def __init__(
@@ -84,40 +96,37 @@ class Recorder:
         options: Mapping[str, Any] | None = None,
         world_size: int | None = None,
         hosts: list[str] | None = None,
-        transfer: Any = None,
-        checkpoint_dir: str | os.PathLike[str] | None = None,
-        transfer_root: str | os.PathLike[str] | None = None,
+        on_file: OnFile | None = None,
         flush_interval: float = 0.1,
         segment_bytes: int = 1 << 20,
         segment_seconds: float = 120.0,
         heartbeat_seconds: float = 5.0,
-        transfer_timeout: float = 60.0,
         rank: int | None = None,
-        handle_signals: bool = True,
     ) -> None:
         self.store_dir = Path(store_dir)
-        self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else self.store_dir.parent
-        self.rank = detect_rank() if rank is None else rank
+        self.rank = global_rank() if rank is None else rank
         self.enabled = self.rank == 0
         self.closed = False
-        self._transfer = self._make_transfer(transfer, transfer_root)
+        self._error: BaseException | None = None
+        # The one attribute log() checks: rank 0, not closed, writer healthy.
+        self._live = False
         if not self.enabled:
             return
         self.flush_interval = flush_interval
         self.heartbeat_seconds = heartbeat_seconds
-        self.transfer_timeout = transfer_timeout
+        self._on_file = on_file
         self._pid = os.getpid()
-        self._scalars: collections.deque = collections.deque()
+        self._scalars: collections.deque[ScalarRecord] = collections.deque()
         self._append_scalars = self._scalars.append  # bound once: log() is the hot path
-        self._images: collections.deque = collections.deque()
+        self._images: collections.deque[PendingImage] = collections.deque()
         self._status_fields: dict[str, Any] = {}
         self._flush_waiters: collections.deque[threading.Event] = collections.deque()
         self._epoch = 0.0
-        self._step = None
+        self._step: int | None = None
         self._last_log_time: float | None = None
-        self._failed = False
-        self._bad_values: set[str] = set()
-        self._open_store(options or {}, world_size, hosts)
+        self._bad_values: set[tuple[str, str]] = set()
+        self._last_error_report = -float("inf")
+        self._meta_path, self._started = self._write_meta(options or {}, world_size, hosts)
         self._segments = {
             stream: SegmentWriter(self.store_dir, stream, segment_bytes, segment_seconds)
             for stream in fmt.STREAMS
@@ -128,9 +137,9 @@ class Recorder:
         self._state = "running"
         self._wake = threading.Event()
         self._stop = False
+        self._live = True
         self._thread = threading.Thread(target=self._run, name="snapshot-writer", daemon=True)
         self._thread.start()
-        _register_exit(self, handle_signals)
 
     # --- public API ------------------------------------------------------------
 
@@ -145,16 +154,20 @@ class Recorder:
         """Record ``name -> value`` scalars of one ``group`` at global ``step``.
 
         ``epoch`` is fractional (2.5 = half way through the third epoch); when
-        omitted the last one given is used.
+        omitted the last one given is used. Raises :class:`RecorderError` once
+        the writer thread has failed.
         """
-        if not self.enabled:
+        if not self._live:
+            self._raise_if_failed()
             return
         # Copy: callers often reuse one dict. Python floats, the common case,
         # need nothing more; anything else is frozen without a device sync.
         values = values.copy() if type(values) is dict else dict(values)
         for value in values.values():
             if type(value) is not float:
-                values = {k: v if type(v) is float else _snapshot_value(v) for k, v in values.items()}
+                values = {
+                    k: v if type(v) is float else _snapshot_value(v) for k, v in values.items()
+                }
                 break
         if type(step) is not int:
             step = int(step)
@@ -179,7 +192,8 @@ class Recorder:
         The pixels are copied now; PNG encoding happens on the writer thread.
         ``image`` may also be PNG bytes already.
         """
-        if not self.enabled:
+        if not self._live:
+            self._raise_if_failed()
             return
         if isinstance(image, bytes):
             pixels: Any = image
@@ -190,98 +204,131 @@ class Recorder:
             else:
                 pixels = to_hwc_uint8(array, dataformats)
         if epoch is not None:
-            self._epoch = epoch
-        self._images.append((group, name, step, self._epoch, wall_time or time.time(), pixels))
+            self._epoch = float(epoch)
+        self._images.append((group, name, step, self._epoch, wall_time or _now(), pixels))
 
     def set_status(self, **fields: Any) -> None:
         """Add fields to the status document (e.g. ``total_steps`` for an ETA)."""
-        if not self.enabled:
+        if not self._live:
+            self._raise_if_failed()
             return
-        self._status_fields.update(fmt.redact(fields))
+        self._status_fields.update(redact(fields))
         self._status_dirty = True
-
-    def save_checkpoint(self, obj: Any, filename: str) -> Path | None:
-        """``torch.save`` ``obj`` atomically into the run dir and hand it to the transfer hook.
-
-        Returns the path on rank 0, ``None`` elsewhere.
-        """
-        if not self.enabled:
-            return None
-        import torch  # only checkpoints need torch; the store itself does not
-
-        path = self.checkpoint_dir / filename
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with fmt.atomic_file(path) as f:
-            torch.save(obj, f)
-        if self._transfer is not None:
-            self._transfer.submit(path, closed=True)
-        return path
-
-    def transfer_file(self, path: str | os.PathLike[str], *, closed: bool = True) -> None:
-        """Hand another file of the run (a text log, say) to the transfer hook (rank 0 only).
-
-        ``closed=False`` for a file still growing: it is then sent at a bounded
-        rate; submit it once more with ``closed=True`` when it is complete.
-        """
-        if self.enabled and self._transfer is not None:
-            self._transfer.submit(Path(path), closed=closed)
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Block until everything logged so far is written; False on timeout."""
-        if not self.enabled or self.closed:
+        if not self._live:
+            self._raise_if_failed()
             return True
         done = threading.Event()
         self._flush_waiters.append(done)
+        # Checked again after queueing: a writer failing in between has either
+        # released this waiter already or left its error for this check.
+        self._raise_if_failed()
         self._wake.set()
-        return done.wait(timeout)
+        flushed = done.wait(timeout)
+        self._raise_if_failed()
+        return flushed
 
-    def close(self, state: str = "finished") -> list[Path]:
-        """Write what is queued, mark the run ``state``, drain transfers.
+    def close(self, state: str = "finished") -> None:
+        """Write what is queued, close the segments and mark the run ``state``.
 
-        Returns the files the transfer hook could not send (empty without one).
-        Safe to call more than once; later calls do nothing.
+        Safe to call more than once; later calls do nothing. After a writer
+        failure it still closes the segments and marks the run ``failed`` where
+        it can, then raises :class:`RecorderError`.
         """
-        if not self.enabled or self.closed or os.getpid() != self._pid:
-            return []
         if state not in fmt.STATES:
             raise ValueError(f"state must be one of {fmt.STATES}, not {state!r}")
+        if not self.enabled or os.getpid() != self._pid:
+            return  # another rank, or a forked child: the store is not ours to close
+        if self.closed:
+            self._raise_if_failed()
+            return
         self.closed = True
+        self._live = False
         self._state = state
         self._status_dirty = True
         self._stop = True
         self._wake.set()
         self._thread.join()
-        return self._close_transfer()
+        if self._error is not None:
+            self._close_after_failure()
+            self._raise_if_failed()
 
-    def __enter__(self) -> "Recorder":
+    def __enter__(self) -> Recorder:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self.close("failed" if exc_type is not None else "finished")
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close("finished")
+            return
+        try:
+            self.close("failed")
+        except RecorderError as err:
+            # The body's own exception (a Ctrl-C, a training error) must propagate unchanged.
+            log.error("%s", err)
+
+    # --- errors ----------------------------------------------------------------
+
+    def _raise_if_failed(self) -> None:
+        error = self._error
+        if error is not None:
+            raise RecorderError(
+                f"the snapshot writer for {self.store_dir} failed: {type(error).__name__}: {error}"
+            ) from error
+
+    def _fail(self, error: BaseException) -> None:
+        """Writer thread: keep ``error`` for the caller's next call and release its waiters."""
+        log.error(
+            "the snapshot writer for %s stopped; the next recorder call raises",
+            self.store_dir,
+            exc_info=error,
+        )
+        self._error = error
+        self._live = False
+        while self._flush_waiters:
+            self._flush_waiters.popleft().set()
+
+    def _close_after_failure(self) -> None:
+        """Close the segments and write status 'failed' as far as the failure allows."""
+        self._state = "failed"
+        for stream, segment in self._segments.items():
+            try:
+                path = segment.close()
+                if path is not None:
+                    self._announce(path, closed=True)
+            except Exception as err:
+                log.warning("could not close the %s segment of %s: %s", stream, self.store_dir, err)
+        try:
+            self._write_status(time.time())
+        except Exception as err:
+            log.warning("could not mark %s failed: %s", self.store_dir, err)
+
+    def _report_write_error(self, what: str, err: OSError) -> None:
+        now = time.monotonic()
+        if now - self._last_error_report >= _ERROR_REPORT_SECONDS:
+            self._last_error_report = now
+            log.error(
+                "can not write %s to %s: %s. Logged values are kept in memory and written "
+                "when space frees up; free disk space or move --checkpoints-dir.",
+                what,
+                self.store_dir,
+                err.strerror or err,
+            )
 
     # --- setup -----------------------------------------------------------------
 
-    def _make_transfer(self, transfer: Any, root: Any):
-        if transfer is None or transfer == "":
-            return None
-        from transfer_plugins.runner import TransferRunner, resolve_hook, run_preflight
-
-        if isinstance(transfer, TransferRunner):
-            return transfer if self.enabled else None
-        root = Path(root) if root else self.store_dir.parent.parent
-        hook = resolve_hook(transfer) if isinstance(transfer, str) else transfer
-        if not self.enabled:
-            return None  # resolved for the early error; only rank 0 transfers
-        run_preflight(hook, str(transfer))
-        spec = transfer if isinstance(transfer, str) else None  # a spec runs in worker processes
-        return TransferRunner(hook, root, name=str(transfer), spec=spec)
-
-    def _open_store(self, options: Mapping[str, Any], world_size, hosts) -> None:
+    def _write_meta(
+        self, options: Mapping[str, Any], world_size: int | None, hosts: list[str] | None
+    ) -> tuple[Path, float]:
+        """Write meta.pickle (merged with an earlier session's); returns its path and start time."""
         try:
-            self.store_dir.mkdir(parents=True, exist_ok=True)
-            probe = self.store_dir / f".write-test-{os.getpid()}"
-            probe.write_bytes(b"")
-            probe.unlink()
+            fmt.ensure_writable_dir(self.store_dir)
         except OSError as err:
             raise fmt.StoreError(
                 f"can not write the snapshot store {self.store_dir}: {err.strerror or err}; "
@@ -289,58 +336,54 @@ class Recorder:
             ) from None
         meta_path = self.store_dir / fmt.META_FILE
         now = time.time()
-        session = {"start_time": now, "host": socket.gethostname(), "pid": os.getpid(),
-                   "world_size": world_size or 1}
+        session = {
+            "start_time": now,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "world_size": world_size or 1,
+        }
         meta: dict[str, Any] = {}
         if meta_path.exists():  # a resumed run appends to the same store
             try:
                 meta = fmt.decode_document(meta_path.read_bytes(), meta_path)
             except fmt.StoreError as err:
                 log.warning("ignoring unreadable %s from an earlier session: %s", meta_path, err)
+        store = self.store_dir
         meta.update(
             format_version=fmt.FORMAT_VERSION,
-            name=self.store_dir.parent.name if self.store_dir.name == "pickle" else self.store_dir.name,
-            options=fmt.redact(dict(options)),
+            name=store.parent.name if store.name == "pickle" else store.name,
+            options=redact(options),
             world_size=world_size or 1,
             hosts=list(hosts) if hosts else [socket.gethostname()],
             start_time=meta.get("start_time", now),
             sessions=[*meta.get("sessions", []), session],
         )
         fmt.write_atomic(meta_path, fmt.encode_document(meta))
-        self._started = meta["start_time"]
-        if self._transfer is not None:
-            self._transfer.submit(meta_path, closed=True)
-
-    def _close_transfer(self) -> list[Path]:
-        if self._transfer is None:
-            return []
-        left = self._transfer.close(self.transfer_timeout)
-        if left:
-            run_dir = self.store_dir.parent
-            log.warning(
-                "%d file(s) were not transferred by %s: %s. Once the destination is reachable, "
-                "run: python -m trainer sync %s --remote-transfer-cmd %s",
-                len(left), self._transfer.name, ", ".join(str(p) for p in left),
-                run_dir, self._transfer.name,
-            )
-        return left
+        return meta_path, meta["start_time"]
 
     # --- writer thread -----------------------------------------------------------
 
+    def _announce(self, path: Path, closed: bool) -> None:
+        if self._on_file is not None:
+            self._on_file(path, closed)
+
     def _run(self) -> None:
-        while True:
-            self._wake.wait(self.flush_interval)
-            self._wake.clear()
-            stopping = self._stop
-            waiters = [self._flush_waiters.popleft() for _ in range(len(self._flush_waiters))]
-            try:
+        try:
+            self._announce(self._meta_path, closed=True)
+            while True:
+                self._wake.wait(self.flush_interval)
+                self._wake.clear()
+                stopping = self._stop
+                # Flushes asked for before this write; released once it is done (or by
+                # _fail, after the error is set, so no flush returns without seeing it).
+                waiting = len(self._flush_waiters)
                 self._write_pending(final=stopping)
-            except Exception:  # keep the thread alive: a lost flush beats a dead writer
-                log.exception("snapshot writer failed; retrying at the next flush")
-            for waiter in waiters:
-                waiter.set()
-            if stopping:
-                return
+                for _ in range(waiting):
+                    self._flush_waiters.popleft().set()
+                if stopping:
+                    return
+        except BaseException as err:  # any failure ends the thread; the caller raises it
+            self._fail(err)
 
     def _write_pending(self, final: bool) -> None:
         wrote: set[str] = set()
@@ -349,45 +392,55 @@ class Recorder:
             self._retry_frames[fmt.SCALARS].append(fmt.encode_scalar_batch(self._columns(scalars)))
         images = [self._images.popleft() for _ in range(len(self._images))]
         if images:
-            self._retry_frames[fmt.IMAGES].append(fmt.encode_image_batch(self._encode_images(images)))
+            self._retry_frames[fmt.IMAGES].append(
+                fmt.encode_image_batch(self._encode_images(images))
+            )
         for stream, frames in self._retry_frames.items():
             while frames:
                 try:
                     closed = self._segments[stream].append(frames[0])
-                except OSError as err:
+                except OSError as err:  # a full disk: keep the frames, retry at the next flush
                     self._report_write_error(stream, err)
                     break
                 frames.pop(0)
                 wrote.add(stream)
-                if closed is not None and self._transfer is not None:
-                    self._transfer.submit(closed, closed=True)
+                if closed is not None:
+                    self._announce(closed, closed=True)
         if wrote:
             self._status_dirty = True
         now = time.time()
-        if final or (self._status_dirty and now - self._status_written_at >= 1.0) or (
-            now - self._status_written_at >= self.heartbeat_seconds
+        since_status = now - self._status_written_at
+        if (
+            final
+            or (self._status_dirty and since_status >= _STATUS_MIN_SECONDS)
+            or since_status >= self.heartbeat_seconds
         ):
             self._write_status(now)
-        for stream in wrote:
-            active = self._segments[stream].active_path
-            if self._transfer is not None and active is not None and not final:
-                self._transfer.submit(active, closed=False)
-        if final:
-            for stream, segment in self._segments.items():
-                closed = segment.close()
-                if closed is not None and self._transfer is not None:
-                    self._transfer.submit(closed, closed=True)
-                if self._retry_frames[stream]:
-                    log.error("%d batch(es) of %s could not be written to %s (disk full?)",
-                              len(self._retry_frames[stream]), stream, self.store_dir)
+        if not final:
+            for stream in wrote:
+                active = self._segments[stream].active_path
+                if active is not None:
+                    self._announce(active, closed=False)
+            return
+        for stream, segment in self._segments.items():
+            closed = segment.close()
+            if closed is not None:
+                self._announce(closed, closed=True)
+            if self._retry_frames[stream]:
+                log.error(
+                    "%d batch(es) of %s could not be written to %s (disk full?)",
+                    len(self._retry_frames[stream]),
+                    stream,
+                    self.store_dir,
+                )
 
-    def _columns(self, records: list[tuple]) -> list[fmt.SeriesColumns]:
+    def _columns(self, records: list[ScalarRecord]) -> list[fmt.SeriesColumns]:
         """Transpose logged records into per-series columns.
 
         Records are grouped by their (group, names) shape first, so the per-point
         work is list comprehensions rather than one dict lookup per value.
         """
-        shapes: dict[tuple, list[tuple]] = {}
+        shapes: dict[tuple[str, ...], list[ScalarRecord]] = {}
         for record in records:
             shapes.setdefault((record[0], *record[4]), []).append(record)
         series: dict[tuple[str, str], fmt.SeriesColumns] = {}
@@ -417,9 +470,12 @@ class Recorder:
             self._last_log_time = records[-1][3]
         return [cols for cols in series.values() if cols[2]]
 
-    def _convert(self, group: str, name: str, values: list) -> tuple[list[float], list[int] | None]:
+    def _convert(
+        self, group: str, name: str, values: list[Any]
+    ) -> tuple[list[float], list[int] | None]:
         """Floats of ``values``; indexes kept, or None when every value converted."""
-        out, keep = [], []
+        out: list[float] = []
+        keep: list[int] = []
         for i, value in enumerate(values):
             try:
                 out.append(value if type(value) is float else _to_float(value))
@@ -433,7 +489,7 @@ class Recorder:
             self._bad_values.add((group, name))
             log.warning("%s/%s: value %r is not a number; not recorded", group, name, value)
 
-    def _encode_images(self, records: list[tuple]) -> list[fmt.ImageRecord]:
+    def _encode_images(self, records: list[PendingImage]) -> list[fmt.ImageRecord]:
         out = []
         for group, name, step, epoch, wall_time, pixels in records:
             png = pixels if isinstance(pixels, bytes) else encode_png(pixels)
@@ -461,71 +517,4 @@ class Recorder:
             return
         self._status_written_at = now
         self._status_dirty = False
-        if self._transfer is not None:
-            self._transfer.submit(path, closed=self._state != "running")
-
-    def _report_write_error(self, what: str, err: OSError) -> None:
-        now = time.monotonic()
-        if now - getattr(self, "_last_error_report", -1e9) >= 30.0:
-            self._last_error_report = now
-            log.error(
-                "can not write %s to %s: %s. Logged values are kept in memory and written "
-                "when space frees up; free disk space or move --checkpoints-dir.",
-                what, self.store_dir, err.strerror or err,
-            )
-
-
-# --- process exit and signals ------------------------------------------------------
-
-_open_recorders: "weakref.WeakSet[Recorder]" = weakref.WeakSet()
-_exit_hook_installed = False
-_signals_installed = False
-_uncaught_exception = False
-
-
-def _register_exit(recorder: Recorder, handle_signals: bool) -> None:
-    """Close every open recorder at interpreter exit and on SIGTERM/SIGINT."""
-    global _exit_hook_installed, _signals_installed
-    _open_recorders.add(recorder)
-    if not _exit_hook_installed:
-        _exit_hook_installed = True
-        atexit.register(_close_all)
-        previous_excepthook = sys.excepthook
-
-        def excepthook(*args):
-            global _uncaught_exception
-            _uncaught_exception = True
-            previous_excepthook(*args)
-
-        sys.excepthook = excepthook
-    # Handlers can only be installed from the main thread.
-    if handle_signals and not _signals_installed and threading.current_thread() is threading.main_thread():
-        _signals_installed = True
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            _chain_signal(signum)
-
-
-def _close_all(state: str | None = None) -> None:
-    for recorder in list(_open_recorders):
-        try:
-            recorder.close(state or ("failed" if _uncaught_exception else "finished"))
-        except Exception:
-            log.exception("closing the recorder for %s failed", recorder.store_dir)
-
-
-def _chain_signal(signum: int) -> None:
-    previous = signal.getsignal(signum)
-
-    def handler(sig, frame):
-        if sig == signal.SIGTERM:
-            _close_all("failed")  # torchrun's way of stopping a worker: write all, then go
-        else:
-            for recorder in list(_open_recorders):
-                recorder.flush(timeout=5.0)
-        if callable(previous):
-            previous(sig, frame)
-        elif previous == signal.SIG_DFL:
-            signal.signal(sig, signal.SIG_DFL)
-            os.kill(os.getpid(), sig)
-
-    signal.signal(signum, handler)
+        self._announce(path, closed=self._state != "running")

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import time
 from pathlib import Path
 
-from .format import parse_segment_name, segment_name
+from .frames import parse_segment_name, segment_name
 
 log = logging.getLogger(__name__)
 
 
-def existing_segments(store_dir: Path, stream: str) -> list[Path]:
-    """Segment files of ``stream`` in ``store_dir``, oldest first."""
-    found = []
-    for path in store_dir.iterdir() if store_dir.is_dir() else ():
-        parsed = parse_segment_name(path.name)
-        if parsed and parsed[0] == stream:
-            found.append((parsed[1], path))
-    return [path for _, path in sorted(found)]
+def _segment_indexes(store_dir: Path, stream: str) -> list[int]:
+    """Indexes of the segments of ``stream`` already in ``store_dir``."""
+    names = (path.name for path in store_dir.iterdir()) if store_dir.is_dir() else ()
+    return [
+        parsed[1]
+        for parsed in map(parse_segment_name, names)
+        if parsed is not None and parsed[0] == stream
+    ]
 
 
 class SegmentWriter:
@@ -34,9 +35,8 @@ class SegmentWriter:
         self.stream = stream
         self.max_bytes = max_bytes
         self.max_age = max_age
-        previous = existing_segments(store_dir, stream)
-        self._next_index = parse_segment_name(previous[-1].name)[1] + 1 if previous else 0
-        self._file = None
+        self._next_index = max(_segment_indexes(store_dir, stream), default=-1) + 1
+        self._file: io.FileIO | None = None
         self._path: Path | None = None
         self._size = 0
         self._opened_at = 0.0
@@ -58,14 +58,13 @@ class SegmentWriter:
             self._size >= self.max_bytes or time.monotonic() - self._opened_at >= self.max_age
         ):
             closed = self.close()
-        if self._file is None:
-            self._open()
+        file = self._file if self._file is not None else self._open()
         try:
             view = memoryview(frame)
             while view:  # an unbuffered write may be partial
-                view = view[self._file.write(view) :]
+                view = view[file.write(view) or 0 :]
         except OSError:
-            self._truncate_to(self._size)
+            self._truncate_to(file, self._size)
             raise
         self._size += len(frame)
         return closed
@@ -82,17 +81,19 @@ class SegmentWriter:
             self._file, self._path, self._size = None, None, 0
         return path
 
-    def _open(self) -> None:
-        self._path = self.store_dir / segment_name(self.stream, self._next_index)
+    def _open(self) -> io.FileIO:
+        path = self.store_dir / segment_name(self.stream, self._next_index)
         # 'xb': never clobber a segment, even one left by another writer.
-        self._file = open(self._path, "xb", buffering=0)
+        file = open(path, "xb", buffering=0)  # noqa: SIM115 - open across appends, closed by close()
+        self._file, self._path = file, path
         self._next_index += 1
         self._size = 0
         self._opened_at = time.monotonic()
+        return file
 
-    def _truncate_to(self, size: int) -> None:
+    def _truncate_to(self, file: io.FileIO, size: int) -> None:
         try:
-            self._file.truncate(size)
-            self._file.seek(size)
+            file.truncate(size)
+            file.seek(size)
         except OSError as err:  # still nothing we can do but report it
             log.error("could not cut %s back to its last good frame: %s", self._path, err)

@@ -9,10 +9,10 @@ live view depends on.
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 # Files up to this size are also hashed: meta/status are tiny and may be rewritten
 # within one mtime tick, where size and mtime alone would miss a change.
@@ -42,7 +42,7 @@ class Signature(NamedTuple):
 
 def signature(path: Path) -> Signature:
     """Signature of ``path`` as it is now."""
-    st = os.stat(path)
+    st = Path(path).stat()
     digest = b""
     if st.st_size <= HASH_LIMIT:
         digest = hashlib.sha256(Path(path).read_bytes()).digest()
@@ -75,11 +75,6 @@ class SentRecord:
             send()
             self._sent[key] = current
             return True
-
-    def clear(self) -> None:
-        """Forget every send, so every file is sent again."""
-        with self._guard:
-            self._sent.clear()
 
     def _lock_for(self, key: str) -> threading.Lock:
         with self._guard:

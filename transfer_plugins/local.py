@@ -18,12 +18,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from snapshot_store.format import atomic_file
 from transfer_plugins.common import SentRecord, checked_relative
 
 log = logging.getLogger(__name__)
 
 DIR_ENV = "TRANSFER_LOCAL_DIR"
+_COPY_CHUNK = 1024 * 1024
 
 
 class LocalTransferError(RuntimeError):
@@ -41,8 +41,17 @@ def target_dir() -> Path:
 def copy_atomic(source: Path, target: Path) -> None:
     """Replace ``target`` with a copy of ``source``: temp file in the same dir, fsync, rename."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_file(target) as out, source.open("rb") as src:
-        shutil.copyfileobj(src, out, 1024 * 1024)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide it from a follower running as another user
+        with os.fdopen(fd, "wb") as out, source.open("rb") as src:
+            shutil.copyfileobj(src, out, _COPY_CHUNK)
+            out.flush()
+            os.fsync(out.fileno())
+        Path(tmp).replace(target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 _record = SentRecord()
@@ -61,29 +70,29 @@ def copy_to(source_path: str | os.PathLike[str], relative_path: str) -> bool:
 
 
 def preflight() -> None:
-    """Check once at start-up that ``TRANSFER_LOCAL_DIR`` is an existing, writable dir."""
+    """Check once at start-up that ``TRANSFER_LOCAL_DIR`` is an existing dir that takes copies.
+
+    The check is a real copy of an empty probe through :func:`copy_atomic`, removed
+    after: permissions, read-only mounts and ACLs all show, where ``os.access``
+    would miss some.
+    """
     directory = target_dir()
     if not directory.is_dir():
         raise LocalTransferError(
             f"{DIR_ENV}={str(directory)!r} is not an existing directory: "
             "create or mount it on this machine first"
         )
+    # Hidden, so a follower of the directory never takes it for a store file.
+    probe = directory / f".preflight-{os.getpid()}"
     try:
-        # Creating a file is the only reliable test: permissions, read-only
-        # mounts and ACLs all show here, where os.access would miss some.
-        with tempfile.NamedTemporaryFile(dir=directory, prefix=".preflight-", suffix=".tmp"):
-            pass
+        copy_atomic(Path(os.devnull), probe)  # an empty file, through the real copy code
     except OSError as err:
         raise LocalTransferError(
-            f"{DIR_ENV}={str(directory)!r} is not writable ({err.strerror}): "
+            f"{DIR_ENV}={str(directory)!r} is not writable ({err.strerror or err}): "
             "fix its permissions or mount it read-write"
         ) from err
+    probe.unlink()
     log.info("local transfer ready: copying into %s", directory)
-
-
-def reset() -> None:
-    """Forget what was copied, so every file is copied again (tests)."""
-    _record.clear()
 
 
 copy_to.preflight = preflight  # type: ignore[attr-defined]

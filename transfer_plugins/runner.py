@@ -21,8 +21,8 @@ import sys
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 log = logging.getLogger(__name__)
 
@@ -118,21 +118,24 @@ class _HookProcess:
     def __init__(self, spec: str, idle: bool) -> None:
         self.spec, self.idle = spec, idle
         self.lock = threading.Lock()
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[str] | None = None
 
     def call(self, source_path: str, relative_path: str) -> None:
         """Run the hook on one file in the worker; raises when it failed."""
         with self.lock:
-            if self._proc is None or self._proc.poll() is not None:
-                self.start()
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                proc = self._proc = self._start()
+            requests, replies = proc.stdin, proc.stdout
+            assert requests is not None and replies is not None  # both opened as pipes
             try:
-                self._proc.stdin.write(json.dumps([source_path, relative_path]) + "\n")
-                self._proc.stdin.flush()
-                line = self._proc.stdout.readline()
+                requests.write(json.dumps([source_path, relative_path]) + "\n")
+                requests.flush()
+                line = replies.readline()
             except (BrokenPipeError, ValueError):
                 line = ""
             if not line:
-                code = self._proc.poll()
+                code = proc.poll()
                 self._proc = None
                 raise TransferHookError(f"the transfer worker for {self.spec} exited (code {code})")
             reply = json.loads(line)
@@ -144,20 +147,24 @@ class _HookProcess:
         proc = self._proc
         if proc is None:
             return
+        assert proc.stdin is not None  # opened as a pipe
         try:
             proc.stdin.close()
             proc.wait(timeout)
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
 
-    def start(self) -> None:
+    def _start(self) -> subprocess.Popen[str]:
         """Start the worker process (it imports the hook while we go on)."""
         env = dict(os.environ)
         # The user's hook module must import there as it does here (cwd, script dir).
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        self._proc = subprocess.Popen(
+        return subprocess.Popen(
             [sys.executable, "-m", "transfer_plugins.worker", self.spec] + ["--idle"] * self.idle,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
         )
 
 
@@ -199,7 +206,9 @@ class TransferRunner:
         # (segments, status, logs) stay on these threads: no process start-up.
         # They run in the idle CPU class (see worker.use_idle_cpu_only); threads of this
         # process can not: one holding the GIL while starved would stall training.
-        self._processes = [_HookProcess(spec, idle=nice > 0) for _ in range(workers)] if spec else []
+        self._processes = (
+            [_HookProcess(spec, idle=nice > 0) for _ in range(workers)] if spec else []
+        )
         self._call = hook_caller(hook)
         self._cond = threading.Condition()
         self._due: dict[Path, float] = {}  # path -> earliest time to send it
@@ -218,14 +227,17 @@ class TransferRunner:
             thread.start()
 
     @classmethod
-    def from_spec(cls, spec: str, root: Path, **kwargs) -> "TransferRunner":
+    def from_spec(cls, spec: str, root: Path, **kwargs) -> TransferRunner:
         """Resolve ``spec``, run its preflight check, and start a runner."""
         hook = resolve_hook(spec)
         run_preflight(hook, spec)
         return cls(hook, root, name=spec, spec=spec, **kwargs)
 
-    def submit(self, path: Path, *, closed: bool = True) -> None:
-        """Ask for ``path`` to be transferred; returns at once."""
+    def submit(self, path: Path, closed: bool = True) -> None:
+        """Ask for ``path`` to be transferred; returns at once.
+
+        Fits the recorder's ``on_file(path, closed)``.
+        """
         path = Path(path)
         now = time.monotonic()
         with self._cond:
@@ -309,9 +321,8 @@ class TransferRunner:
     def _lower_priority(self) -> None:
         """Let training win the CPU: on Linux a thread has its own nice value.
 
-        Threads the hook starts (boto3's multipart workers) inherit it. Before
-        big files moved to worker processes, this halved the step-time cost of
-        a 1 GB upload from these threads on a 2-core box.
+        Threads the hook starts (boto3's multipart workers) inherit it, so an
+        upload on these threads takes less of the step time.
         """
         if not self.nice or not hasattr(os, "setpriority"):
             return
@@ -334,8 +345,15 @@ class TransferRunner:
         except Exception as err:  # a hook must never take training down
             tries = self._failures.get(path, 0) + 1
             level = logging.WARNING if tries in (1, 3) or tries % 10 == 0 else logging.DEBUG
-            log.log(level, "transfer %s failed for %s (attempt %d): %s: %s",
-                    self.name, path, tries, type(err).__name__, err)
+            log.log(
+                level,
+                "transfer %s failed for %s (attempt %d): %s: %s",
+                self.name,
+                path,
+                tries,
+                type(err).__name__,
+                err,
+            )
             return False
         self.sent += 1
         return True

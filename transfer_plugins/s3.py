@@ -19,17 +19,13 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import boto3
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
-from botocore.exceptions import ConnectionError as BotoConnectionError
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -37,13 +33,14 @@ from botocore.exceptions import (
     NoCredentialsError,
     PartialCredentialsError,
 )
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from transfer_plugins.common import SentRecord, checked_relative
+from transfer_plugins.common import SentRecord
+from transfer_plugins.s3_location import FORM, S3Location
 
 log = logging.getLogger(__name__)
 
 URI_ENV = "TRANSFER_S3_URI"
-_URI_RE = re.compile(r"s3://(?P<bucket>[^/?#\s]+)(?:/(?P<prefix>[^?#]*))?")
 
 MiB = 1024 * 1024
 MULTIPART_THRESHOLD = 16 * MiB
@@ -51,8 +48,8 @@ CHECKSUM_ALGORITHM = "CRC32"
 TRANSFER_CONFIG = TransferConfig(
     multipart_threshold=MULTIPART_THRESHOLD,
     multipart_chunksize=8 * MiB,
-    # boto3's default. Hooks named by a spec run in their own process, so these
-    # threads do not take the GIL from training (16 cores: 421 vs 275 MB/s with 4).
+    # boto3's default, kept: hooks named by a spec run in their own process, so
+    # these threads do not take the GIL from training, and fewer were slower.
     max_concurrency=10,
 )
 _CLIENT_CONFIG = Config(
@@ -61,8 +58,8 @@ _CLIENT_CONFIG = Config(
     read_timeout=60,
     # Several runner workers, each with a multipart upload of max_concurrency parts.
     max_pool_connections=32,
-    # botocore SHA-256-signs whole payloads on plain-http endpoints (about a third
-    # of the client's CPU per GB); the CRC32 checksum already guards integrity.
+    # botocore SHA-256-signs whole payloads on plain-http endpoints, a large share
+    # of the client's CPU; the CRC32 checksum already guards integrity.
     s3={"payload_signing_enabled": False},
 )
 
@@ -74,37 +71,21 @@ class S3TransferError(RuntimeError):
     """S3 transfer misconfigured or unusable; the message says what to fix."""
 
 
-@dataclass(frozen=True)
-class Destination:
-    """Bucket and key prefix parsed from ``TRANSFER_S3_URI``."""
-
-    bucket: str
-    prefix: str
-
-    @classmethod
-    def from_env(cls) -> Destination:
-        """The destination named by ``TRANSFER_S3_URI``; S3TransferError if unset or malformed."""
-        uri = os.environ.get(URI_ENV, "").strip()
-        if not uri:
-            raise S3TransferError(f"{URI_ENV} is not set: set it to s3://<bucket>/<prefix>")
-        match = _URI_RE.fullmatch(uri)
-        if not match:
-            raise S3TransferError(f"{URI_ENV}={uri!r} is not of the form s3://<bucket>/<prefix>")
-        return cls(match["bucket"], (match["prefix"] or "").strip("/"))
-
-    def key(self, relative_path: str) -> str:
-        """Object key of a file at ``relative_path`` under the checkpoints dir."""
-        relative = str(checked_relative(relative_path))
-        return f"{self.prefix}/{relative}" if self.prefix else relative
-
-    def __str__(self) -> str:
-        return f"s3://{self.bucket}/{self.prefix}"
+def location_from_env() -> S3Location:
+    """Where ``TRANSFER_S3_URI`` says files go; S3TransferError if it is unset or malformed."""
+    uri = os.environ.get(URI_ENV, "").strip()
+    if not uri:
+        raise S3TransferError(f"{URI_ENV} is not set: set it to {FORM}")
+    try:
+        return S3Location.parse(uri)
+    except ValueError as err:
+        raise S3TransferError(f"{URI_ENV}={err}") from None
 
 
 class _Uploader:
     """Client, destination and upload record of this process."""
 
-    def __init__(self, destination: Destination) -> None:
+    def __init__(self, destination: S3Location) -> None:
         self.destination = destination
         try:
             # A session of our own: boto3's default session is not thread-safe.
@@ -173,7 +154,7 @@ class _Uploader:
 
 
 def _explain_client_error(err: ClientError, bucket: str) -> str:
-    error: dict[str, Any] = err.response.get("Error", {})
+    error = err.response.get("Error", {})
     code = str(error.get("Code", ""))
     status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     if code in _MISSING_BUCKET_CODES:
@@ -186,7 +167,7 @@ def _explain_client_error(err: ClientError, bucket: str) -> str:
             f"access denied ({code}): check the credentials (AWS_ACCESS_KEY_ID/"
             "AWS_SECRET_ACCESS_KEY or AWS_PROFILE) and that they may write to this bucket"
         )
-    return f"S3 answered {code or status}: {error.get('Message', err)}"
+    return f"S3 answered {code or status}: {error.get('Message') or err}"
 
 
 _lock = threading.Lock()
@@ -198,7 +179,7 @@ def _current() -> _Uploader:
     global _uploader
     with _lock:
         if _uploader is None:
-            _uploader = _Uploader(Destination.from_env())
+            _uploader = _Uploader(location_from_env())
         return _uploader
 
 
@@ -214,13 +195,6 @@ def save_to_s3(source_path: str | os.PathLike[str], relative_path: str) -> bool:
 def preflight() -> None:
     """Check once at start-up that uploads can work; S3TransferError says what to fix."""
     _current().check()
-
-
-def reset() -> None:
-    """Forget client, destination and upload record; the next call re-reads the env."""
-    global _uploader
-    with _lock:
-        _uploader = None
 
 
 save_to_s3.preflight = preflight  # type: ignore[attr-defined]

@@ -23,6 +23,7 @@ def serve(spec: str, requests: IO[str], replies: IO[str]) -> None:
     call = hook_caller(resolve_hook(spec))
     for line in requests:
         source, relative = json.loads(line)
+        reply: dict[str, bool | str]
         try:
             call(source, relative)
             reply = {"ok": True}
@@ -37,10 +38,9 @@ def use_idle_cpu_only() -> None:
 
     Linux's SCHED_IDLE class never preempts a normal task when it wakes up; a
     niced task still does, and an upload wakes up thousands of times (socket
-    I/O on boto3's part threads). A 1 GB upload over a 400 Mbit/s link beside
-    one-thread training on 2 cores, two runs each, interleaved: step time
-    1.10-1.26x at nice 10 and 1.06-1.22x at nice 19, against 0.95-1.02x in
-    SCHED_IDLE. Threads started later inherit the class. Elsewhere: nice 19.
+    I/O on boto3's part threads), so beside training a niced upload still
+    slowed the training step where one in SCHED_IDLE did not. Threads started
+    later inherit the class. Elsewhere: nice 19.
     """
     try:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from snapshot_store import format as fmt
+from snapshot_store import frames as fmt
 from snapshot_store.reader import LocalSource, Source
+from transfer_plugins.s3_location import S3Location
 
 from .layout import safe_id
-from .s3 import S3Location, S3Source, is_s3_url, make_client
+from .s3 import S3Source, is_s3_url, make_client
 
 
 @dataclass(frozen=True)

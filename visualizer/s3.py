@@ -9,46 +9,16 @@ boto3's standard chain (``AWS_ENDPOINT_URL`` for non-AWS servers).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
+
+from transfer_plugins.s3_location import SCHEME, S3Location
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class S3Location:
-    """``s3://bucket/prefix``, with the prefix ending in ``/`` (or empty)."""
-
-    bucket: str
-    prefix: str
-
-    @classmethod
-    def parse(cls, url: str) -> "S3Location":
-        """Split an ``s3://bucket/some/prefix`` URL."""
-        parsed = urlparse(url)
-        if parsed.scheme != "s3" or not parsed.netloc:
-            raise ValueError(f"not an S3 URL: {url!r} (expected s3://bucket/prefix/<name>/pickle)")
-        prefix = parsed.path.lstrip("/")
-        if prefix and not prefix.endswith("/"):
-            prefix += "/"
-        return cls(parsed.netloc, prefix)
-
-    def __str__(self) -> str:
-        return f"s3://{self.bucket}/{self.prefix}"
-
-    @property
-    def run_name(self) -> str:
-        """``<name>`` of ``.../<name>/pickle/``, else the last path part."""
-        parts = [p for p in self.prefix.split("/") if p]
-        if len(parts) >= 2 and parts[-1] == "pickle":
-            return parts[-2]
-        return parts[-1] if parts else self.bucket
-
-
 def is_s3_url(text: str) -> bool:
     """True for ``s3://`` locations."""
-    return str(text).startswith("s3://")
+    return str(text).startswith(SCHEME)
 
 
 def make_client() -> Any:
@@ -90,7 +60,7 @@ class S3Source:
         """Bytes of ``name`` from ``offset``: a ranged GET, so only new bytes travel."""
         from botocore.exceptions import ClientError
 
-        kwargs = {"Bucket": self.location.bucket, "Key": self.location.prefix + name}
+        kwargs = {"Bucket": self.location.bucket, "Key": self.location.key(name)}
         if offset:
             kwargs["Range"] = f"bytes={offset}-"
         try:

@@ -8,7 +8,7 @@ import threading
 import time
 
 from snapshot_store import History, Recorder, StoreReader
-from snapshot_store import format as fmt
+from snapshot_store import frames as fmt
 
 
 def _batch(name: str, steps: list[int]) -> bytes:
@@ -77,7 +77,7 @@ def test_malformed_but_safe_payload_is_reported(tmp_path):
 
 def test_reader_following_a_live_writer_sees_every_value_once(tmp_path):
     store = tmp_path / "run" / "pickle"
-    rec = Recorder(store, flush_interval=0.01, segment_bytes=2048, rank=0, handle_signals=False)
+    rec = Recorder(store, flush_interval=0.01, segment_bytes=2048, rank=0)
     reader = StoreReader(store)
     history = History()
     n = 3000
@@ -102,7 +102,9 @@ def test_reader_following_a_live_writer_sees_every_value_once(tmp_path):
 
 def test_history_keeps_the_latest_value_per_step():
     history = History()
-    assert history.add([("train", "loss", [0, 1, 2], [0.0] * 3, [0.0] * 3, [1.0, 2.0, 3.0])]) == set()
+    assert (
+        history.add([("train", "loss", [0, 1, 2], [0.0] * 3, [0.0] * 3, [1.0, 2.0, 3.0])]) == set()
+    )
     rewound = history.add([("train", "loss", [2, 3], [0.0] * 2, [0.0] * 2, [30.0, 4.0])])
     assert rewound == {("train", "loss")}
     steps, _, _, values = history.series(("train", "loss"))
@@ -111,7 +113,7 @@ def test_history_keeps_the_latest_value_per_step():
 
 def test_max_bytes_pages_through_a_long_history_reading_each_byte_once(tmp_path):
     store = tmp_path / "run" / "pickle"
-    with Recorder(store, flush_interval=0.01, segment_bytes=2_000, rank=0, handle_signals=False) as rec:
+    with Recorder(store, flush_interval=0.01, segment_bytes=2_000, rank=0) as rec:
         for step in range(3_000):
             rec.log({"loss": float(step)}, step=step)
             if step % 500 == 0:

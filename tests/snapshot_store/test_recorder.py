@@ -1,40 +1,44 @@
-"""The recorder: round trip, rank gating, resume, signals, exit, full disks."""
+"""The recorder: round trip, rank gating, resume, announced files, writer failures, full disks."""
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from snapshot_store import Recorder, StoreError, read_store
-from snapshot_store import format as fmt
+from snapshot_store import REDACTED, Recorder, RecorderError, StoreError, read_store
 from snapshot_store.images import decode_png
 from tests.fixtures.net import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _run_python(code: str, *args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+def _run_python(
+    code: str, *args: str, env: dict | None = None, **kwargs
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code), *args],
-        cwd=REPO, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=120, **kwargs,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kwargs,
     )
 
 
 def test_round_trip_scalars_images_meta_status(tmp_path):
     store = tmp_path / "exp" / "pickle"
-    with Recorder(store, options={"lr": 0.1, "s3_secret": "x"}, world_size=2, rank=0,
-                  handle_signals=False) as rec:
+    with Recorder(store, options={"lr": 0.1, "s3_secret": "x"}, world_size=2, rank=0) as rec:
         for step in range(5):
-            rec.log({"loss_G": 1.0 / (step + 1), "loss_D": np.float32(step)}, step=step,
-                    epoch=step / 4)
+            rec.log(
+                {"loss_G": 1.0 / (step + 1), "loss_D": np.float32(step)}, step=step, epoch=step / 4
+            )
         rec.log({"acc": 0.5}, step=4, group="val")
         rec.log_image("fake", np.full((3, 4, 6), 0.5), step=4)
         rec.log_image("batch", np.zeros((3, 1, 4, 4), np.uint8), step=4, dataformats="NCHW")
@@ -45,7 +49,7 @@ def test_round_trip_scalars_images_meta_status(tmp_path):
     assert steps == [0, 1, 2, 3, 4] and epochs == [0, 0.25, 0.5, 0.75, 1.0]
     assert values == [1.0, 0.5, 1 / 3, 0.25, 0.2] and all(t > 1e9 for t in times)
     assert update.meta["name"] == "exp" and update.meta["world_size"] == 2
-    assert update.meta["options"] == {"lr": 0.1, "s3_secret": fmt.REDACTED}
+    assert update.meta["options"] == {"lr": 0.1, "s3_secret": REDACTED}
     assert update.status["state"] == "finished" and update.status["step"] == 4
     assert update.status["total_steps"] == 10
     names = [img[1] for img in update.images]
@@ -56,7 +60,7 @@ def test_round_trip_scalars_images_meta_status(tmp_path):
 
 
 def test_values_that_are_not_numbers_are_dropped_with_a_warning(tmp_path, caplog):
-    with Recorder(tmp_path, rank=0, handle_signals=False) as rec:
+    with Recorder(tmp_path, rank=0) as rec:
         rec.log({"loss": 1.0, "note": "hello"}, step=0)
     history, _, _ = read_store(tmp_path)
     assert history.keys() == [("train", "loss")]
@@ -66,7 +70,7 @@ def test_values_that_are_not_numbers_are_dropped_with_a_warning(tmp_path, caplog
 def test_logged_tensor_is_frozen_at_log_time(tmp_path):
     torch = pytest.importorskip("torch")
     value = torch.tensor(1.0)
-    with Recorder(tmp_path, rank=0, handle_signals=False) as rec:
+    with Recorder(tmp_path, rank=0) as rec:
         rec.log({"loss": value}, step=0)
         value.add_(41.0)  # in-place change after log(): must not alter what was logged
         rec.log({"loss": value}, step=1)
@@ -75,36 +79,31 @@ def test_logged_tensor_is_frozen_at_log_time(tmp_path):
 
 
 def test_non_zero_rank_touches_no_file(tmp_path, monkeypatch):
-    monkeypatch.setenv("RANK", "1")
-    rec = Recorder(tmp_path / "run" / "pickle", handle_signals=False)
+    # What torchrun tells rank 1 of 2; the recorder asks snapshot_store.rank.
+    for name, value in {
+        "RANK": "1",
+        "WORLD_SIZE": "2",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": "29500",
+    }.items():
+        monkeypatch.setenv(name, value)
+    announced: list[tuple[Path, bool]] = []
+    rec = Recorder(tmp_path / "run" / "pickle", on_file=lambda *args: announced.append(args))
     rec.log({"loss": 1.0}, step=0)
     rec.log_image("x", np.zeros((2, 2)), step=0, dataformats="HW")
-    assert rec.save_checkpoint({"a": 1}, "latest.pth") is None
+    rec.set_status(total_steps=3)
+    assert rec.flush() is True
     rec.close()
-    assert list(tmp_path.iterdir()) == []
+    assert (rec.rank, rec.enabled) == (1, False)
+    assert list(tmp_path.iterdir()) == [] and announced == []
 
 
-def test_rank_precedence(monkeypatch):
-    from snapshot_store import detect_rank
-
-    for var in ("RANK", "SLURM_PROCID", "LOCAL_RANK"):
-        monkeypatch.delenv(var, raising=False)
-    assert detect_rank() == 0
-    monkeypatch.setenv("LOCAL_RANK", "3")
-    assert detect_rank() == 3
-    monkeypatch.setenv("SLURM_PROCID", "5")
-    assert detect_rank() == 5
-    monkeypatch.setenv("RANK", "0")
-    assert detect_rank() == 0
-    monkeypatch.setenv("RANK", "x")
-    with pytest.raises(ValueError, match="RANK='x'"):
-        detect_rank()
-
-
+@pytest.mark.integration
 def test_only_rank_zero_writes_under_real_torchrun(tmp_path):
     store = tmp_path / "ddp" / "pickle"
     script = tmp_path / "worker.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import os, sys
         import torch.distributed as dist
         from snapshot_store import Recorder
@@ -116,11 +115,26 @@ def test_only_rank_zero_writes_under_real_torchrun(tmp_path):
         rec.close()
         dist.barrier()
         dist.destroy_process_group()
-    """))
+    """)
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-         "--master_addr", "127.0.0.1", "--master_port", str(free_port()), str(script), str(store)],
-        cwd=REPO, capture_output=True, text=True, timeout=180,
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "--master_addr",
+            "127.0.0.1",
+            "--master_port",
+            str(free_port()),
+            str(script),
+            str(store),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     history, reader, update = read_store(store)
@@ -131,8 +145,8 @@ def test_only_rank_zero_writes_under_real_torchrun(tmp_path):
 
 
 def test_resumed_run_appends_and_replaces_repeated_steps(tmp_path):
-    for session, steps in enumerate((range(0, 10), range(8, 15))):
-        with Recorder(tmp_path, rank=0, handle_signals=False) as rec:
+    for session, steps in enumerate((range(10), range(8, 15))):
+        with Recorder(tmp_path, rank=0) as rec:
             for step in steps:
                 rec.log({"loss": float(session)}, step=step)
     segments = sorted(p.name for p in tmp_path.glob("scalars-*"))
@@ -147,66 +161,14 @@ def test_unwritable_store_dir_is_a_clear_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     with pytest.raises(StoreError, match=r"can not write the snapshot store .*file/run/pickle"):
-        Recorder(blocker / "run" / "pickle", rank=0, handle_signals=False)
+        Recorder(blocker / "run" / "pickle", rank=0)
 
 
-def test_sigterm_during_writing_loses_nothing_already_logged(tmp_path):
-    code = """
-        import sys, time
-        from snapshot_store import Recorder
-        rec = Recorder(sys.argv[1], rank=0, flush_interval=5.0)  # no flush would come in time
-        step = 0
-        while True:
-            rec.log({"loss": float(step)}, step=step)
-            print(step, flush=True)
-            step += 1
-            time.sleep(0.001)
-    """
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), str(tmp_path)], cwd=REPO,
-                            stdout=subprocess.PIPE, text=True)
-    last = -1
-    for line in proc.stdout:
-        last = int(line)
-        if last >= 300:
-            break
-    proc.send_signal(signal.SIGTERM)
-    proc.stdout.close()
-    assert proc.wait(timeout=60) == -signal.SIGTERM  # still dies of the signal, as expected
-    history, _, update = read_store(tmp_path)
-    steps = history.series(("train", "loss"))[0]
-    assert steps[: last + 1] == list(range(last + 1))
-    assert update.status["state"] == "failed"
-
-
-def test_interpreter_exit_flushes_without_close(tmp_path):
-    proc = _run_python("""
-        import sys
-        from snapshot_store import Recorder
-        rec = Recorder(sys.argv[1], rank=0, flush_interval=60.0)
-        for step in range(1000):
-            rec.log({"loss": 1.0}, step=step)
-    """, str(tmp_path))
-    assert proc.returncode == 0, proc.stderr
-    history, _, update = read_store(tmp_path)
-    assert history.series(("train", "loss"))[0] == list(range(1000))
-    assert update.status["state"] == "finished"
-
-
-def test_uncaught_exception_marks_the_run_failed(tmp_path):
-    proc = _run_python("""
-        import sys
-        from snapshot_store import Recorder
-        rec = Recorder(sys.argv[1], rank=0)
-        rec.log({"loss": 1.0}, step=0)
-        raise RuntimeError("boom")
-    """, str(tmp_path))
-    assert proc.returncode == 1 and "boom" in proc.stderr
-    assert read_store(tmp_path)[2].status["state"] == "failed"
-
-
+@pytest.mark.integration
 def test_full_disk_keeps_the_store_readable_and_reports_it(tmp_path):
     # RLIMIT_FSIZE makes writes past 64 KiB fail with EFBIG: a real full-disk error.
-    proc = _run_python("""
+    proc = _run_python(
+        """
         import resource, signal, sys
         from snapshot_store import Recorder
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -217,7 +179,9 @@ def test_full_disk_keeps_the_store_readable_and_reports_it(tmp_path):
             if step % 1000 == 0:
                 rec.flush()
         rec.close()
-    """, str(tmp_path))
+    """,
+        str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "can not write scalars" in proc.stderr and "free disk space" in proc.stderr
     history, reader, _ = read_store(tmp_path)
@@ -226,49 +190,135 @@ def test_full_disk_keeps_the_store_readable_and_reports_it(tmp_path):
     assert 0 < len(steps) < 20000 and steps == list(range(len(steps)))
 
 
-def test_checkpoint_is_atomic_and_handed_to_the_transfer_hook(tmp_path):
-    torch = pytest.importorskip("torch")
-    sent: list[tuple[str, str]] = []
-
-    def hook(source_path, relative_path):
-        sent.append((source_path, relative_path))
-
-    store = tmp_path / "run" / "pickle"
-    with Recorder(store, transfer=hook, rank=0, handle_signals=False) as rec:
-        path = rec.save_checkpoint({"w": torch.ones(3), "epoch": 1}, "latest.pth")
-    assert path == tmp_path / "run" / "latest.pth"
-    assert torch.load(path, weights_only=True)["epoch"] == 1
-    relative = {rel for _, rel in sent}
-    assert {"run/latest.pth", "run/pickle/meta.pickle", "run/pickle/status.pickle"} <= relative
-    assert not [p for p in (tmp_path / "run").iterdir() if p.name.startswith(".")]
+# --- files announced to on_file ------------------------------------------------------
 
 
-def test_uploads_grow_linearly_closed_segments_sent_once_when_final(tmp_path):
-    from transfer_plugins.runner import TransferRunner
+class _Announced:
+    """An ``on_file`` that records every call, with the file's size at that moment."""
 
-    sends: list[tuple[str, int]] = []
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, bool, int]] = []
 
-    def hook(source_path, relative_path):
-        sends.append((relative_path, Path(source_path).stat().st_size))
+    def __call__(self, path: Path, closed: bool) -> None:
+        assert isinstance(path, Path) and isinstance(closed, bool)
+        self.calls.append((path.name, closed, path.stat().st_size))
 
-    min_interval = 0.05
-    runner = TransferRunner(hook, tmp_path, min_interval=min_interval)
-    store = tmp_path / "run" / "pickle"
-    rec = Recorder(store, transfer=runner, rank=0, handle_signals=False, flush_interval=0.01,
-                   segment_bytes=4096, segment_seconds=0.2)
-    for step in range(4000):
+    def of(self, name: str) -> list[tuple[bool, int]]:
+        return [(closed, size) for n, closed, size in self.calls if n == name]
+
+
+def test_every_written_file_is_announced_open_then_closed(tmp_path):
+    on_file = _Announced()
+    rec = Recorder(tmp_path, rank=0, on_file=on_file, segment_bytes=200, flush_interval=60.0)
+    for step in range(3):
         rec.log({"loss": float(step)}, step=step)
-        if step % 50 == 0:
-            time.sleep(0.01)
-    assert rec.close() == []
-    segments = sorted(store.glob("scalars-*.pickle"))
-    assert len(segments) >= 3
-    logged = sum(p.stat().st_size for p in segments)
-    for seg in segments:
-        sizes = [size for rel, size in sends if rel == f"run/pickle/{seg.name}"]
-        assert sizes[-1] == seg.stat().st_size  # the last send is the closed, final file
-        assert sizes.count(seg.stat().st_size) <= 2  # a closed segment is not sent over and over
-    shipped = sum(size for rel, size in sends if "scalars-" in rel)
-    # Each segment is resent at most once per min_interval while open: bytes
-    # shipped are a bounded multiple of bytes logged, not quadratic in them.
-    assert shipped <= logged * (0.2 / min_interval + 2)
+        assert rec.flush()
+    rec.log_image("img", np.zeros((2, 2), np.uint8), step=2, dataformats="HW")
+    rec.close()
+
+    assert on_file.calls[0][:2] == ("meta.pickle", True)  # first, and once
+    assert on_file.of("meta.pickle") == [(True, (tmp_path / "meta.pickle").stat().st_size)]
+    segments = sorted(p.name for p in tmp_path.glob("scalars-*.pickle"))
+    assert len(segments) >= 2  # rolled at 200 bytes
+    for name in segments:
+        calls = on_file.of(name)
+        final = (tmp_path / name).stat().st_size
+        assert calls[-1] == (True, final)  # announced closed once complete
+        assert [closed for closed, _ in calls].count(True) == 1
+        assert all(not closed for closed, _ in calls[:-1])  # open while it grew
+    assert on_file.of("images-00000000.pickle")[-1][0] is True
+    status = on_file.of("status.pickle")
+    assert status[0][0] is False and status[-1][0] is True  # closed once the run ended
+    assert read_store(tmp_path)[2].status["state"] == "finished"
+
+
+# --- writer failures surface on the caller's next call --------------------------------
+
+
+class _HookBugError(RuntimeError):
+    pass
+
+
+def _failing_on(stream: str, closed: bool | None = None):
+    """An ``on_file`` that raises for segments of ``stream`` (announced ``closed``, if given)."""
+
+    def on_file(path: Path, is_closed: bool) -> None:
+        if path.name.startswith(stream) and closed in (None, is_closed):
+            raise _HookBugError(f"hook bug on {path.name}")
+
+    return on_file
+
+
+def test_a_writer_failure_is_raised_by_every_later_call_and_leaves_the_data_readable(tmp_path):
+    store = tmp_path / "run" / "pickle"
+    rec = Recorder(store, rank=0, on_file=_failing_on("scalars"), flush_interval=60.0)
+    for step in range(10):
+        rec.log({"loss": float(step)}, step=step)
+
+    with pytest.raises(RecorderError) as caught:
+        rec.flush()
+
+    assert isinstance(caught.value, StoreError)
+    assert str(store) in str(caught.value) and "hook bug" in str(caught.value)
+    assert isinstance(caught.value.__cause__, _HookBugError)
+    for call in (
+        lambda: rec.log({"loss": 1.0}, step=10),
+        lambda: rec.log_image("x", np.zeros((2, 2)), step=10, dataformats="HW"),
+        lambda: rec.set_status(total_steps=20),
+        rec.flush,
+    ):
+        with pytest.raises(RecorderError, match="hook bug") as again:
+            call()
+        assert isinstance(again.value.__cause__, _HookBugError)
+    with pytest.raises(RecorderError, match="hook bug"):
+        rec.close()
+    with pytest.raises(RecorderError, match="hook bug"):
+        rec.close()  # and again
+
+    history, reader, update = read_store(store)
+    assert history.series(("train", "loss"))[0] == list(range(10))  # written before the failure
+    assert update.status["state"] == "failed"
+    assert reader.warnings == []
+    assert not [p for p in store.iterdir() if p.name.startswith(".")]
+
+
+def test_a_failure_while_closing_is_raised_by_close_and_marks_the_run_failed(tmp_path):
+    rec = Recorder(tmp_path, rank=0, on_file=_failing_on("scalars", closed=True))
+    for step in range(5):
+        rec.log({"loss": float(step)}, step=step)
+    assert rec.flush()  # open segments are announced without trouble
+
+    with pytest.raises(RecorderError, match=r"hook bug on scalars-00000000\.pickle"):
+        rec.close()
+
+    history, reader, update = read_store(tmp_path)
+    assert history.series(("train", "loss"))[0] == list(range(5))
+    assert update.status["state"] == "failed"
+    assert reader.warnings == []
+
+
+def test_a_failure_inside_a_with_block_does_not_hide_the_blocks_own_error(tmp_path, caplog):
+    recorder = Recorder(tmp_path, rank=0, on_file=_failing_on("scalars"), flush_interval=60.0)
+    with pytest.raises(KeyError, match="training bug"), recorder as rec:
+        rec.log({"loss": 1.0}, step=0)
+        with pytest.raises(RecorderError):
+            rec.flush()
+        raise KeyError("training bug")
+
+    assert "hook bug" in caplog.text  # reported, not lost
+    assert read_store(tmp_path)[2].status["state"] == "failed"
+
+
+def test_a_value_that_breaks_conversion_stops_the_writer_instead_of_losing_batches(tmp_path):
+    class Odd:
+        def item(self) -> float:
+            raise LookupError("no value here")
+
+    rec = Recorder(tmp_path, rank=0, flush_interval=60.0)
+    rec.log({"loss": Odd()}, step=0)
+
+    with pytest.raises(RecorderError, match="LookupError: no value here"):
+        rec.flush()
+    with pytest.raises(RecorderError):
+        rec.close()
+    assert read_store(tmp_path)[2].status["state"] == "failed"

@@ -10,17 +10,16 @@ from pathlib import Path
 import pytest
 
 from transfer_plugins import local as plugin
+from transfer_plugins.common import SentRecord
 from transfer_plugins.local import LocalTransferError, copy_to
 
 SEGMENT = "myrun/pickle/scalars-00000000.pickle"
 
 
 @pytest.fixture(autouse=True)
-def fresh_plugin():
+def fresh_plugin(monkeypatch):
     """Each test starts with an empty record of what was copied."""
-    plugin.reset()
-    yield
-    plugin.reset()
+    monkeypatch.setattr(plugin, "_record", SentRecord())
 
 
 @pytest.fixture
@@ -51,7 +50,9 @@ def test_copies_byte_for_byte_into_the_same_layout(source, shared):
     assert copy_to(str(source / "myrun" / "latest.pth"), "myrun/latest.pth")
 
     assert (shared / SEGMENT).read_bytes() == b"frames"
-    assert (shared / "myrun" / "latest.pth").read_bytes() == (source / "myrun" / "latest.pth").read_bytes()
+    assert (shared / "myrun" / "latest.pth").read_bytes() == (
+        source / "myrun" / "latest.pth"
+    ).read_bytes()
     assert _leftovers(shared) == []
 
 

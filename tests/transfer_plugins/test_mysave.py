@@ -35,7 +35,9 @@ def _call_hook(cwd: Path, *paths: Path) -> None:
 
 
 @pytest.mark.parametrize("prefix, key_prefix", [(None, ""), ("runs", "runs/")])
-def test_mysave_uploads_with_the_run_layout_as_key(s3_bucket, monkeypatch, user_dir, prefix, key_prefix):
+def test_mysave_uploads_with_the_run_layout_as_key(
+    s3_bucket, monkeypatch, user_dir, prefix, key_prefix
+):
     monkeypatch.setenv("MY_BUCKET", s3_bucket.name)
     if prefix is None:
         monkeypatch.delenv("MY_PREFIX", raising=False)

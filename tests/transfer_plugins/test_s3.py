@@ -10,7 +10,7 @@ import pytest
 from boto3.exceptions import S3UploadFailedError
 from botocore.exceptions import BotoCoreError
 
-from snapshot_store import format as fmt
+from snapshot_store import frames as fmt
 from tests.fixtures.net import free_port
 from transfer_plugins import s3 as plugin
 from transfer_plugins.s3 import S3TransferError, save_to_s3
@@ -20,11 +20,9 @@ SEGMENT = "myrun/pickle/scalars-00000000.pickle"
 
 
 @pytest.fixture(autouse=True)
-def fresh_plugin():
+def fresh_plugin(monkeypatch):
     """Each test configures the plugin through the env, so it must re-read it."""
-    plugin.reset()
-    yield
-    plugin.reset()
+    monkeypatch.setattr(plugin, "_uploader", None)
 
 
 @pytest.fixture
@@ -77,7 +75,9 @@ def test_objects_carry_a_crc32_checksum(bucket, checkpoints):
 
 
 @pytest.mark.parametrize("uri_suffix", ["", "/"])
-def test_a_uri_without_prefix_uses_the_relative_path_as_key(s3_bucket, monkeypatch, checkpoints, uri_suffix):
+def test_a_uri_without_prefix_uses_the_relative_path_as_key(
+    s3_bucket, monkeypatch, checkpoints, uri_suffix
+):
     monkeypatch.setenv("TRANSFER_S3_URI", s3_bucket.uri() + uri_suffix)
     data = _append_batch(checkpoints / SEGMENT, 0)
 
@@ -213,7 +213,10 @@ def test_preflight_names_an_unreachable_endpoint(bucket, monkeypatch):
 
 @pytest.mark.parametrize(
     "variable, wrong_value",
-    [("AWS_SECRET_ACCESS_KEY", "not-the-secret-0123456789"), ("AWS_ACCESS_KEY_ID", "AKNOSUCHKEY0000")],
+    [
+        ("AWS_SECRET_ACCESS_KEY", "not-the-secret-0123456789"),
+        ("AWS_ACCESS_KEY_ID", "AKNOSUCHKEY0000"),
+    ],
 )
 def test_preflight_rejects_wrong_credentials_without_echoing_them(
     bucket, monkeypatch, variable, wrong_value
@@ -249,7 +252,9 @@ def test_preflight_and_uploads_require_transfer_s3_uri(s3_bucket, monkeypatch, c
         save_to_s3(checkpoints / SEGMENT, SEGMENT)
 
 
-@pytest.mark.parametrize("uri", ["my-bucket/prefix", "https://my-bucket/prefix", "s3://", "s3:///prefix"])
+@pytest.mark.parametrize(
+    "uri", ["my-bucket/prefix", "https://my-bucket/prefix", "s3://", "s3:///prefix"]
+)
 def test_preflight_rejects_a_malformed_transfer_s3_uri(s3_bucket, monkeypatch, uri):
     monkeypatch.setenv("TRANSFER_S3_URI", uri)
 

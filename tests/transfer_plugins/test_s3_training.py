@@ -23,12 +23,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
-from bench.seaweed import CONFLICTING_ENV
+from tests.fixtures.seaweed import CONFLICTING_ENV
 from tests.trainer.helpers import clean_env
 
 REPO = Path(__file__).resolve().parents[2]

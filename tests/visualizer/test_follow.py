@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from snapshot_store import Recorder
-from snapshot_store import format as fmt
+from snapshot_store import frames as fmt
 from snapshot_store.reader import read_store
 from tests.fixtures.net import free_port
 from tests.visualizer.conftest import CountingClient, VisdomReader, following, wait_until

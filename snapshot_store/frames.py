@@ -31,10 +31,11 @@ import re
 import struct
 import tempfile
 import zlib
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 FORMAT_VERSION = 1
 
@@ -138,10 +139,10 @@ class SafeUnpickler(pickle.Unpickler):
     ``os.system`` in a hostile file) needs ``find_class`` and is refused here.
     """
 
-    def find_class(self, module: str, name: str) -> Any:  # noqa: D102
+    def find_class(self, module: str, name: str) -> Any:
         raise UnsafePickleError(f"refused global {module}.{name}")
 
-    def persistent_load(self, pid: Any) -> Any:  # noqa: D102
+    def persistent_load(self, pid: Any) -> Any:
         raise UnsafePickleError("refused persistent id")
 
 
@@ -174,7 +175,7 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        Path(tmp).replace(path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -184,6 +185,19 @@ def write_atomic(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically."""
     with atomic_file(path) as f:
         f.write(data)
+
+
+def ensure_writable_dir(path: str | os.PathLike[str]) -> None:
+    """Create ``path`` (with parents) and prove a file can be created in it; OSError if not.
+
+    Creating a file is the only reliable test: permissions, read-only mounts and
+    ACLs all show here, where ``os.access`` would miss some.
+    """
+    directory = Path(path)
+    directory.mkdir(parents=True, exist_ok=True)
+    probe = directory / f".write-test-{os.getpid()}"
+    probe.write_bytes(b"")
+    probe.unlink()
 
 
 def encode_document(doc: dict[str, Any]) -> bytes:
@@ -255,34 +269,3 @@ def decode_image_batch(payload: bytes, source: str) -> list[ImageRecord]:
     ):
         raise StoreError(f"{source}: malformed image frame")
     return images
-
-
-# --- secrets ---------------------------------------------------------------------
-
-_SECRET_KEY = re.compile(r"(secret|passw|token|api[_-]?key|access[_-]?key|credential|auth)", re.I)
-REDACTED = "***"
-
-
-def redact(options: dict[str, Any]) -> dict[str, Any]:
-    """Copy of ``options`` with values of secret-looking keys replaced by ``***``.
-
-    Values are reduced to plain builtins so the metadata stays loadable by
-    :class:`SafeUnpickler`.
-    """
-    out: dict[str, Any] = {}
-    for key, value in options.items():
-        if _SECRET_KEY.search(str(key)):
-            out[str(key)] = REDACTED
-        else:
-            out[str(key)] = _plain(value)
-    return out
-
-
-def _plain(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str, bytes)):
-        return value
-    if isinstance(value, dict):
-        return redact(value)
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_plain(v) for v in value]
-    return str(value)

@@ -1,13 +1,14 @@
-"""Framing, the restricted unpickler and secret redaction."""
+"""Framing, the restricted unpickler, whole-file writes and the write probe."""
 
 from __future__ import annotations
 
 import os
 import pickle
+import sys
 
 import pytest
 
-from snapshot_store import format as fmt
+from snapshot_store import frames as fmt
 
 
 class _CreatesFile:
@@ -60,13 +61,15 @@ def test_safe_loads_admits_plain_builtins():
 def test_hostile_pickle_is_refused_and_nothing_runs(tmp_path):
     victim = tmp_path / "pwned"
     payload = pickle.dumps(_CreatesFile(victim))
-    with pytest.raises(fmt.UnsafePickleError, match=r"evil\.pickle: refused global (posix|os)\.system"):
+    with pytest.raises(
+        fmt.UnsafePickleError, match=r"evil\.pickle: refused global (posix|os)\.system"
+    ):
         fmt.loads(payload, "evil.pickle")
     assert not victim.exists()
 
 
 def test_garbage_payload_is_a_store_error_naming_the_source():
-    with pytest.raises(fmt.StoreError, match="junk.pickle: unreadable payload"):
+    with pytest.raises(fmt.StoreError, match=r"junk\.pickle: unreadable payload"):
         fmt.loads(b"\x80\x04not a pickle", "junk.pickle")
 
 
@@ -88,11 +91,24 @@ def test_segment_names():
         fmt.segment_name("other", 0)
 
 
-def test_redact_hides_secrets_and_keeps_plain_values():
-    out = fmt.redact({"lr": 0.1, "aws_secret_access_key": "abc", "password": "p",
-                      "nested": {"api_token": "t", "ok": 1}, "path": object})
-    assert out["lr"] == 0.1 and out["aws_secret_access_key"] == fmt.REDACTED
-    assert out["password"] == fmt.REDACTED
-    assert out["nested"] == {"api_token": fmt.REDACTED, "ok": 1}
-    assert isinstance(out["path"], str)
-    fmt.loads(fmt.dumps(out))  # loadable by the restricted unpickler
+def test_ensure_writable_dir_creates_parents_and_leaves_no_probe(tmp_path):
+    store = tmp_path / "a" / "b" / "pickle"
+
+    fmt.ensure_writable_dir(store)
+    fmt.ensure_writable_dir(store)  # an existing directory is fine too
+
+    assert store.is_dir() and list(store.iterdir()) == []
+
+
+def test_ensure_writable_dir_raises_the_os_error_as_is(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(NotADirectoryError):
+        fmt.ensure_writable_dir(blocker / "run")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
+def test_ensure_writable_dir_refuses_a_directory_that_takes_no_file():
+    # /proc exists and takes no new file, even from root, for whom permission bits do not count.
+    with pytest.raises(OSError):
+        fmt.ensure_writable_dir("/proc")
