@@ -20,11 +20,11 @@ def print_table(rows: list[dict]) -> None:
     """Print rows as an aligned text table."""
     cells = [[str(row.get(col, "")) for col in COLUMNS] for row in rows]
     widths = [max(len(col), *(len(c[i]) for c in cells)) for i, col in enumerate(COLUMNS)]
-    line = "  ".join(col.ljust(w) for col, w in zip(COLUMNS, widths))
+    line = "  ".join(col.ljust(w) for col, w in zip(COLUMNS, widths, strict=True))
     print(line)
     print("-" * len(line))
     for c in cells:
-        print("  ".join(v.ljust(w) for v, w in zip(c, widths)))
+        print("  ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)))
 
 
 def main(argv: list[str]) -> int:
@@ -33,7 +33,10 @@ def main(argv: list[str]) -> int:
     rows: list[dict] = []
     for name in argv or SUITES:
         if name not in SUITES:
-            print(f"unknown benchmark suite {name!r}; choose from {', '.join(SUITES)}", file=sys.stderr)
+            print(
+                f"unknown benchmark suite {name!r}; choose from {', '.join(SUITES)}",
+                file=sys.stderr,
+            )
             return 2
         module = importlib.import_module(f"bench.bench_{name}")
         print(f"running {name} ...", file=sys.stderr, flush=True)

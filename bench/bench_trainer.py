@@ -82,12 +82,25 @@ def _trainer_epoch(datasets, num_classes: int, checkpoints: Path, name: str, rec
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loop.Trainer._run_epoch = timed_epoch  # type: ignore[method-assign]
     try:
-        fit(model, torch.nn.CrossEntropyLoss(), optimizer, datasets, batch_size=BATCH_SIZE,
-            num_epochs=1, metrics={"accuracy": accuracy}, checkpoints_dir=str(checkpoints),
-            name=name, remote=True,
+        fit(
+            model,
+            torch.nn.CrossEntropyLoss(),
+            optimizer,
+            datasets,
+            batch_size=BATCH_SIZE,
+            num_epochs=1,
+            metrics={"accuracy": accuracy},
+            checkpoints_dir=str(checkpoints),
+            name=name,
+            remote=True,
             remote_transfer_cmd="transfer_plugins.local.copy_to" if record else None,
-            device="cpu", print_freq=10, display_freq=20, display_fn=prediction_grid,
-            progress=False, record=record)
+            device="cpu",
+            print_freq=10,
+            display_freq=20,
+            display_fn=prediction_grid,
+            progress=False,
+            record=record,
+        )
     finally:
         loop.Trainer._run_epoch = run_epoch  # type: ignore[method-assign]
     return epoch_times[0]
@@ -116,8 +129,13 @@ def worker(dataroot: str, out: str) -> None:
             if variant == "reference":
                 seconds = _reference_epoch(datasets, round_, classes)
             else:
-                seconds = _trainer_epoch(datasets, classes, checkpoints, f"{variant}_{round_}",
-                                         record=variant == "logging_on")
+                seconds = _trainer_epoch(
+                    datasets,
+                    classes,
+                    checkpoints,
+                    f"{variant}_{round_}",
+                    record=variant == "logging_on",
+                )
             times[variant].append(seconds)
     if rank == 0:
         Path(out).write_text(json.dumps({"times": times, "train_size": len(datasets["train"])}))
@@ -135,20 +153,38 @@ def _measure(root: Path) -> dict:
     transfer_dir = root / "transferred"
     transfer_dir.mkdir()
     out = root / "times.json"
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
-    env.update(OMP_NUM_THREADS="1", TRANSFER_LOCAL_DIR=str(transfer_dir),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           f"--nproc-per-node={NPROC}", "-m", "bench.bench_trainer", "--worker", str(dataroot), str(out)]
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+    }
+    env.update(
+        OMP_NUM_THREADS="1",
+        TRANSFER_LOCAL_DIR=str(transfer_dir),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={NPROC}",
+        "-m",
+        "bench.bench_trainer",
+        "--worker",
+        str(dataroot),
+        str(out),
+    ]
     result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     if result.returncode != 0:
-        raise RuntimeError(f"trainer benchmark job failed ({result.returncode}):\n{result.stderr[-3000:]}")
+        raise RuntimeError(
+            f"trainer benchmark job failed ({result.returncode}):\n{result.stderr[-3000:]}"
+        )
     return json.loads(out.read_text())
 
 
 def _paired_ratio(numerator: list[float], denominator: list[float]) -> float:
-    return statistics.median(a / b for a, b in zip(numerator, denominator))
+    return statistics.median(a / b for a, b in zip(numerator, denominator, strict=True))
 
 
 def run() -> list[dict]:
@@ -160,7 +196,9 @@ def run() -> list[dict]:
     samples = measured["train_size"]  # DistributedSampler: every sample once per epoch
     throughput_ratio = _paired_ratio(times["reference"], times["logging_on"])  # = ours / reference
     logging_ratio = _paired_ratio(times["logging_on"], times["logging_off"])
-    setup = f"{NPROC} CPU procs (gloo), SmallCNN 32x32, batch {BATCH_SIZE}/proc, {ROUNDS} paired epochs"
+    setup = (
+        f"{NPROC} CPU procs (gloo), SmallCNN 32x32, batch {BATCH_SIZE}/proc, {ROUNDS} paired epochs"
+    )
     return [
         {
             "benchmark": f"trainer step throughput vs hand-written DDP loop ({setup})",

@@ -71,7 +71,7 @@ _TRAINER = """
 import sys, time
 from snapshot_store import Recorder
 store, seconds, rate, prefill = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-with Recorder(store, handle_signals=False) as rec:   # default flush interval, as a trainer runs
+with Recorder(store) as rec:   # default flush interval, as a trainer runs
     for step in range(prefill):                      # the history a long run already has
         rec.log({f"loss_{i}": 1.0 / (step + 1) + i for i in range(4)}, step=step)
     rec.flush()
@@ -164,7 +164,7 @@ def _latency(root: Path, endpoint: VisdomEndpoint) -> dict:
 
 
 def _write_store(store: Path) -> None:
-    with Recorder(store, handle_signals=False) as rec:
+    with Recorder(store) as rec:
         for step in range(REPLAY_POINTS // REPLAY_SERIES):
             rec.log({f"loss_{i}": step * 0.001 + i for i in range(REPLAY_SERIES)}, step=step)
 
@@ -238,13 +238,13 @@ def _replay(root: Path, endpoint: VisdomEndpoint) -> dict:
 
 
 def _idle_s3_requests(root: Path, endpoint: VisdomEndpoint) -> dict:
-    from bench.seaweed import CONFLICTING_ENV, SeaweedS3
+    from tests.fixtures.seaweed import CONFLICTING_ENV, SeaweedS3
     from visualizer.follower import DEFAULT_MAX_IDLE_INTERVAL, DEFAULT_POLL_INTERVAL, Follower
     from visualizer.s3 import make_client
     from visualizer.visdom_client import VisdomClient
 
     store = root / "s3run" / "pickle"
-    with Recorder(store, handle_signals=False) as rec:
+    with Recorder(store) as rec:
         for step in range(100):
             rec.log({"loss": 1.0 / (step + 1)}, step=step)
     saved = {

@@ -29,8 +29,9 @@ class PortRateLimit:
             return "shaping the loopback link needs root"
         if shutil.which("tc") is None:
             return "shaping the loopback link needs tc (iproute2)"
-        shown = subprocess.run(["tc", "qdisc", "show", "dev", DEVICE],
-                               capture_output=True, text=True).stdout
+        shown = subprocess.run(
+            ["tc", "qdisc", "show", "dev", DEVICE], capture_output=True, text=True
+        ).stdout
         if "noqueue" not in shown:
             return f"{DEVICE} already has a queueing discipline ({shown.strip()}): not touched"
         return None

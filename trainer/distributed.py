@@ -136,7 +136,7 @@ def init_process_group(env: LaunchEnv, devices: Devices, timeout_s: float = 600.
         # One key namespace per attempt keeps the groups apart.
         agent_store = dist.TCPStore(
             str(env.master_addr),
-            int(env.master_port),
+            int(env.master_port or 0),  # set: read_launch_env refuses a group without one
             env.world_size,
             is_master=False,
             timeout=timeout,

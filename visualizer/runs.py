@@ -69,7 +69,9 @@ class LocalRuns:
             return [self._spec(root.name or "run", root / "pickle")]
         found = []
         try:
-            children = sorted(e.path for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
+            children = sorted(
+                e.path for e in os.scandir(root) if e.is_dir() and not e.name.startswith(".")
+            )
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             return []
         for child in map(Path, children):
@@ -107,10 +109,10 @@ class S3Runs:
     def __str__(self) -> str:
         return str(self.location)
 
-    def waiting_for(self) -> str:  # noqa: D102
+    def waiting_for(self) -> str:
         return f"a snapshot store at {self.location} (or runs at {self.location}<name>/pickle/)"
 
-    def discover(self) -> list[RunSpec]:  # noqa: D102
+    def discover(self) -> list[RunSpec]:
         if self.location.prefix.endswith("pickle/"):
             # The usual single-run URL: the run's own polls tell whether anything is there.
             return [self._spec(self.location.run_name, self.location)]
@@ -121,14 +123,15 @@ class S3Runs:
         return sorted(self._specs.values(), key=lambda spec: spec.name)
 
     def _list_runs(self) -> None:
-        page = self.client.list_objects_v2(Bucket=self.location.bucket, Prefix=self.location.prefix,
-                                           Delimiter="/")
-        names = [obj["Key"][len(self.location.prefix):] for obj in page.get("Contents", ())]
+        page = self.client.list_objects_v2(
+            Bucket=self.location.bucket, Prefix=self.location.prefix, Delimiter="/"
+        )
+        names = [obj["Key"][len(self.location.prefix) :] for obj in page.get("Contents", ())]
         if any(n in (fmt.META_FILE, fmt.STATUS_FILE) or fmt.parse_segment_name(n) for n in names):
             self._spec(self.location.run_name, self.location)  # the prefix is a store itself
             return
         for common in page.get("CommonPrefixes", ()):
-            name = common["Prefix"][len(self.location.prefix):].strip("/")
+            name = common["Prefix"][len(self.location.prefix) :].strip("/")
             if name and not name.startswith("."):
                 self.multi = True
                 self._spec(name, S3Location(self.location.bucket, f"{common['Prefix']}pickle/"))
@@ -146,8 +149,10 @@ def locate(pickle_dir: str, s3_client: Any = None) -> LocalRuns | S3Runs:
         try:
             return S3Runs(pickle_dir, s3_client)
         except ImportError as err:
-            raise ValueError(f"reading {pickle_dir} needs boto3 ({err}); install it: "
-                             "pip install 'remote-train-monitor[s3]'") from None
+            raise ValueError(
+                f"reading {pickle_dir} needs boto3 ({err}); install it: "
+                "pip install 'remote-train-monitor[s3]'"
+            ) from None
     return LocalRuns(Path(pickle_dir).expanduser())
 
 

@@ -28,7 +28,9 @@ def make_client() -> Any:
 
     # Path-style addressing: MinIO/SeaweedFS/Ceph endpoints are rarely set up
     # for virtual-host buckets; AWS accepts both.
-    return boto3.client("s3", config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 3}))
+    return boto3.client(
+        "s3", config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 3})
+    )
 
 
 class S3Source:
@@ -38,7 +40,7 @@ class S3Source:
         self.location = S3Location.parse(location) if isinstance(location, str) else location
         self.client = client if client is not None else make_client()
 
-    def describe(self, name: str) -> str:  # noqa: D102
+    def describe(self, name: str) -> str:
         return f"{self.location}{name}"
 
     def list(self) -> dict[str, tuple]:
@@ -48,7 +50,7 @@ class S3Source:
         while True:
             page = self.client.list_objects_v2(**kwargs)
             for obj in page.get("Contents", ()):
-                name = obj["Key"][len(self.location.prefix):]
+                name = obj["Key"][len(self.location.prefix) :]
                 if name and not name.startswith("."):
                     found[name] = (obj["Size"], obj.get("ETag", ""))
             token = page.get("NextContinuationToken")

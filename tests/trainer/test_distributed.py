@@ -296,8 +296,7 @@ def test_launch_runs_torchrun_end_to_end(tiny_dataset, tmp_path):
     _check_two_rank_run(run_dir, steps_per_epoch=6, epochs=2)
     history, _, status = read_run(run_dir)
     assert {"train/loss", "val/loss", "metric/accuracy", "lr/lr", "throughput/samples_per_s"} <= {
-        f"{g}/{n}"
-        for g, n in history.keys()  # noqa: SIM118 - History is not a dict
+        f"{g}/{n}" for g, n in history.keys()
     }
     _, epochs, _, _ = history.series(("train", "loss"))
     assert epochs[0] == pytest.approx(1 / 6) and epochs[-1] == pytest.approx(2.0)

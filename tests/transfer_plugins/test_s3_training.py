@@ -42,7 +42,9 @@ NAME = "exp"
 # re-submitted after every write).
 MAX_ATTEMPTS_IN_OUTAGE = 9
 
-SYNC_HINT = re.compile(r"run: python -m trainer sync (?P<run_dir>\S+) --remote-transfer-cmd (?P<spec>\S+)")
+SYNC_HINT = re.compile(
+    r"run: python -m trainer sync (?P<run_dir>\S+) --remote-transfer-cmd (?P<spec>\S+)"
+)
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -50,8 +52,11 @@ SYNC_HINT = re.compile(r"run: python -m trainer sync (?P<run_dir>\S+) --remote-t
 
 def _env(**extra: str) -> dict[str, str]:
     """A clean launcher environment (AWS_* already pointing at the test server)."""
-    env = clean_env(AWS_EC2_METADATA_DISABLED="true",  # no instance-metadata probe
-                    PYTHONUNBUFFERED="1", **extra)
+    env = clean_env(
+        AWS_EC2_METADATA_DISABLED="true",  # no instance-metadata probe
+        PYTHONUNBUFFERED="1",
+        **extra,
+    )
     for name in CONFLICTING_ENV:
         if name not in extra:
             env.pop(name, None)
@@ -59,14 +64,39 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _train_args(dataroot: Path, checkpoints: Path, *extra: str) -> list[str]:
-    return ["--dataroot", str(dataroot), "--checkpoints-dir", str(checkpoints), "--name", NAME,
-            "--gpu-ids", "-1", "--remote", "True", "--remote-transfer-cmd", SPEC,
-            "--batch-size", "4", "--print-freq", "1", *extra]
+    return [
+        "--dataroot",
+        str(dataroot),
+        "--checkpoints-dir",
+        str(checkpoints),
+        "--name",
+        NAME,
+        "--gpu-ids",
+        "-1",
+        "--remote",
+        "True",
+        "--remote-transfer-cmd",
+        SPEC,
+        "--batch-size",
+        "4",
+        "--print-freq",
+        "1",
+        *extra,
+    ]
 
 
 def _torchrun(*train_args: str) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-            "-m", "trainer", "train", *train_args]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node=2",
+        "-m",
+        "trainer",
+        "train",
+        *train_args,
+    ]
 
 
 class Training:
@@ -75,8 +105,9 @@ class Training:
     def __init__(self, cmd: list[str], cwd: Path, env: dict[str, str]) -> None:
         self.out = cwd / "train.out"
         with self.out.open("wb") as out:
-            self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
 
     def running(self) -> bool:
         return self.proc.poll() is None
@@ -85,7 +116,9 @@ class Training:
         deadline = time.monotonic() + timeout
         while not condition():
             assert self.running(), f"training ended before {what}:\n{self.output()[-4000:]}"
-            assert time.monotonic() < deadline, f"no {what} after {timeout:.0f}s:\n{self.output()[-4000:]}"
+            assert time.monotonic() < deadline, (
+                f"no {what} after {timeout:.0f}s:\n{self.output()[-4000:]}"
+            )
             time.sleep(0.05)
 
     def finish(self, timeout: float) -> int:
@@ -93,7 +126,9 @@ class Training:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise AssertionError(f"training still running after {timeout:.0f}s:\n{self.output()[-4000:]}")
+            raise AssertionError(
+                f"training still running after {timeout:.0f}s:\n{self.output()[-4000:]}"
+            ) from None
 
     def output(self) -> str:
         return self.out.read_text(errors="replace")
@@ -103,7 +138,7 @@ class Training:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
 
-    def __enter__(self) -> "Training":
+    def __enter__(self) -> Training:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -112,13 +147,16 @@ class Training:
 
 def _run_tree(run_dir: Path) -> dict[str, bytes]:
     """Every file of the run (relative POSIX path -> bytes), without temp files starting with '.'."""
-    return {p.relative_to(run_dir).as_posix(): p.read_bytes()
-            for p in sorted(run_dir.rglob("*")) if p.is_file() and not p.name.startswith(".")}
+    return {
+        p.relative_to(run_dir).as_posix(): p.read_bytes()
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file() and not p.name.startswith(".")
+    }
 
 
 def _bucket_tree(bucket, prefix: str) -> dict[str, bytes]:
     """Every object under ``prefix`` (key without the prefix -> bytes)."""
-    return {key[len(prefix):]: bucket.read(key) for key in bucket.keys() if key.startswith(prefix)}
+    return {key[len(prefix) :]: bucket.read(key) for key in bucket.keys() if key.startswith(prefix)}
 
 
 def _differences(bucket, run_dir: Path) -> tuple[set[str], set[str], set[str]]:
@@ -136,27 +174,68 @@ def _assert_bucket_equals_run(bucket, run_dir: Path) -> None:
     missing, extra, differ = _differences(bucket, run_dir)
     local = _run_tree(run_dir)
     sizes = {k: len(v) for k, v in local.items()}
-    assert not differ, f"objects with other bytes than the run dir: {sorted(differ)} (local sizes {sizes})"
+    assert not differ, (
+        f"objects with other bytes than the run dir: {sorted(differ)} (local sizes {sizes})"
+    )
     assert not extra, f"objects with no file in the run dir: {sorted(extra)}"
     assert not missing, f"files never uploaded: {sorted(missing)}"
-    assert {"latest.pth", "loss_log.txt", "pickle/meta.pickle", "pickle/status.pickle",
-            "pickle/scalars-00000000.pickle"} <= set(local), sorted(local)
+    assert {
+        "latest.pth",
+        "loss_log.txt",
+        "pickle/meta.pickle",
+        "pickle/status.pickle",
+        "pickle/scalars-00000000.pickle",
+    } <= set(local), sorted(local)
 
 
 def _sync(run_dir: str, spec: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainer", "sync", run_dir, "--remote-transfer-cmd", spec,
-                           "--timeout", "60"], cwd=cwd, env=_env(), capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer",
+            "sync",
+            run_dir,
+            "--remote-transfer-cmd",
+            spec,
+            "--timeout",
+            "60",
+        ],
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 # --- fixtures --------------------------------------------------------------------------------
 
 
 def _make_dataset(root: Path, train_per_class: int) -> Path:
-    proc = subprocess.run([sys.executable, "-m", "trainer", "make-dataset", str(root), "--classes", "3",
-                           "--train-per-class", str(train_per_class), "--val-per-class", "4",
-                           "--image-size", "16", "--seed", "1"],
-                          env=_env(), capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer",
+            "make-dataset",
+            str(root),
+            "--classes",
+            "3",
+            "--train-per-class",
+            str(train_per_class),
+            "--val-per-class",
+            "4",
+            "--image-size",
+            "16",
+            "--seed",
+            "1",
+        ],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     return root
 
@@ -186,34 +265,50 @@ def s3_uri(monkeypatch):
 # --- the bucket mirrors the run ----------------------------------------------------------------
 
 
-def test_torchrun_run_ends_with_the_bucket_equal_to_the_run_dir(s3_bucket, s3_uri, tiny_data, tmp_path):
+def test_torchrun_run_ends_with_the_bucket_equal_to_the_run_dir(
+    s3_bucket, s3_uri, tiny_data, tmp_path
+):
     s3_uri(s3_bucket)
     checkpoints = tmp_path / "checkpoints"
     # 3 epochs: latest/best rewritten and re-uploaded, epoch_N.pth, an images segment.
-    args = _train_args(tiny_data, checkpoints, "--n-epochs", "3", "--save-epoch-freq", "1",
-                       "--display-freq", "2")
-    proc = subprocess.run(_torchrun(*args), cwd=tmp_path, env=_env(), capture_output=True, text=True,
-                          timeout=180)
+    args = _train_args(
+        tiny_data, checkpoints, "--n-epochs", "3", "--save-epoch-freq", "1", "--display-freq", "2"
+    )
+    proc = subprocess.run(
+        _torchrun(*args), cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=180
+    )
 
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "S3 transfer ready" in proc.stderr
     assert "not transferred" not in proc.stderr, proc.stderr[-4000:]
     run_dir = checkpoints / NAME
-    assert {"epoch_1.pth", "epoch_3.pth", "best.pth", "pickle/images-00000000.pickle"} <= set(_run_tree(run_dir))
+    assert {"epoch_1.pth", "epoch_3.pth", "best.pth", "pickle/images-00000000.pickle"} <= set(
+        _run_tree(run_dir)
+    )
     _assert_bucket_equals_run(s3_bucket, run_dir)
 
 
 def test_s3_outage_mid_run_training_finishes_and_the_bucket_catches_up(
-        private_s3_server, private_s3_bucket, s3_uri, small_data, tmp_path):
+    private_s3_server, private_s3_bucket, s3_uri, small_data, tmp_path
+):
     """The server goes away right after training starts and is back a few seconds later."""
     s3_uri(private_s3_bucket)
     checkpoints = tmp_path / "checkpoints"
     run_dir = checkpoints / NAME
-    args = _train_args(small_data, checkpoints, "--n-epochs", "15", "--save-epoch-freq", "5",
-                       "--display-freq", "20")
+    args = _train_args(
+        small_data,
+        checkpoints,
+        "--n-epochs",
+        "15",
+        "--save-epoch-freq",
+        "5",
+        "--display-freq",
+        "20",
+    )
     with Training(_torchrun(*args), tmp_path, _env()) as training:
-        training.wait_for((run_dir / "pickle" / "scalars-00000000.pickle").exists, 180,
-                          "first store segment")
+        training.wait_for(
+            (run_dir / "pickle" / "scalars-00000000.pickle").exists, 180, "first store segment"
+        )
         down = time.monotonic()
         private_s3_server.stop()
         time.sleep(3.0)
@@ -227,7 +322,9 @@ def test_s3_outage_mid_run_training_finishes_and_the_bucket_catches_up(
     assert code == 0, output[-4000:]
     assert "done: 15 epochs" in output
     # The outage was real: uploads failed and were retried.
-    assert re.search(rf"transfer {re.escape(SPEC)} failed for \S+ \(attempt 1\)", output), output[-4000:]
+    assert re.search(rf"transfer {re.escape(SPEC)} failed for \S+ \(attempt 1\)", output), output[
+        -4000:
+    ]
     if back_before_the_end:
         assert "not transferred" not in output, output[-4000:]
     else:  # a fast machine finished training during the outage: recover with the listed command
@@ -236,14 +333,16 @@ def test_s3_outage_mid_run_training_finishes_and_the_bucket_catches_up(
         proc = _sync(hint["run_dir"], hint["spec"], tmp_path)
         assert proc.returncode == 0, proc.stderr[-4000:]
     assert outage < 30, outage
-    stormed = sorted(set(re.findall(rf"failed for \S+/(\S+) \(attempt {MAX_ATTEMPTS_IN_OUTAGE + 1}\)",
-                                    output)))
+    stormed = sorted(
+        set(re.findall(rf"failed for \S+/(\S+) \(attempt {MAX_ATTEMPTS_IN_OUTAGE + 1}\)", output))
+    )
     assert not stormed, f"retried without backoff during a {outage:.0f} s outage: {stormed}"
     _assert_bucket_equals_run(private_s3_bucket, run_dir)
 
 
 def test_run_ending_during_an_outage_lists_the_sync_command_that_completes_the_bucket(
-        private_s3_server, private_s3_bucket, s3_uri, small_data, tmp_path):
+    private_s3_server, private_s3_bucket, s3_uri, small_data, tmp_path
+):
     """Server down from the start of training until after the trainer exited (~60 s drain)."""
     s3_uri(private_s3_bucket)
     checkpoints = tmp_path / "checkpoints"
@@ -261,8 +360,11 @@ def test_run_ending_during_an_outage_lists_the_sync_command_that_completes_the_b
     hint = SYNC_HINT.search(output)
     assert hint, output[-4000:]
     assert Path(hint["run_dir"]).resolve() == run_dir.resolve() and hint["spec"] == SPEC
-    listed = output[output.index("were not transferred"):hint.start()]
-    assert str(run_dir / "latest.pth") in listed and str(run_dir / "pickle" / "status.pickle") in listed
+    listed = output[output.index("were not transferred") : hint.start()]
+    assert (
+        str(run_dir / "latest.pth") in listed
+        and str(run_dir / "pickle" / "status.pickle") in listed
+    )
 
     private_s3_server.start()
     missing, _, _ = _differences(private_s3_bucket, run_dir)
@@ -278,12 +380,15 @@ def test_run_ending_during_an_outage_lists_the_sync_command_that_completes_the_b
 def _assert_no_training_output(run_dir: Path) -> None:
     written = sorted(p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file())
     assert not [p for p in written if p.endswith(".pth")], written
-    assert not (run_dir / "pickle").exists() or not [p for p in written if p.startswith("pickle/")], written
+    assert not (run_dir / "pickle").exists() or not [
+        p for p in written if p.startswith("pickle/")
+    ], written
 
 
 @pytest.mark.parametrize("fault", ["wrong secret key", "missing bucket"])
 def test_bad_s3_settings_stop_the_trainer_at_start_up_with_one_clear_error(
-        s3_bucket, s3_uri, tiny_data, tmp_path, fault):
+    s3_bucket, s3_uri, tiny_data, tmp_path, fault
+):
     s3_uri(s3_bucket)
     secret = os.environ["AWS_SECRET_ACCESS_KEY"]
     if fault == "wrong secret key":
@@ -291,11 +396,25 @@ def test_bad_s3_settings_stop_the_trainer_at_start_up_with_one_clear_error(
         what_to_do = "check the credentials"
     else:
         bucket = f"{s3_bucket.name}-missing"
-        extra, what_to_do = {"TRANSFER_S3_URI": f"s3://{bucket}/{PREFIX}"}, "the bucket does not exist"
+        extra, what_to_do = (
+            {"TRANSFER_S3_URI": f"s3://{bucket}/{PREFIX}"},
+            "the bucket does not exist",
+        )
     checkpoints = tmp_path / "checkpoints"
-    proc = subprocess.run([sys.executable, "-m", "trainer", "train",
-                           *_train_args(tiny_data, checkpoints, "--n-epochs", "1")],
-                          cwd=tmp_path, env=_env(**extra), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer",
+            "train",
+            *_train_args(tiny_data, checkpoints, "--n-epochs", "1"),
+        ],
+        cwd=tmp_path,
+        env=_env(**extra),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -309,13 +428,20 @@ def test_bad_s3_settings_stop_the_trainer_at_start_up_with_one_clear_error(
     assert s3_bucket.keys() == []
 
 
-def test_wrong_credentials_stop_a_torchrun_job_before_training(s3_bucket, s3_uri, tiny_data, tmp_path):
+def test_wrong_credentials_stop_a_torchrun_job_before_training(
+    s3_bucket, s3_uri, tiny_data, tmp_path
+):
     """``torchrun --nproc-per-node 2 -m trainer train``, as the README shows: rank 0's check stops the job."""
     s3_uri(s3_bucket)
     checkpoints = tmp_path / "checkpoints"
-    proc = subprocess.run(_torchrun(*_train_args(tiny_data, checkpoints, "--n-epochs", "1")),
-                          cwd=tmp_path, env=_env(AWS_ACCESS_KEY_ID="AKUNKNOWNKEY0000"), capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        _torchrun(*_train_args(tiny_data, checkpoints, "--n-epochs", "1")),
+        cwd=tmp_path,
+        env=_env(AWS_ACCESS_KEY_ID="AKUNKNOWNKEY0000"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
     assert proc.returncode != 0, proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("trainer train: error:")]

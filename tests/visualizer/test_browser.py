@@ -37,7 +37,7 @@ def test_chromium_renders_the_runs_plots_and_live_appends(
     tmp_path, visdom_server, chromium_driver, run_name
 ):
     store = tmp_path / run_name / "pickle"
-    with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
+    with Recorder(store, flush_interval=0.05) as rec:
         for step in range(120):
             rec.log(
                 {"loss": 2.0 * math.exp(-step / 40) + 0.05 * math.sin(step), "aux": 1 / (step + 1)},
@@ -59,7 +59,7 @@ def test_chromium_renders_the_runs_plots_and_live_appends(
 
     # The page stays open while the run goes on: appended points reach the browser.
     with following(store, visdom_server.endpoint):
-        with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
+        with Recorder(store, flush_interval=0.05) as rec:
             for step in range(120, 180):
                 rec.log({"loss": 0.1, "aux": 0.2}, step=step)
         plot = wait.until(

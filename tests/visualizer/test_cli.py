@@ -59,7 +59,7 @@ def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 
 def make_store(store: Path, steps: int = 30) -> None:
-    with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
+    with Recorder(store, flush_interval=0.05) as rec:
         for step in range(steps):
             rec.log({"loss": 1.0 / (step + 1), "acc": step / steps}, step=step, epoch=step / 10)
             rec.log({"lr": 0.1}, step=step, group="lr")

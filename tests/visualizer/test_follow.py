@@ -26,7 +26,7 @@ from visualizer.visdom_client import VisdomClient
 
 
 def recorder(store: Path, **kw) -> Recorder:
-    return Recorder(store, flush_interval=0.05, handle_signals=False, **kw)
+    return Recorder(store, flush_interval=0.05, **kw)
 
 
 def expected(store: Path, group: str, name: str) -> tuple[list, list]:

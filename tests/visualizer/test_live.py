@@ -93,7 +93,7 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
 
 
 def recorder(store: Path) -> Recorder:
-    return Recorder(store, flush_interval=0.05, handle_signals=False)
+    return Recorder(store, flush_interval=0.05)
 
 
 def test_live_view_draws_the_run_and_ends_with_its_parent(

@@ -67,7 +67,7 @@ def test_reader_gets_only_new_bytes_with_ranged_gets(tmp_path, s3_bucket):
     log = RequestLog(client)
     source = CountingSource(s3_bucket.uri(prefix), client)
     reader = StoreReader(source)
-    rec = Recorder(store, flush_interval=0.05, handle_signals=False)
+    rec = Recorder(store, flush_interval=0.05)
     try:
         for step in range(50):
             rec.log({"loss": float(step)}, step=step)
@@ -114,7 +114,7 @@ def test_follower_draws_an_s3_run_and_backs_off_while_idle(
     tmp_path, s3_bucket, visdom_server, reader, run_name
 ):
     store, prefix = tmp_path / run_name / "pickle", f"team/{run_name}/pickle/"
-    with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
+    with Recorder(store, flush_interval=0.05) as rec:
         for step in range(30):
             rec.log({"loss": 1.0 / (step + 1)}, step=step)
     upload(s3_bucket, store, prefix)
@@ -135,7 +135,7 @@ def test_follower_draws_an_s3_run_and_backs_off_while_idle(
         assert idle["GetObject"] == 0, "an unchanged run downloads nothing"
         assert 2 <= idle["ListObjectsV2"] <= 8, idle  # 50 at the undamped rate
 
-        with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:  # the run resumes
+        with Recorder(store, flush_interval=0.05) as rec:  # the run resumes
             for step in range(30, 40):
                 rec.log({"loss": 0.01}, step=step)
         upload(s3_bucket, store, prefix)
@@ -149,7 +149,7 @@ def test_a_prefix_of_runs_gets_an_env_per_run_and_a_comparison(
 ):
     for name, scale in (("a", 1.0), ("b", 3.0)):
         store = tmp_path / name / "pickle"
-        with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
+        with Recorder(store, flush_interval=0.05) as rec:
             for step in range(10):
                 rec.log({"loss": scale * step}, step=step)
         upload(s3_bucket, store, f"{run_name}/{name}/pickle/")
