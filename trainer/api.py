@@ -147,12 +147,12 @@ def fit(
         if launched or not ddp:
             if device not in ("auto", None) and config.gpu_ids is None:
                 config = dataclasses.replace(config, gpu_ids=_gpu_ids(device))
-            return _fit_here(model, built, config, env, parts)
+            return _fit_checked_here(model, built, config, env, parts)
         count, gpu_ids = plan_workers(device, nprocs)
         config = dataclasses.replace(config, gpu_ids=tuple(gpu_ids) if gpu_ids else (-1,))
         if count == 1:
             log.info("ddp=True with one process to run: training in this process")
-            return _fit_here(model, built, config, env, parts)
+            return _fit_checked_here(model, built, config, env, parts)
         worker_device = distributed.Devices(torch.device("cuda" if gpu_ids else "cpu"))
         preflight(config, env, worker_device)  # this process stands in for the workers' rank 0
         worker_args = {
@@ -191,19 +191,25 @@ def _default_options(
     }
 
 
+def _fit_checked_here(
+    model: nn.Module, datasets: Datasets, config: RunConfig, env: LaunchEnv, parts: _Parts
+) -> FitResult:
+    """Check everything :func:`~trainer.checks.preflight` checks, then run the loop here."""
+    devices = distributed.select_devices(config.gpu_ids, env)
+    hook = preflight(config, env, devices)
+    return _fit_here(model, datasets, config, env, devices, parts, hook)
+
+
 def _fit_here(
     model: nn.Module,
     datasets: Datasets,
     config: RunConfig,
     env: LaunchEnv,
+    devices: distributed.Devices,
     parts: _Parts,
-    hook: Hook | None = None,
-    checked: bool = False,
+    hook: Hook | None,
 ) -> FitResult:
     """Run the loop in this process (one process, or one rank of a launched job)."""
-    devices = distributed.select_devices(config.gpu_ids, env)
-    if not checked:
-        hook = preflight(config, env, devices)
     if parts.optimizer.state:
         # The loop moves the model but not the optimizer's state (Adam's moments), which stays
         # where an earlier fit, or the state loaded back from workers, left it; loading the
@@ -260,7 +266,8 @@ def _train_worker(
     env = distributed.detect()
     # The caller checked the destination already; the hook only has to be imported here.
     hook = resolve_hook(config.remote_transfer_cmd) if config.remote_transfer_cmd else None
-    result = _fit_here(model, data, config, env, parts, hook, checked=True)
+    devices = distributed.select_devices(config.gpu_ids, env)
+    result = _fit_here(model, data, config, env, devices, parts, hook)
     if not env.master_process:
         return None
     return _Outcome(

@@ -47,7 +47,7 @@ def torchrun_command(
 
 
 def _parser() -> Parser:
-    p = Parser(prog="trainer launch", allow_abbrev=False, description=DESCRIPTION)
+    p = Parser(prog="trainer launch", description=DESCRIPTION)
     p.add_argument(
         "--nproc-per-node",
         "--nproc_per_node",

@@ -27,7 +27,14 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (no usage dump), so a mistake reads as one clear line."""
+    """argparse with one-line errors (no usage dump), so a mistake reads as one clear line.
+
+    Abbreviations are off: ``--n-epoch`` must be an error, not ``--n-epochs``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")

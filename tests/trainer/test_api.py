@@ -360,7 +360,7 @@ def no_workers(monkeypatch):
         raise AssertionError("training started despite bad input")
 
     monkeypatch.setattr(torch.multiprocessing, "start_processes", refuse)
-    monkeypatch.setattr(api, "_fit_here", refuse)
+    monkeypatch.setattr(api, "_fit_here", refuse)  # after every check
 
 
 def _linear_parts(in_features: int = NUM_FEATURES):

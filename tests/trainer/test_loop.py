@@ -31,6 +31,7 @@ from trainer import checkpoint, fit
 from trainer.data import load_datasets
 from trainer.loop import FitResult
 from trainer.models import SmallCNN, accuracy
+from trainer.options import UsageError
 
 STEPS_PER_EPOCH = 6  # 48 training images, batch 8
 
@@ -143,7 +144,7 @@ def test_mid_epoch_resume_replays_the_rest_of_the_epoch(tiny_dataset, tmp_path, 
 
 
 def test_continue_train_without_a_checkpoint_fails_clearly(tiny_dataset, tmp_path):
-    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+    with pytest.raises(UsageError, match="--continue-train: no checkpoint .*latest.pth"):
         _fit(tiny_dataset, tmp_path, "fresh", n_epochs=1, continue_train=True)
 
 

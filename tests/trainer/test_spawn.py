@@ -239,7 +239,7 @@ def test_notebook_definitions_are_refused_for_spawn(monkeypatch):
 
 def test_start_method_choice(monkeypatch):
     assert choose_start_method("auto") == "spawn"  # pytest's __main__ is a file
-    monkeypatch.setattr(spawn, "in_interactive_session", lambda: True)
+    monkeypatch.setattr(start_method, "in_interactive_session", lambda: True)
     assert choose_start_method("auto") == "fork"
     assert choose_start_method("auto", uses_cuda=True) == "fork"  # CPU torch: nothing initialised
     with pytest.raises(LaunchError, match="start_method must be one of"):
