@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import signal
 import sys
 import threading
@@ -21,6 +22,7 @@ from contextlib import contextmanager
 
 from snapshot_store.exit_codes import ExitCode
 
+from .decimate import MIN_POINTS
 from .display import DEFAULT_MAX_POINTS
 from .endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS, VisdomEndpoint
 from .export import export_csv
@@ -59,6 +61,30 @@ def _pid(text: str) -> int:
     return pid
 
 
+def _seconds(text: str) -> float:
+    """argparse type of ``--poll-interval``: a finite number of seconds above zero."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0 (e.g. 0.5)")
+    return seconds
+
+
+def _max_points(text: str) -> int:
+    """argparse type of ``--max-points``: a whole number of at least MIN_POINTS."""
+    try:
+        points = int(text)
+    except ValueError:
+        points = 0
+    if points < MIN_POINTS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a whole number of points, at least {MIN_POINTS}"
+        )
+    return points
+
+
 def build_parser(
     prog: str | None = None, usage: str | None = None, epilog: str | None = None
 ) -> argparse.ArgumentParser:
@@ -91,18 +117,19 @@ def build_parser(
     )
     parser.add_argument(
         "--poll-interval",
-        type=float,
+        type=_seconds,
         default=DEFAULT_POLL_INTERVAL,
         metavar="SECONDS",
-        help="polling fallback for filesystems without file events, and the fastest S3 poll "
-        "(default %(default)s)",
+        help="polling fallback for filesystems without file events, and the fastest S3 poll; "
+        "above 0 (default %(default)s)",
     )
     parser.add_argument(
         "--max-points",
-        type=int,
+        type=_max_points,
         default=DEFAULT_MAX_POINTS,
         metavar="N",
-        help="points drawn per trace, min/max envelope kept (default %(default)s)",
+        help=f"points drawn per trace, at least {MIN_POINTS}; the min/max envelope is kept "
+        "(default %(default)s)",
     )
     parser.add_argument(
         "--no-start-server",

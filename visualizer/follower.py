@@ -8,6 +8,7 @@ Lustre, FUSE). S3 stores are polled, backing off while nothing changes.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -87,9 +88,9 @@ class Follower:
         on_sent: OnSent | None = None,
     ) -> None:
         check_max_points(max_points)
-        if poll_interval <= 0:
+        if not (math.isfinite(poll_interval) and poll_interval > 0):  # NaN would spin the loop
             raise ValueError(
-                f"poll_interval (--poll-interval) must be positive, not {poll_interval}"
+                f"poll_interval (--poll-interval) must be a finite number above 0, not {poll_interval}"
             )
         self.runs: LocalRuns | S3Runs = locate(pickle_dir, s3_client)
         self.client = client
