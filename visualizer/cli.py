@@ -7,6 +7,12 @@ options, NO_DATA when there is nothing to show, UNAVAILABLE when visdom does not
 answer (or its port is held by something else), INTERRUPTED on Ctrl-C, and OK
 when following ends on SIGTERM or with ``--parent-pid``'s process, after a last
 pass over the stores.
+
+Following prints ``visdom: <url>`` on stdout (the trainer and ``scripts/demo.sh``
+look for that prefix): the page of the run's env, or of the comparison env when
+several runs are followed. It is printed once that env has been drawn, so not
+while the store does not exist yet; when a directory of runs gains its second
+run, the comparison env's URL follows on a line of its own.
 """
 
 from __future__ import annotations
@@ -94,7 +100,9 @@ def build_parser(
         usage=usage,
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the epilog's lines
-        description="Show training runs live in visdom: replay each snapshot store, then follow it.",
+        description="Show training runs live in visdom: replay each snapshot store, then follow it.\n"
+        "Prints `visdom: <url>` of the run's page (the comparison page for several runs)\n"
+        "once the run is found.",
     )
     add_source_argument(parser)
     parser.add_argument(
@@ -178,6 +186,7 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
             env=args.env,
             poll_interval=args.poll_interval,
             max_points=args.max_points,
+            on_page=lambda env: print(f"visdom: {endpoint.env_url(env)}", flush=True),
         )
     except ValueError as err:  # a malformed s3:// URL, a too small --max-points
         parser.error(str(err))
@@ -240,14 +249,17 @@ def _stop_on_sigterm(follower: Follower) -> Iterator[None]:
 
 
 def _run(follower: Follower, args: argparse.Namespace) -> int:
-    """Make sure visdom is there, say where, then draw once or follow; the exit status."""
+    """Make sure visdom is there, then draw once or follow; the exit status.
+
+    The follower prints ``visdom: <url of the run's env>`` once that env is
+    drawn (see :func:`main`).
+    """
     endpoint = follower.client.endpoint
     try:
         server = _ensure_visdom(endpoint, start=not args.no_start_server, once=args.once)
     except VisdomServerError as err:
         log.error("%s", err)
         return ExitCode.UNAVAILABLE
-    print(f"visdom: {endpoint.url}", flush=True)
     try:
         if args.once:
             return _once(follower)

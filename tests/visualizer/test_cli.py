@@ -177,7 +177,7 @@ sys.exit(rc)
     )
     result = run("-c", code)
     assert result.returncode == ExitCode.OK, result.stderr
-    assert f"visdom: {visdom_server.url}" in result.stdout
+    assert result.stdout == f"visdom: {visdom_server.url}/env/notorch-run\n"
     steps, values = reader.traces("notorch-run", "train")["loss"]
     assert steps == list(range(31)) and values[-1] is None  # NaN drawn as a gap
 
@@ -253,8 +253,10 @@ def test_port_held_by_something_else_is_unavailable(tmp_path):
 @pytest.mark.integration
 def test_ctrl_c_while_following_is_interrupted(tmp_path):
     """Following with no visdom yet (it waits for one); Ctrl-C ends it with 130."""
+    store = tmp_path / "r" / "pickle"
+    make_store(store, steps=2)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "visualizer", "--pickle-dir", str(tmp_path / "later"),
+        [sys.executable, "-m", "visualizer", "--pickle-dir", str(store),
          "--port", str(free_port()), "--no-start-server"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

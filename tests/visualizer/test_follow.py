@@ -308,6 +308,20 @@ def test_followed_run_with_a_malformed_status_shows_dashes(
     assert rows["step"] == rows["epoch"] == rows["last heartbeat"] == rows["ETA"] == "-", rows
 
 
+def test_the_page_is_announced_once_known_then_the_comparison(tmp_path, visdom_server, run_name):
+    """Nothing while no store exists; the run's env once drawn; the comparison env with a second run."""
+    root, pages = tmp_path / run_name, []
+    with following(root, visdom_server.endpoint, on_page=pages.append) as follower:
+        time.sleep(0.5)  # a few passes over a directory that does not exist yet
+        assert pages == [] and follower.page_env is None
+        with recorder(root / "a" / "pickle") as rec:
+            rec.log({"loss": 1.0}, step=0)
+        wait_until(lambda: pages == ["a"])
+        with recorder(root / "b" / "pickle") as rec:
+            rec.log({"loss": 2.0}, step=0)
+        wait_until(lambda: pages == ["a", f"{run_name}_compare"])
+
+
 def test_missing_directory_is_awaited_then_followed(
     tmp_path, visdom_server, reader, run_name, caplog
 ):
