@@ -4,7 +4,8 @@
 visualizer [follow]`` run :func:`main`; ``python -m visualizer export`` runs
 :func:`export_main`. Exit statuses come from :class:`ExitCode`: USAGE for bad
 options, NO_DATA when there is nothing to show, UNAVAILABLE when visdom does not
-answer (or its port is held by something else), INTERRUPTED on Ctrl-C, and OK
+answer (or its port is held by something else, or its page's JS/CSS files are
+missing and can not be fetched), INTERRUPTED on Ctrl-C, and OK
 when following ends on SIGTERM or with ``--parent-pid``'s process, after a last
 pass over the stores.
 
@@ -28,6 +29,7 @@ from contextlib import contextmanager
 
 from snapshot_store.exit_codes import ExitCode
 
+from .assets import fix_command
 from .decimate import MIN_POINTS
 from .display import DEFAULT_MAX_POINTS
 from .endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS, VisdomEndpoint
@@ -35,7 +37,13 @@ from .export import export_csv
 from .follower import DEFAULT_POLL_INTERVAL, Follower, NoRunsError
 from .parent import watch_parent
 from .runs import LocalRuns
-from .server import VisdomServer, VisdomServerError, ensure_server, visdom_answers
+from .server import (
+    VisdomServer,
+    VisdomServerError,
+    ensure_server,
+    page_asset_failures,
+    visdom_answers,
+)
 from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
 
 log = logging.getLogger("visualizer")
@@ -261,6 +269,8 @@ def _run(follower: Follower, args: argparse.Namespace) -> int:
         log.error("%s", err)
         return ExitCode.UNAVAILABLE
     try:
+        if (server is not None or visdom_answers(endpoint)) and not _page_renders(endpoint):
+            return ExitCode.UNAVAILABLE
         if args.once:
             return _once(follower)
         follower.run()  # until SIGTERM, or until --parent-pid's process ends
@@ -284,6 +294,24 @@ def _ensure_visdom(endpoint: VisdomEndpoint, start: bool, once: bool) -> VisdomS
             "started visdom at %s for --once: it stops when this program exits", endpoint.url
         )
     return server
+
+
+def _page_renders(endpoint: VisdomEndpoint) -> bool:
+    """Whether visdom serves every script and stylesheet of its page; logs why not."""
+    failures = page_asset_failures(endpoint)
+    if failures:
+        shown = ", ".join(failures[:3]) + (
+            f" and {len(failures) - 3} more" if len(failures) > 3 else ""
+        )
+        log.error(
+            "visdom at %s does not serve %d file(s) its page loads (%s): the page would be blank. "
+            "Fix: run `%s` where that visdom is installed, then restart it",
+            endpoint.url,
+            len(failures),
+            shown,
+            fix_command(),
+        )
+    return not failures
 
 
 def _once(follower: Follower) -> int:
