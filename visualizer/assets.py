@@ -227,9 +227,17 @@ def write_if_changed(path: Path, data: bytes) -> bool:
     if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    # A temp name of its own: two visualizers may complete the same cache at once.
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        tmp.chmod(0o644)  # mkstemp's 0600 would hide a shared install's files from others
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return True
 
 

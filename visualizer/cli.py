@@ -13,7 +13,10 @@ Following prints ``visdom: <url>`` on stdout (the trainer and ``scripts/demo.sh`
 look for that prefix): the page of the run's env, or of the comparison env when
 several runs are followed. It is printed once that env has been drawn, so not
 while the store does not exist yet; when a directory of runs gains its second
-run, the comparison env's URL follows on a line of its own.
+run, the comparison env's URL follows on a line of its own. Before that, the
+server must serve every script and stylesheet its page loads (else UNAVAILABLE:
+a blank page is no view); a server that is not up yet while following with
+``--no-start-server`` is not checked.
 """
 
 from __future__ import annotations
