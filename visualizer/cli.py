@@ -14,7 +14,7 @@ look for that prefix): the page of the run's env, or of the comparison env when
 several runs are followed. It is printed once that env has been drawn, so not
 while the store does not exist yet; when a directory of runs gains its second
 run, the comparison env's URL follows on a line of its own. Before that, the
-server must serve every script and stylesheet its page loads (else UNAVAILABLE:
+server must serve every script, stylesheet and icon its page loads (else UNAVAILABLE:
 a blank page is no view); a server that is not up yet while following with
 ``--no-start-server`` is not checked.
 """
@@ -300,7 +300,7 @@ def _ensure_visdom(endpoint: VisdomEndpoint, start: bool, once: bool) -> VisdomS
 
 
 def _page_renders(endpoint: VisdomEndpoint) -> bool:
-    """Whether visdom serves every script and stylesheet of its page; logs why not."""
+    """Whether visdom serves every script, stylesheet and icon of its page; logs why not."""
     failures = page_asset_failures(endpoint)
     if failures:
         shown = ", ".join(failures[:3]) + (

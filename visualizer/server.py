@@ -302,7 +302,7 @@ def _login_env(endpoint: VisdomEndpoint) -> dict[str, str]:
 
 
 class _PageAssets(HTMLParser):
-    """Collects what a page loads: each ``<script src>`` and ``<link rel=stylesheet href>``."""
+    """Collects what a page loads: each ``<script src>`` and ``<link href>``."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -312,18 +312,16 @@ class _PageAssets(HTMLParser):
         found = dict(attrs)
         if tag == "script" and found.get("src"):
             self.urls.append(str(found["src"]))
-        elif (
-            tag == "link" and "stylesheet" in (found.get("rel") or "").split() and found.get("href")
-        ):
+        elif tag == "link" and found.get("href"):
             self.urls.append(str(found["href"]))
 
 
 def page_asset_failures(endpoint: VisdomEndpoint, timeout: float = 10.0) -> list[str]:
     """What visdom's page at ``/`` loads but the server does not serve: ``path (status)`` each.
 
-    Only scripts and stylesheets are checked: without them the page is blank.
-    (visdom's favicon link points at a file it does not ship.) An empty list
-    means the page can render.
+    Every ``<script src>`` and ``<link href>`` (stylesheets, the icon) of the
+    page is fetched; files on other sites are skipped. An empty list means the
+    page can render.
     """
     try:
         status, _, body = _http(endpoint, "GET", "/", None, timeout)

@@ -27,6 +27,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
 from tests.fixtures.net import free_port
+from tests.visualizer.conftest import wait_until
 from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _plot
 from tests.visualizer.test_live import first_line
 from visualizer.assets import ASSETS, CACHE_NAME, missing_assets
@@ -143,6 +144,36 @@ def test_missing_assets_are_provisioned_into_the_cache(tmp_path, chromium_driver
     assert "missing from" in log.read_text() and missing_assets(real_visdom() / "static") == []
 
 
+@pytest.mark.integration
+def test_a_running_visdom_without_its_files_is_refused_before_the_url(tmp_path):
+    """A visdom already running but serving a blank page: UNAVAILABLE, the fix, and no URL."""
+    static, store, port = bare_visdom(tmp_path / "site"), tmp_path / "r" / "pickle", free_port()
+    make_store(store)
+    # visualizer.server's child process, serving the bare static dir: such a visdom,
+    # started by hand from an install without the files.
+    server = subprocess.Popen(
+        [sys.executable, "-m", "visualizer.server", "--child", "--parent-pid", str(os.getpid()),
+         "--port", str(port), "--env-path", str(tmp_path / "envs"), "--static-dir", str(static)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        endpoint = VisdomEndpoint(port=port)
+        wait_until(lambda: visdom_answers(endpoint), timeout=TIMEOUT)
+        result = subprocess.run(
+            [sys.executable, "run_visualizer_local.py", "--pickle-dir", str(store),
+             "--port", str(port), "--once"],
+            cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT,
+        )  # fmt: skip
+    finally:
+        server.kill()
+        server.wait()
+    assert result.returncode == ExitCode.UNAVAILABLE, result.stderr
+    assert "visdom: " not in result.stdout
+    errors = [line for line in result.stderr.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and "/static/js/jquery.min.js (HTTP 404)" in errors[0], errors
+    assert "the page would be blank" in errors[0] and "-m visualizer.assets" in errors[0]
+
+
 def test_the_session_server_serves_everything_its_page_loads(visdom_server):
     assert page_asset_failures(visdom_server.endpoint) == []
 
@@ -162,9 +193,10 @@ def static_site(root: Path) -> Iterator[VisdomEndpoint]:
         thread.join(5)
 
 
-def test_a_page_whose_scripts_are_missing_is_reported(tmp_path):
+def test_a_page_whose_scripts_or_styles_are_missing_is_reported(tmp_path):
     (tmp_path / "css").mkdir()
     (tmp_path / "css" / "here.css").write_text("body {}")
+    (tmp_path / "favicon.png").write_bytes(b"\x89PNG")
     (tmp_path / "index.html").write_text(
         "<html><head><link rel='shortcut icon' href='favicon.png'>"
         "<link rel=stylesheet href='/css/here.css?v=1'><link rel=stylesheet href=css/gone.css>"
