@@ -7,6 +7,9 @@ Entry points (all in :mod:`visualizer.cli`):
   (``--remote False``) starts ``python -m visualizer ... --parent-pid PID`` as a
   child process.
 * ``python -m visualizer export --pickle-dir DIR``: every scalar as CSV (:mod:`visualizer.export`)
+* ``python -m visualizer.assets``: install the JS/CSS files visdom serves
+  (:mod:`visualizer.assets`; the visualizer also fetches them itself, into a
+  cache, when they are missing)
 
 Building blocks: :class:`visualizer.follower.Follower` (the loop),
 :class:`visualizer.rundata.RunData` (what is known of one run),

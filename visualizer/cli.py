@@ -4,15 +4,26 @@
 visualizer [follow]`` run :func:`main`; ``python -m visualizer export`` runs
 :func:`export_main`. Exit statuses come from :class:`ExitCode`: USAGE for bad
 options, NO_DATA when there is nothing to show, UNAVAILABLE when visdom does not
-answer (or its port is held by something else), INTERRUPTED on Ctrl-C, and OK
+answer (or its port is held by something else, or its page's JS/CSS files are
+missing and can not be fetched), INTERRUPTED on Ctrl-C, and OK
 when following ends on SIGTERM or with ``--parent-pid``'s process, after a last
 pass over the stores.
+
+Following prints ``visdom: <url>`` on stdout (the trainer and ``scripts/demo.sh``
+look for that prefix): the page of the run's env, or of the comparison env when
+several runs are followed. It is printed once that env has been drawn, so not
+while the store does not exist yet; when a directory of runs gains its second
+run, the comparison env's URL follows on a line of its own. Before that, the
+server must serve every script, stylesheet and icon its page loads (else UNAVAILABLE:
+a blank page is no view); a server that is not up yet while following with
+``--no-start-server`` is not checked.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import math
 import signal
 import sys
 import threading
@@ -21,13 +32,21 @@ from contextlib import contextmanager
 
 from snapshot_store.exit_codes import ExitCode
 
+from .assets import fix_command
+from .decimate import MIN_POINTS
 from .display import DEFAULT_MAX_POINTS
 from .endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS, VisdomEndpoint
 from .export import export_csv
 from .follower import DEFAULT_POLL_INTERVAL, Follower, NoRunsError
 from .parent import watch_parent
 from .runs import LocalRuns
-from .server import VisdomServer, VisdomServerError, ensure_server, visdom_answers
+from .server import (
+    VisdomServer,
+    VisdomServerError,
+    ensure_server,
+    page_asset_failures,
+    visdom_answers,
+)
 from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
 
 log = logging.getLogger("visualizer")
@@ -59,6 +78,30 @@ def _pid(text: str) -> int:
     return pid
 
 
+def _seconds(text: str) -> float:
+    """argparse type of ``--poll-interval``: a finite number of seconds above zero."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0 (e.g. 0.5)")
+    return seconds
+
+
+def _max_points(text: str) -> int:
+    """argparse type of ``--max-points``: a whole number of at least MIN_POINTS."""
+    try:
+        points = int(text)
+    except ValueError:
+        points = 0
+    if points < MIN_POINTS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a whole number of points, at least {MIN_POINTS}"
+        )
+    return points
+
+
 def build_parser(
     prog: str | None = None, usage: str | None = None, epilog: str | None = None
 ) -> argparse.ArgumentParser:
@@ -68,7 +111,9 @@ def build_parser(
         usage=usage,
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the epilog's lines
-        description="Show training runs live in visdom: replay each snapshot store, then follow it.",
+        description="Show training runs live in visdom: replay each snapshot store, then follow it.\n"
+        "Prints `visdom: <url>` of the run's page (the comparison page for several runs)\n"
+        "once the run is found.",
     )
     add_source_argument(parser)
     parser.add_argument(
@@ -91,18 +136,19 @@ def build_parser(
     )
     parser.add_argument(
         "--poll-interval",
-        type=float,
+        type=_seconds,
         default=DEFAULT_POLL_INTERVAL,
         metavar="SECONDS",
-        help="polling fallback for filesystems without file events, and the fastest S3 poll "
-        "(default %(default)s)",
+        help="polling fallback for filesystems without file events, and the fastest S3 poll; "
+        "above 0 (default %(default)s)",
     )
     parser.add_argument(
         "--max-points",
-        type=int,
+        type=_max_points,
         default=DEFAULT_MAX_POINTS,
         metavar="N",
-        help="points drawn per trace, min/max envelope kept (default %(default)s)",
+        help=f"points drawn per trace, at least {MIN_POINTS}; the min/max envelope is kept "
+        "(default %(default)s)",
     )
     parser.add_argument(
         "--no-start-server",
@@ -151,6 +197,7 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
             env=args.env,
             poll_interval=args.poll_interval,
             max_points=args.max_points,
+            on_page=lambda env: print(f"visdom: {endpoint.env_url(env)}", flush=True),
         )
     except ValueError as err:  # a malformed s3:// URL, a too small --max-points
         parser.error(str(err))
@@ -213,15 +260,20 @@ def _stop_on_sigterm(follower: Follower) -> Iterator[None]:
 
 
 def _run(follower: Follower, args: argparse.Namespace) -> int:
-    """Make sure visdom is there, say where, then draw once or follow; the exit status."""
+    """Make sure visdom is there, then draw once or follow; the exit status.
+
+    The follower prints ``visdom: <url of the run's env>`` once that env is
+    drawn (see :func:`main`).
+    """
     endpoint = follower.client.endpoint
     try:
         server = _ensure_visdom(endpoint, start=not args.no_start_server, once=args.once)
     except VisdomServerError as err:
         log.error("%s", err)
         return ExitCode.UNAVAILABLE
-    print(f"visdom: {endpoint.url}", flush=True)
     try:
+        if (server is not None or visdom_answers(endpoint)) and not _page_renders(endpoint):
+            return ExitCode.UNAVAILABLE
         if args.once:
             return _once(follower)
         follower.run()  # until SIGTERM, or until --parent-pid's process ends
@@ -245,6 +297,24 @@ def _ensure_visdom(endpoint: VisdomEndpoint, start: bool, once: bool) -> VisdomS
             "started visdom at %s for --once: it stops when this program exits", endpoint.url
         )
     return server
+
+
+def _page_renders(endpoint: VisdomEndpoint) -> bool:
+    """Whether visdom serves every script, stylesheet and icon of its page; logs why not."""
+    failures = page_asset_failures(endpoint)
+    if failures:
+        shown = ", ".join(failures[:3]) + (
+            f" and {len(failures) - 3} more" if len(failures) > 3 else ""
+        )
+        log.error(
+            "visdom at %s does not serve %d file(s) its page loads (%s): the page would be blank. "
+            "Fix: run `%s` where that visdom is installed, then restart it",
+            endpoint.url,
+            len(failures),
+            shown,
+            fix_command(),
+        )
+    return not failures
 
 
 def _once(follower: Follower) -> int:

@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8097
@@ -42,6 +42,10 @@ class VisdomEndpoint:
         """Base URL of the server's page, ``http://host:port``."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
+
+    def env_url(self, env: str) -> str:
+        """URL of visdom's page for one env, ``http://host:port/env/<env>``."""
+        return f"{self.url}/env/{quote(env, safe='')}"
 
     @property
     def is_loopback(self) -> bool:

@@ -8,8 +8,10 @@ Lustre, FUSE). S3 stores are polled, backing off while nothing changes.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,7 +72,8 @@ class Follower:
     """Follows every run under ``pickle_dir`` into visdom.
 
     Call :meth:`run_once` for a single pass, or :meth:`run` to follow until
-    :meth:`stop` (thread-safe).
+    :meth:`stop` (thread-safe). ``on_page(env)`` is called with :attr:`page_env`
+    after the pass that first draws it, and again whenever it changes.
     """
 
     def __init__(
@@ -85,11 +88,12 @@ class Follower:
         use_watchdog: bool = True,
         s3_client: Any = None,
         on_sent: OnSent | None = None,
+        on_page: Callable[[str], None] | None = None,
     ) -> None:
         check_max_points(max_points)
-        if poll_interval <= 0:
+        if not (math.isfinite(poll_interval) and poll_interval > 0):  # NaN would spin the loop
             raise ValueError(
-                f"poll_interval (--poll-interval) must be positive, not {poll_interval}"
+                f"poll_interval (--poll-interval) must be a finite number above 0, not {poll_interval}"
             )
         self.runs: LocalRuns | S3Runs = locate(pickle_dir, s3_client)
         self.client = client
@@ -99,6 +103,8 @@ class Follower:
         self.max_idle_interval = max_idle_interval
         self.use_watchdog = use_watchdog
         self.on_sent = on_sent
+        self.on_page = on_page
+        self._announced: str | None = None
         self.feeds: dict[str, _Feed] = {}
         self.compare: CompareDisplay | None = None
         self._wake = threading.Event()
@@ -122,6 +128,7 @@ class Follower:
         if not any(self._has_data(f) for f in self.feeds.values()):
             raise NoRunsError(f"nothing to show yet at {self.runs}: the store is empty")
         self._sync(time.time(), raise_errors=True, force=True)
+        self._announce_page()
 
     def run(self) -> None:
         """Follow until :meth:`stop`; visdom and source errors are logged and retried."""
@@ -136,6 +143,7 @@ class Follower:
                 self._start_watch()
                 self._poll_due(now, woken)
                 self._sync(time.time())
+                self._announce_page()
                 self._wake.wait(self._timeout(time.time()))
             self._final_pass()
         finally:
@@ -149,6 +157,18 @@ class Follower:
         for feed in self.feeds.values():
             self._poll(feed, now)
         self._sync(time.time(), force=True)
+
+    @property
+    def page_env(self) -> str | None:
+        """The env to look at: the comparison env when there are several runs, else the run's env.
+
+        None until a run is found (a store that does not exist yet).
+        """
+        if self.compare is not None:
+            return self.compare.env
+        if len(self.feeds) == 1:
+            return next(iter(self.feeds.values())).display.env
+        return None
 
     def stop(self) -> None:
         """Ask :meth:`run` to return after a last poll (from any thread)."""
@@ -187,6 +207,14 @@ class Follower:
             env = env_name("compare", self.env_prefix or Path(str(self.runs)).name, True)
             self.compare = CompareDisplay(self.client, env, self.max_points)
             log.info("comparing the runs' train losses in visdom env %r", env)
+
+    def _announce_page(self) -> None:
+        env = self.page_env
+        if env is None or env == self._announced:
+            return
+        self._announced = env
+        if self.on_page is not None:
+            self.on_page(env)
 
     def _poll_due(self, now: float, woken: bool) -> None:
         for feed in self.feeds.values():

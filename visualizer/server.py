@@ -3,7 +3,10 @@
 Stock ``python -m visdom.server`` first runs visdom's ``download_scripts()``,
 which fetches JS/CSS from CDNs and breaks without internet. Here the child
 process calls ``visdom.server.run_server.main()`` directly (no download step);
-the assets come from ``scripts/provision_visdom_assets.py`` at install time.
+the assets come from ``scripts/provision_visdom_assets.py`` at install time, or,
+when they are missing there, from a copy of visdom's static dir that
+:func:`visualizer.assets.served_static_dir` completes in the user's cache.
+:func:`page_asset_failures` checks that a server really serves what its page loads.
 
 Foreground use: ``python -m visualizer.server [--host H] [--port P] [--env-path DIR]``.
 Where the server listens, and its login, is a :class:`~visualizer.endpoint.VisdomEndpoint`.
@@ -41,12 +44,15 @@ import sys
 import tempfile
 import threading
 import time
+from html.parser import HTMLParser
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 from snapshot_store.exit_codes import ExitCode
 
+from .assets import ProvisionError, served_static_dir
 from .endpoint import DEFAULT_HOST, DEFAULT_PORT, PASSWORD_VAR, USERNAME_VAR, VisdomEndpoint
 from .parent import watch_parent
 
@@ -137,6 +143,7 @@ class VisdomServer:
         self.env_path = Path(env_path) if env_path is not None else None
         self.log_path = Path(log_path) if log_path is not None else None
         self._proc: subprocess.Popen[bytes] | None = None
+        self._static_dir: Path | None = None
 
     @property
     def url(self) -> str:
@@ -159,6 +166,10 @@ class VisdomServer:
             return
         env = self._child_env()  # refuses a non-loopback host without credentials
         self._refuse_taken_port()
+        try:
+            self._static_dir = served_static_dir()  # a blank page is no server: refuse early
+        except ProvisionError as err:
+            raise VisdomServerError(str(err)) from None
         if self.log_path is None:
             self.log_path = Path(tempfile.mkdtemp(prefix="visdom-server-")) / "visdom.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -225,6 +236,8 @@ class VisdomServer:
         cmd += ["--host", self.endpoint.host, "--port", str(self.endpoint.port)]
         if self.env_path is not None:
             cmd += ["--env-path", str(self.env_path)]
+        if self._static_dir is not None:
+            cmd += ["--static-dir", str(self._static_dir)]
         if self.login_enabled:
             cmd.append("--login")
         return cmd
@@ -288,6 +301,52 @@ def _login_env(endpoint: VisdomEndpoint) -> dict[str, str]:
     return env
 
 
+class _PageAssets(HTMLParser):
+    """Collects what a page loads: each ``<script src>`` and ``<link href>``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "script" and found.get("src"):
+            self.urls.append(str(found["src"]))
+        elif tag == "link" and found.get("href"):
+            self.urls.append(str(found["href"]))
+
+
+def page_asset_failures(endpoint: VisdomEndpoint, timeout: float = 10.0) -> list[str]:
+    """What visdom's page at ``/`` loads but the server does not serve: ``path (status)`` each.
+
+    Every ``<script src>`` and ``<link href>`` (stylesheets, the icon) of the
+    page is fetched; files on other sites are skipped. An empty list means the
+    page can render.
+    """
+    try:
+        status, _, body = _http(endpoint, "GET", "/", None, timeout)
+    except (OSError, http.client.HTTPException) as err:
+        return [f"/ ({err})"]
+    if status != 200:
+        return [f"/ (HTTP {status})"]
+    parser = _PageAssets()
+    parser.feed(body.decode("utf-8", errors="replace"))
+    failures = []
+    for url in parser.urls:
+        parts = urlsplit(urljoin(f"{endpoint.url}/", url))
+        if parts.netloc and parts.netloc != urlsplit(endpoint.url).netloc:
+            continue  # another site's file: not this server's to serve
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        try:
+            status, _, _ = _http(endpoint, "GET", path, None, timeout)
+        except (OSError, http.client.HTTPException) as err:
+            failures.append(f"{parts.path} ({err})")
+            continue
+        if status != 200:
+            failures.append(f"{parts.path} (HTTP {status})")
+    return failures
+
+
 def ensure_server(
     endpoint: VisdomEndpoint,
     *,
@@ -318,10 +377,12 @@ def ensure_server(
 # ---- child process side ----
 
 
-def _patch_visdom_app(host: str) -> None:
+def _patch_visdom_app(host: str, static_dir: str | None) -> None:
     """Adapt visdom 0.2.4's tornado Application in this (child) process, before it is built.
 
     * Bind exactly ``host``: visdom itself binds only 127.0.0.1 or every interface.
+    * Serve pages and static files from ``static_dir`` when given (visdom's own
+      ``static/`` lacks its JS/CSS): visdom reads both from these two settings.
     * Tornado >= 6.6 refuses to compute a version hash for static files outside
       static/, and visdom's index.html asks for ``static_url("../user/style.css")``
       (its per-user CSS route), so every ``GET /`` would fail with 403. The
@@ -340,6 +401,9 @@ def _patch_visdom_app(host: str) -> None:
                 return None
 
     visdom_app.tornado_settings["static_handler_class"] = VisdomStaticFileHandler
+    if static_dir:
+        visdom_app.tornado_settings["static_path"] = static_dir
+        visdom_app.tornado_settings["template_path"] = static_dir
     original_listen = visdom_app.Application.listen
 
     def listen(self: visdom_app.Application, port: int, *args: Any, **kwargs: Any) -> Any:
@@ -363,7 +427,7 @@ def _run_child(args: argparse.Namespace) -> None:
     # its server never uses it. A None entry makes that optional import fail fast.
     sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
     endpoint = args.endpoint
-    _patch_visdom_app(endpoint.host)
+    _patch_visdom_app(endpoint.host, args.static_dir)
     argv = ["visdom.server", "-port", str(endpoint.port), "--hostname", endpoint.host]
     argv += ["-logging_level", "INFO"]
     if args.env_path:
@@ -411,6 +475,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--parent-pid", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--login", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--static-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
         args.endpoint = VisdomEndpoint.parse(args.host, args.port)

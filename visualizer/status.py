@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -22,7 +23,9 @@ def is_stale(status: dict[str, Any], now: float | None = None) -> bool:
     updated = _number(status.get("updated"))
     if updated is None:
         return False
-    heartbeat = _number(status.get("heartbeat_seconds")) or DEFAULT_HEARTBEAT
+    heartbeat = _number(status.get("heartbeat_seconds"))
+    if heartbeat is None or heartbeat <= 0:  # a nonsensical interval: judge by the default one
+        heartbeat = DEFAULT_HEARTBEAT
     now = time.time() if now is None else now
     return now - updated > STALE_AFTER_HEARTBEATS * heartbeat
 
@@ -36,8 +39,8 @@ class EtaEstimator:
 
     def observe(self, status: dict[str, Any]) -> None:
         """Record the ``(updated, step)`` of a status document."""
-        updated, step = _number(status.get("updated")), status.get("step")
-        if updated is None or not isinstance(step, int):
+        updated, step = _number(status.get("updated")), _step(status.get("step"))
+        if updated is None or step is None:
             return
         if self._samples and (step < self._samples[-1][1] or updated < self._samples[-1][0]):
             self._samples.clear()  # a resumed run went back: the old rate means nothing
@@ -56,9 +59,9 @@ class EtaEstimator:
 
     def eta_seconds(self, status: dict[str, Any]) -> float | None:
         """Seconds until ``total_steps`` at the recent rate; None if unknown."""
-        total, step = status.get("total_steps"), status.get("step")
+        total, step = _number(status.get("total_steps")), _step(status.get("step"))
         rate = self.rate() or _overall_rate(status)
-        if not isinstance(total, (int, float)) or not isinstance(step, int) or not rate:
+        if total is None or step is None or not rate:
             return None
         return max(0.0, (total - step) / rate)
 
@@ -96,23 +99,32 @@ def status_view(
     eta: EtaEstimator | None = None,
     now: float | None = None,
 ) -> StatusView:
-    """Assemble the panel's rows: state, epoch, step, world size, host, ETA, ages."""
+    """Assemble the panel's rows: state, epoch, step, world size, host, ETA, ages.
+
+    The documents come from another program (and maybe another version of it):
+    a field of the wrong type, NaN or infinite shows as ``-`` instead of failing.
+    """
     status, meta = status or {}, meta or {}
     now = time.time() if now is None else now
-    state = str(status.get("state", "waiting for status"))
+    state = status.get("state", "waiting for status")
+    state = state if isinstance(state, str) else "unknown"
     rows: list[tuple[str, str]] = []
-    step, total = status.get("step"), status.get("total_steps")
+    step, total = _step(status.get("step")), _number(status.get("total_steps"))
     step_text = "-" if step is None else str(step)
-    if isinstance(total, (int, float)):
+    if total is not None:
         step_text += f" / {int(total)}"
     rows.append(("step", step_text))
     epoch = _number(status.get("epoch"))
     rows.append(("epoch", "-" if epoch is None else f"{epoch:.2f}"))
-    rows.append(("world size", str(meta.get("world_size", status.get("world_size", "-")))))
-    rows.append(
-        ("host", str(status.get("host") or ", ".join(map(str, meta.get("hosts", []))) or "-"))
-    )
+    world_size = _step(meta.get("world_size", status.get("world_size")))
+    rows.append(("world size", "-" if world_size is None else str(world_size)))
+    host = status.get("host")
+    hosts = meta.get("hosts")
+    if not (isinstance(host, str) and host):
+        host = ", ".join(map(str, hosts)) if isinstance(hosts, list) else ""
+    rows.append(("host", host or "-"))
     remaining = eta.eta_seconds(status) if eta and state == "running" else None
+    remaining = remaining if remaining is not None and math.isfinite(remaining) else None
     rows.append(("ETA", "-" if remaining is None else format_duration(remaining)))
     last_log = _number(status.get("last_log_time"))
     rows.append(
@@ -142,18 +154,22 @@ def _overall_rate(status: dict[str, Any]) -> float | None:
     updated, started, step = (
         _number(status.get("updated")),
         _number(status.get("start_time")),
-        status.get("step"),
+        _step(status.get("step")),
     )
-    if (
-        updated is None
-        or started is None
-        or not isinstance(step, int)
-        or step <= 0
-        or updated <= started
-    ):
+    if updated is None or started is None or step is None or step <= 0 or updated <= started:
         return None
     return step / (updated - started)
 
 
 def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    """``value`` as a finite float; None for anything else (NaN, inf, str, list, bool, None)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _step(value: Any) -> int | None:
+    """``value`` as a whole number (a step, a count); None for anything else."""
+    number = _number(value)
+    return int(number) if number is not None and number == int(number) else None

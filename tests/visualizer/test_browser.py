@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 from selenium.webdriver.support.ui import WebDriverWait
 
 from snapshot_store import Recorder
+from snapshot_store.exit_codes import ExitCode
 from tests.visualizer.conftest import following
 from visualizer.follower import Follower
 from visualizer.visdom_client import VisdomClient
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
 BROWSER_WAIT_S = 60  # a bound on waiting, not a speed expectation
 
 # Per plot on the page: its title, points per trace as plotly computed them for
@@ -76,3 +80,59 @@ def test_chromium_renders_the_runs_plots_and_live_appends(
     assert driver.save_screenshot(str(ARTIFACTS / "visualizer_plot.png"))
     severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     assert severe == []
+
+
+def printed_url(pickle_dir: Path, server_url: str) -> str:
+    """The URL ``run_visualizer_local.py --once`` prints on its ``visdom: `` line."""
+    result = subprocess.run(
+        [sys.executable, "run_visualizer_local.py", "--pickle-dir", str(pickle_dir),
+         "--server", server_url, "--once", "--no-start-server"],
+        cwd=ROOT, capture_output=True, text=True, timeout=BROWSER_WAIT_S,
+    )  # fmt: skip
+    assert result.returncode == ExitCode.OK, result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.startswith("visdom: ")]
+    assert len(lines) == 1, result.stdout
+    return lines[0].removeprefix("visdom: ")
+
+
+def log_losses(store: Path, scale: float) -> None:
+    with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
+        for step in range(50):
+            rec.log({"loss": scale / (step + 1)}, step=step)
+
+
+def test_the_printed_url_opens_the_runs_page(tmp_path, visdom_server, chromium_driver, run_name):
+    """One run: the URL is its env's page, with its plots on it (not visdom's empty main env)."""
+    store = tmp_path / run_name / "pickle"
+    log_losses(store, 1.0)
+    url = printed_url(store, visdom_server.url)
+    assert url == f"{visdom_server.url}/env/{run_name}"
+
+    chromium_driver.get(url)
+    plot = WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(
+        lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 1 and p
+    )
+    assert plot["names"] == ["loss"] and plot["points"] == [50]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    assert chromium_driver.save_screenshot(str(ARTIFACTS / "visualizer_printed_url_run.png"))
+    assert [e for e in chromium_driver.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_the_printed_url_of_several_runs_opens_the_comparison(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    """A directory of runs: the URL is the comparison env's page, a trace per run."""
+    runs = tmp_path / run_name
+    log_losses(runs / "a" / "pickle", 1.0)
+    log_losses(runs / "b" / "pickle", 2.0)
+    url = printed_url(runs, visdom_server.url)
+    assert url == f"{visdom_server.url}/env/{run_name}_compare"
+
+    chromium_driver.get(url)
+    plot = WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(
+        lambda d: (p := _plot(d, "train loss: all runs")) and p["drawn"] == 2 and p
+    )
+    assert sorted(plot["names"]) == ["a", "b"] and plot["points"] == [50, 50]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    assert chromium_driver.save_screenshot(str(ARTIFACTS / "visualizer_printed_url_compare.png"))
+    assert [e for e in chromium_driver.get_log("browser") if e["level"] == "SEVERE"] == []

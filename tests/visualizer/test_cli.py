@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from snapshot_store import Recorder
+from snapshot_store import format as fmt
 from snapshot_store.exit_codes import ExitCode
 from snapshot_store.reader import read_store
 from tests.fixtures.net import free_port
@@ -91,7 +92,11 @@ def test_help_lists_every_option_with_help_and_the_export_command(capsys):
     "bad",
     [
         ["--max-points", "2"],
+        ["--max-points", "1e3"],
         ["--poll-interval", "0"],
+        ["--poll-interval", "-1"],
+        ["--poll-interval", "nan"],
+        ["--poll-interval", "inf"],
         ["--server", "https://visdom.example"],
         ["--server", "http://host:9000", "--port", "9001"],
         ["--parent-pid", "0"],
@@ -103,7 +108,10 @@ def test_bad_options_are_usage_errors(tmp_path, capsys, bad):
         exit_status(lambda: cli.main(["--pickle-dir", str(tmp_path), "--once", *bad]))
         == ExitCode.USAGE
     )
-    assert "error:" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert out == ""  # refused before any server started: no `visdom: <url>` line
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and bad[0] in errors[0], err
 
 
 def test_once_with_a_missing_directory_has_no_data(tmp_path, caplog):
@@ -169,7 +177,7 @@ sys.exit(rc)
     )
     result = run("-c", code)
     assert result.returncode == ExitCode.OK, result.stderr
-    assert f"visdom: {visdom_server.url}" in result.stdout
+    assert result.stdout == f"visdom: {visdom_server.url}/env/notorch-run\n"
     steps, values = reader.traces("notorch-run", "train")["loss"]
     assert steps == list(range(31)) and values[-1] is None  # NaN drawn as a gap
 
@@ -202,6 +210,31 @@ def test_console_script_once_into_a_running_server(tmp_path, visdom_server, read
     assert reader.traces("script-env", "lr")["lr"] == ([0, 1, 2, 3, 4], [0.1] * 5)
 
 
+def test_once_with_a_malformed_status_draws_the_run(tmp_path, visdom_server, reader):
+    """A status.pickle with NaN, inf, strings and lists for numbers: no traceback, dashes shown."""
+    store = tmp_path / "odd-status" / "pickle"
+    make_store(store, steps=3)
+    status = {
+        "state": "running",
+        "step": "three",
+        "total_steps": float("inf"),
+        "epoch": float("nan"),
+        "updated": [1, 2],
+        "start_time": float("nan"),
+        "heartbeat_seconds": "5",
+    }
+    fmt.write_atomic(store / fmt.STATUS_FILE, fmt.encode_document(status))
+    result = run(
+        "run_visualizer_local.py", "--pickle-dir", str(store), "--server", visdom_server.url,
+        "--once", "--no-start-server",
+    )  # fmt: skip
+    assert result.returncode == ExitCode.OK, result.stderr
+    assert "Traceback" not in result.stderr
+    panel = reader.windows("odd-status")["status"]["content"]
+    assert "RUNNING" in panel and ">step</td><td>-</td>" in panel, panel
+    assert "nan" not in panel and "inf" not in panel
+
+
 @pytest.mark.integration
 def test_port_held_by_something_else_is_unavailable(tmp_path):
     store = tmp_path / "r" / "pickle"
@@ -220,8 +253,10 @@ def test_port_held_by_something_else_is_unavailable(tmp_path):
 @pytest.mark.integration
 def test_ctrl_c_while_following_is_interrupted(tmp_path):
     """Following with no visdom yet (it waits for one); Ctrl-C ends it with 130."""
+    store = tmp_path / "r" / "pickle"
+    make_store(store, steps=2)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "visualizer", "--pickle-dir", str(tmp_path / "later"),
+        [sys.executable, "-m", "visualizer", "--pickle-dir", str(store),
          "--port", str(free_port()), "--no-start-server"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from pathlib import Path
 
@@ -276,6 +277,49 @@ def test_status_panel_flags_a_silent_running_run(tmp_path, visdom_server, reader
     run_once(store, visdom_server.endpoint)
     panel = reader.windows(run_name)["status"]["content"]
     assert "STALE" in panel and "gpu-node-7" in panel and "3 / 10" in panel
+
+
+def malformed_status() -> dict:
+    """A status whose numbers are NaN, infinite, a string or a list."""
+    return {
+        "state": "running",
+        "step": [7],
+        "total_steps": float("nan"),
+        "epoch": float("inf"),
+        "updated": "yesterday",
+        "start_time": float("-inf"),
+        "heartbeat_seconds": float("nan"),
+        "host": "gpu-node-9",
+    }
+
+
+def test_followed_run_with_a_malformed_status_shows_dashes(
+    tmp_path, visdom_server, reader, run_name
+):
+    store = tmp_path / run_name / "pickle"
+    with recorder(store) as rec:
+        rec.log({"loss": 1.0}, step=3)
+    fmt.write_atomic(store / fmt.STATUS_FILE, fmt.encode_document(malformed_status()))
+    with following(store, visdom_server.endpoint):
+        panel = wait_until(lambda: reader.windows(run_name)["status"]["content"])
+        assert "gpu-node-9" in panel
+    assert reader.traces(run_name, "train")["loss"] == ([3], [1.0])
+    rows = dict(re.findall(r"<td[^>]*>([^<]*)</td><td>([^<]*)</td>", panel))
+    assert rows["step"] == rows["epoch"] == rows["last heartbeat"] == rows["ETA"] == "-", rows
+
+
+def test_the_page_is_announced_once_known_then_the_comparison(tmp_path, visdom_server, run_name):
+    """Nothing while no store exists; the run's env once drawn; the comparison env with a second run."""
+    root, pages = tmp_path / run_name, []
+    with following(root, visdom_server.endpoint, on_page=pages.append) as follower:
+        time.sleep(0.5)  # a few passes over a directory that does not exist yet
+        assert pages == [] and follower.page_env is None
+        with recorder(root / "a" / "pickle") as rec:
+            rec.log({"loss": 1.0}, step=0)
+        wait_until(lambda: pages == ["a"])
+        with recorder(root / "b" / "pickle") as rec:
+            rec.log({"loss": 2.0}, step=0)
+        wait_until(lambda: pages == ["a", f"{run_name}_compare"])
 
 
 def test_missing_directory_is_awaited_then_followed(

@@ -1,8 +1,9 @@
 """Live mode: the trainer (``--remote False``) runs ``python -m visualizer ... --parent-pid PID`` as a child.
 
 The child is started here exactly as the trainer starts it, against the real
-visdom server; it must announce ``visdom: <url>``, draw the run, and end by
-itself (after a last pass, status 0) on SIGTERM or when its parent is gone.
+visdom server; it must announce ``visdom: <url of the run's env>`` once the
+store is there, draw the run, and end by itself (after a last pass, status 0)
+on SIGTERM or when its parent is gone.
 """
 
 from __future__ import annotations
@@ -104,11 +105,12 @@ def test_live_view_draws_the_run_and_ends_with_its_parent(
         sleeper() as trainer,
         live_view(store, visdom_server.endpoint, run_name, trainer.pid, log) as view,
     ):
-        assert first_line(view, log) == f"visdom: {visdom_server.url}\n"
         with recorder(store) as rec:  # the store appears after the view started, as in training
             for step in range(40):
                 rec.log({"loss": float(step)}, step=step)
             rec.flush()
+            # Nothing was printed while the store was missing: the first line is the run's page.
+            assert first_line(view, log) == f"visdom: {visdom_server.url}/env/{run_name}\n"
             wait_until(lambda: reader.traces(run_name, "train")["loss"][0] == list(range(40)))
         trainer.kill()
         trainer.wait()
@@ -125,10 +127,10 @@ def test_live_view_draws_the_run_and_ends_with_its_parent(
 def test_sigterm_draws_what_is_left_and_exits_0(tmp_path, visdom_server, reader, run_name):
     store, log = tmp_path / run_name / "pickle", tmp_path / "visualizer.log"
     with live_view(store, visdom_server.endpoint, run_name, os.getpid(), log) as view:
-        assert first_line(view, log).startswith("visdom: ")
         with recorder(store) as rec:
             rec.log({"loss": 0.0}, step=0)
             rec.flush()
+            assert first_line(view, log).startswith("visdom: ")
             wait_until(lambda: reader.has_window(run_name, "train"))
             for step in range(1, 100):
                 rec.log({"loss": float(step)}, step=step)
@@ -148,7 +150,7 @@ def test_its_own_visdom_server_stops_with_it(tmp_path, run_name):
     with recorder(store) as rec:
         rec.log({"loss": 1.0}, step=0)
     with live_view(store, endpoint, "live-env", os.getpid(), log) as view:
-        assert first_line(view, log) == f"visdom: {endpoint.url}\n"
+        assert first_line(view, log) == f"visdom: {endpoint.url}/env/live-env\n"
         own = VisdomReader(endpoint)
         wait_until(lambda: own.traces("live-env", "train")["loss"] == ([0], [1.0]))
         view.send_signal(signal.SIGTERM)

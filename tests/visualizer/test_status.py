@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from visualizer.follower import DEFAULT_MAX_IDLE_INTERVAL, DEFAULT_POLL_INTERVAL, PollSchedule
 from visualizer.layout import window_for_group
 from visualizer.status import EtaEstimator, format_duration, is_stale, status_view
@@ -81,3 +83,33 @@ def test_idle_s3_polling_costs_at_most_120_requests_an_hour():
     assert polls <= 120, polls
     schedule.record(True, now)
     assert schedule.delay == DEFAULT_POLL_INTERVAL, "a change brings the poll rate back at once"
+
+
+BAD_VALUES = [float("nan"), float("inf"), -float("inf"), "soon", [1, 2], None, True]
+NUMBER_FIELDS = ["total_steps", "step", "epoch", "updated", "start_time", "heartbeat_seconds"]
+
+
+@pytest.mark.parametrize("field", NUMBER_FIELDS)
+@pytest.mark.parametrize("bad", BAD_VALUES, ids=repr)
+def test_a_malformed_number_shows_as_a_dash(field, bad):
+    """A status written by a buggy or newer trainer must never break the panel."""
+    status = {
+        **running(1.0, step=500, epoch=1.5, total_steps=1000, start_time=NOW - 100),
+        field: bad,
+    }
+    eta = EtaEstimator()
+    eta.observe(status)
+    view = status_view(status, {"world_size": 2}, eta, NOW)
+    rows = dict(view.rows)
+    view.html()
+    shown = {
+        "total_steps": rows["step"] == "500",
+        "step": rows["step"].startswith("- /") and rows["ETA"] == "-",
+        "epoch": rows["epoch"] == "-",
+        "updated": rows["last heartbeat"] == "-" and rows["ETA"] == "-",
+        "start_time": rows["ETA"] == "-",
+        # judged by the default interval (5 s) instead: 30 s of silence is stale, 1 s is not
+        "heartbeat_seconds": not view.stale and is_stale({**status, "updated": NOW - 30}, NOW),
+    }
+    assert shown[field], rows
+    assert not any(word in value for value in rows.values() for word in ("nan", "inf", "soon", "["))
