@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt scripts/provision_visdom_assets.py
+$(STAMP): pyproject.toml constraints.txt scripts/provision_visdom_assets.py visualizer/assets.py
 	$(PYTHON) -m venv $(VENV)
 	# torch first, pinned: the CPU build from local disk, not a multi-GB CUDA download.
 	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/pip install -q --disable-pip-version-check torch==2.13.0

@@ -70,7 +70,7 @@ def visualizer_env(site: Path, cache: Path, path: str) -> dict[str, str]:
 
 
 def make_store(store: Path) -> None:
-    with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
+    with Recorder(store, flush_interval=0.05) as rec:
         for step in range(20):
             rec.log({"loss": 1.0 / (step + 1)}, step=step)
 

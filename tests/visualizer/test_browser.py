@@ -96,7 +96,7 @@ def printed_url(pickle_dir: Path, server_url: str) -> str:
 
 
 def log_losses(store: Path, scale: float) -> None:
-    with Recorder(store, flush_interval=0.05, handle_signals=False) as rec:
+    with Recorder(store, flush_interval=0.05) as rec:
         for step in range(50):
             rec.log({"loss": scale / (step + 1)}, step=step)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from snapshot_store import Recorder
-from snapshot_store import format as fmt
+from snapshot_store import frames as fmt
 from snapshot_store.exit_codes import ExitCode
 from snapshot_store.reader import read_store
 from tests.fixtures.net import free_port
