@@ -14,11 +14,13 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-STOP_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 15.0  # the visualizer's last pass, then its visdom server's own grace period
+READY_TIMEOUT_S = 60.0  # a short run can end before the child has drawn anything
 
 
 class LiveView:
@@ -54,6 +56,7 @@ class LiveView:
                 env=child_env,
                 process_group=0,
             )
+        self._ready = threading.Event()  # the child printed its URL: it has drawn the run once
         self._reader = threading.Thread(target=self._announce, name="live-view", daemon=True)
         self._reader.start()
 
@@ -64,6 +67,7 @@ class LiveView:
             line = raw.decode(errors="replace").strip()
             if line.startswith("visdom: "):
                 log.info("live plots at %s", line.removeprefix("visdom: "))
+                self._ready.set()
         code = self._proc.wait()
         if code not in (0, -signal.SIGTERM):
             log.warning(
@@ -74,7 +78,20 @@ class LiveView:
             )
 
     def stop(self) -> None:
-        """Ask the visualizer to draw the last points and exit; kill it if it does not."""
+        """Ask the visualizer to draw the last points and exit; kill it if it does not.
+
+        A child still starting would die of SIGTERM before its first drawing, so it
+        gets until it has drawn the run once (or has exited, or a timeout).
+        """
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not self._ready.wait(0.1) and self._proc.poll() is None:
+            if time.monotonic() > deadline:
+                log.warning(
+                    "the live visualizer drew nothing within %.0f s; stopping it (its log: %s)",
+                    READY_TIMEOUT_S,
+                    self.log_path,
+                )
+                break
         if self._proc.poll() is None:
             self._proc.send_signal(signal.SIGTERM)
             try:

@@ -202,11 +202,11 @@ def test_remote_false_shows_live_plots_in_a_visualizer_child(
         n_epochs=1,
         remote=False,
         display_server="127.0.0.1",
-        display_port=visdom_server.port,
+        display_port=visdom_server.endpoint.port,
         display_env="envx",
     )
     # The child drew the run, its last points included, before training returned.
-    url = f"http://127.0.0.1:{visdom_server.port}"
+    url = visdom_server.endpoint.url
     reply = requests.post(
         f"{url}/win_data", data=json.dumps({"win": "train", "eid": "envx"}), timeout=10
     )

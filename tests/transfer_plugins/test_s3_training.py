@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.seaweed import CONFLICTING_ENV
-from tests.trainer.helpers import clean_env
+from tests.trainer.helpers import clean_env, train_args
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = "transfer_plugins.s3.save_to_s3"
@@ -64,25 +64,19 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _train_args(dataroot: Path, checkpoints: Path, *extra: str) -> list[str]:
-    return [
-        "--dataroot",
-        str(dataroot),
-        "--checkpoints-dir",
-        str(checkpoints),
-        "--name",
+    # The trainer tests' fast options, with images every 50 steps as the CLI's default.
+    return train_args(
+        dataroot,
+        checkpoints,
         NAME,
-        "--gpu-ids",
-        "-1",
-        "--remote",
-        "True",
         "--remote-transfer-cmd",
         SPEC,
         "--batch-size",
         "4",
-        "--print-freq",
-        "1",
+        "--display-freq",
+        "50",
         *extra,
-    ]
+    )
 
 
 def _torchrun(*train_args: str) -> list[str]:
