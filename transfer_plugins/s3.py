@@ -22,6 +22,7 @@ import os
 import threading
 import uuid
 from pathlib import Path
+from typing import Final
 
 import boto3
 from boto3.s3.transfer import TransferConfig
@@ -44,7 +45,7 @@ URI_ENV = "TRANSFER_S3_URI"
 
 MiB = 1024 * 1024
 MULTIPART_THRESHOLD = 16 * MiB
-CHECKSUM_ALGORITHM = "CRC32"
+CHECKSUM_ALGORITHM: Final = "CRC32"
 TRANSFER_CONFIG = TransferConfig(
     multipart_threshold=MULTIPART_THRESHOLD,
     multipart_chunksize=8 * MiB,
