@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import os
 import signal
 import sys
 import threading
@@ -232,6 +233,9 @@ def export_main(argv: list[str], prog: str | None = None) -> int:
             return ExitCode.NO_DATA
         except ValueError as err:  # a malformed s3:// URL
             parser.error(str(err))
+        except BrokenPipeError:  # `export ... | head`: the reader has what it wanted
+            # Python's advice: point stdout at devnull so the exit-time flush fails no more.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return ExitCode.OK
 
     return _interruptible(export)
