@@ -153,24 +153,36 @@ def fit(
         if count == 1:
             log.info("ddp=True with one process to run: training in this process")
             return _fit_checked_here(model, built, config, env, parts)
-        worker_device = distributed.Devices(torch.device("cuda" if gpu_ids else "cpu"))
-        preflight(config, env, worker_device)  # this process stands in for the workers' rank 0
-        worker_args = {
-            "model": model,
-            "datasets": built if dataset_fn is None else None,
-            "dataset_fn": dataset_fn,
-            "config": config,
-            "parts": parts,
-        }
-        del built  # the checked copy is not needed in this process any more
-        outcome = spawn.launch(
-            _train_worker,
-            worker_args,
-            nprocs=count,
-            start_method=start_method,
-            uses_cuda=bool(gpu_ids),
-        )
-    return _adopt(outcome, model, optimizer, scheduler)
+        data = built if dataset_fn is None else None  # with a dataset_fn, workers build their own
+        del built
+        return _fit_in_workers(model, data, dataset_fn, config, env, parts, count, start_method)
+
+
+def _fit_in_workers(
+    model: nn.Module,
+    datasets: Datasets | None,
+    dataset_fn: Callable[[], Datasets] | None,
+    config: RunConfig,
+    env: LaunchEnv,
+    parts: _Parts,
+    count: int,
+    start_method: str,
+) -> FitResult:
+    """Start ``count`` local DDP workers and load rank 0's trained states into the caller's objects."""
+    on_gpus = config.gpu_ids != (-1,)
+    worker_device = distributed.Devices(torch.device("cuda" if on_gpus else "cpu"))
+    preflight(config, env, worker_device)  # this process stands in for the workers' rank 0
+    worker_args = {
+        "model": model,
+        "datasets": datasets,
+        "dataset_fn": dataset_fn,
+        "config": config,
+        "parts": parts,
+    }
+    outcome = spawn.launch(
+        _train_worker, worker_args, nprocs=count, start_method=start_method, uses_cuda=on_gpus
+    )
+    return _adopt(outcome, model, parts.optimizer, parts.scheduler)
 
 
 def _gpu_ids(device: Device) -> tuple[int, ...]:
