@@ -22,6 +22,7 @@ from pathlib import Path
 
 from snapshot_store import Recorder
 from snapshot_store.reader import read_store
+from tests.fixtures.net import free_port
 from visualizer.endpoint import VisdomEndpoint
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,14 +33,6 @@ REPLAY_SERIES = 4
 LATENCY_SECONDS = 10.0
 LATENCY_RATE_HZ = 50
 S3_TIME_SCALE = 100  # the idle S3 hour is measured in 36 s with every interval divided by this
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -310,7 +303,7 @@ def run() -> list[dict]:
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        endpoint = VisdomEndpoint(port=_free_port())
+        endpoint = VisdomEndpoint(port=free_port())
         with VisdomServer(endpoint, env_path=root / "envs", log_path=root / "visdom.log"):
             lat = _latency(root, endpoint)
             sent_p50, sent_p99 = _percentile(lat["sent"], 50), _percentile(lat["sent"], 99)
