@@ -94,8 +94,10 @@ class StoreReader:
 
     Each file is read from where the last poll stopped. A frame cut short (the
     writer is mid-append) is left for the next poll. A complete frame that fails
-    its checksum, or a payload that asks for any global, is reported once with
-    the file's name and the rest of that file is skipped; the reader goes on.
+    its checksum, or a payload that does not unpickle or asks for any global, is
+    reported once with the file's name and the rest of that file is skipped. A
+    frame that unpickles but holds records breaking the schema loses only those
+    records, each reported with the file, its frame's byte offset and the reason.
     """
 
     def __init__(self, source: Source | str | os.PathLike[str]) -> None:
@@ -156,6 +158,9 @@ class StoreReader:
         except FileNotFoundError:
             self._documents.pop(name, None)
             return None
+        except OSError as err:
+            self._warn(f"skipped {where}: can not read it ({err})")
+            return None
         except fmt.StoreError as err:
             self._warn(f"skipped {err}")
             return None
@@ -177,15 +182,26 @@ class StoreReader:
         try:
             for frame in fmt.iter_frames(data):
                 if stream == fmt.SCALARS:
-                    update.scalars.extend(fmt.decode_scalar_batch(frame.payload, where))
+                    scalars, problems = fmt.scalar_records(frame.payload, where)
+                    update.scalars.extend(scalars)
                 else:
-                    update.images.extend(fmt.decode_image_batch(frame.payload, where))
+                    images, problems = fmt.image_records(frame.payload, where)
+                    update.images.extend(images)
+                for problem in problems:
+                    # A bad record costs only itself: its neighbours and later
+                    # frames are kept, and the offset moves past its frame.
+                    self._warn(
+                        f"skipped a bad record in {where} (frame at byte "
+                        f"{state.offset + consumed}): {problem}"
+                    )
                 consumed = frame.end
         except fmt.CorruptFrameError as err:
             self._warn(f"skipped the rest of {where}: {err} (offset {state.offset + consumed})")
             state.done = True
         except fmt.StoreError as err:
-            self._warn(f"skipped the rest of {where}: {err}")
+            # The frame's checksum held but its payload does not unpickle (or
+            # asks for a global): the writer is not ours, so trust nothing after.
+            self._warn(f"skipped the rest of {where}: {err} (offset {state.offset + consumed})")
             state.done = True
         state.offset += consumed
         if closed and not state.done and consumed < len(data) and not state.warned_torn:
