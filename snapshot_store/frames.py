@@ -286,6 +286,11 @@ def series_problem(item: object) -> str | None:
     return None
 
 
+def _is_number(value: object) -> bool:
+    """A float, or an int within int64 (bool excluded)."""
+    return type(value) is float or (type(value) is int and _INT64_MIN <= value <= _INT64_MAX)
+
+
 def image_problem(item: object) -> str | None:
     """Why one image record breaks the schema, or None when it is valid."""
     if not isinstance(item, tuple) or len(item) != 6:
@@ -295,7 +300,7 @@ def image_problem(item: object) -> str | None:
         return "group and name must be str"
     if type(step) is not int or not _INT64_MIN <= step <= _INT64_MAX:
         return f"{group}/{name}: step {step!r:.40} is not an int64"
-    if type(epoch) not in _NUMBER_TYPES or type(wall_time) not in _NUMBER_TYPES:
+    if not (_is_number(epoch) and _is_number(wall_time)):
         return f"{group}/{name}: epoch and wall time must be numbers"
     if type(png) is not bytes:
         return f"{group}/{name}: PNG is {type(png).__name__}, not bytes"
