@@ -241,31 +241,121 @@ def encode_image_batch(images: list[ImageRecord]) -> bytes:
     return encode_frame(dumps({"v": FORMAT_VERSION, "images": images}))
 
 
-def decode_scalar_batch(payload: bytes, source: str) -> list[SeriesColumns]:
-    """Validated series of one scalar frame; malformed content raises StoreError."""
+# Steps are stored and exported as int64; the visualizer and CSV consumers
+# must never meet a wider one.
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# Exact types: the SafeUnpickler can build no subclass, and bool (a subclass of
+# int) is a type error in a step or value, not the number 0 or 1.
+_INT_TYPES = frozenset({int})
+_NUMBER_TYPES = frozenset({int, float})
+
+
+def _column_problem(label: str, col: object, allowed: frozenset[type]) -> str | None:
+    """Why ``col`` is not a list of ``allowed`` numbers within int64 where int, else None."""
+    if not isinstance(col, list):
+        return f"{label} is {type(col).__name__}, not a list"
+    # set(map(type, ...)) runs in C: a million points cost milliseconds.
+    types = set(map(type, col))
+    if not types <= allowed:
+        bad = sorted(t.__name__ for t in types - allowed)
+        return f"{label} holds {', '.join(bad)}"
+    if int in types:
+        ints = col if float not in types else [v for v in col if type(v) is int]
+        if min(ints) < _INT64_MIN or max(ints) > _INT64_MAX:
+            return f"{label} holds an integer outside int64"
+    return None
+
+
+def series_problem(item: object) -> str | None:
+    """Why one scalar series entry breaks the schema, or None when it is valid."""
+    if not isinstance(item, tuple) or len(item) != 6:
+        return "series entry is not a 6-tuple"
+    group, name, steps, epochs, times, values = item
+    if not isinstance(group, str) or not isinstance(name, str):
+        return "group and name must be str"
+    for label, col, allowed in (
+        ("steps", steps, _INT_TYPES),
+        ("epochs", epochs, _NUMBER_TYPES),
+        ("wall times", times, _NUMBER_TYPES),
+        ("values", values, _NUMBER_TYPES),
+    ):
+        if problem := _column_problem(label, col, allowed):
+            return f"{group}/{name}: {problem}"
+    if not len(steps) == len(epochs) == len(times) == len(values):
+        return f"{group}/{name}: columns differ in length"
+    return None
+
+
+def _is_number(value: object) -> bool:
+    """A float, or an int within int64 (bool excluded)."""
+    return type(value) is float or (type(value) is int and _INT64_MIN <= value <= _INT64_MAX)
+
+
+def image_problem(item: object) -> str | None:
+    """Why one image record breaks the schema, or None when it is valid."""
+    if not isinstance(item, tuple) or len(item) != 6:
+        return "image record is not a 6-tuple"
+    group, name, step, epoch, wall_time, png = item
+    if not isinstance(group, str) or not isinstance(name, str):
+        return "group and name must be str"
+    if type(step) is not int or not _INT64_MIN <= step <= _INT64_MAX:
+        return f"{group}/{name}: step {step!r:.40} is not an int64"
+    if not (_is_number(epoch) and _is_number(wall_time)):
+        return f"{group}/{name}: epoch and wall time must be numbers"
+    if type(png) is not bytes:
+        return f"{group}/{name}: PNG is {type(png).__name__}, not bytes"
+    return None
+
+
+def scalar_records(payload: bytes, source: str) -> tuple[list[SeriesColumns], list[str]]:
+    """The valid series of one scalar frame, and why each invalid one was left out.
+
+    Raises StoreError only when the payload does not unpickle; a payload that
+    unpickles to the wrong shape is one bad record, not a broken file.
+    """
     doc = loads(payload, source)
     series = doc.get("series") if isinstance(doc, dict) else None
     if not isinstance(series, list):
-        raise StoreError(f"{source}: scalar frame without a 'series' list")
+        return [], ["scalar frame without a 'series' list"]
+    good: list[SeriesColumns] = []
+    problems: list[str] = []
     for item in series:
-        if not (
-            isinstance(item, tuple)
-            and len(item) == 6
-            and isinstance(item[0], str)
-            and isinstance(item[1], str)
-            and all(isinstance(col, list) for col in item[2:])
-            and len({len(col) for col in item[2:]}) == 1
-        ):
-            raise StoreError(f"{source}: malformed scalar series in frame")
-    return series
+        problem = series_problem(item)
+        if problem is None:
+            good.append(item)
+        else:
+            problems.append(problem)
+    return good, problems
+
+
+def image_records(payload: bytes, source: str) -> tuple[list[ImageRecord], list[str]]:
+    """The valid records of one image frame, and why each invalid one was left out."""
+    doc = loads(payload, source)
+    images = doc.get("images") if isinstance(doc, dict) else None
+    if not isinstance(images, list):
+        return [], ["image frame without an 'images' list"]
+    good: list[ImageRecord] = []
+    problems: list[str] = []
+    for item in images:
+        problem = image_problem(item)
+        if problem is None:
+            good.append(item)
+        else:
+            problems.append(problem)
+    return good, problems
+
+
+def decode_scalar_batch(payload: bytes, source: str) -> list[SeriesColumns]:
+    """Validated series of one scalar frame; any invalid record raises StoreError."""
+    good, problems = scalar_records(payload, source)
+    if problems:
+        raise StoreError(f"{source}: malformed scalar frame: {problems[0]}")
+    return good
 
 
 def decode_image_batch(payload: bytes, source: str) -> list[ImageRecord]:
-    """Validated image records of one image frame."""
-    doc = loads(payload, source)
-    images = doc.get("images") if isinstance(doc, dict) else None
-    if not isinstance(images, list) or not all(
-        isinstance(item, tuple) and len(item) == 6 and isinstance(item[5], bytes) for item in images
-    ):
-        raise StoreError(f"{source}: malformed image frame")
-    return images
+    """Validated image records of one image frame; any invalid record raises StoreError."""
+    good, problems = image_records(payload, source)
+    if problems:
+        raise StoreError(f"{source}: malformed image frame: {problems[0]}")
+    return good

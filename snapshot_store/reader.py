@@ -9,6 +9,8 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,32 +34,73 @@ class Source(Protocol):
 
 
 class LocalSource:
-    """A store directory on a local or mounted filesystem."""
+    """A store directory on a local or mounted filesystem.
 
-    def __init__(self, store_dir: str | os.PathLike[str]) -> None:
+    Only regular files, or symlinks to regular files inside the store, are
+    listed or read: opening a FIFO or a device named like a store file could
+    block the reader forever or touch hardware, and a symlink out of the store
+    would read files the store does not own.
+    """
+
+    def __init__(
+        self,
+        store_dir: str | os.PathLike[str],
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
         self.root = Path(store_dir)
+        self._warn = warn or (lambda message: log.warning("%s", message))
+        self._refused: set[str] = set()  # names already warned about: one warning each
 
     def describe(self, name: str) -> str:
         return str(self.root / name)
+
+    def _refuse(self, name: str, why: str) -> None:
+        if name not in self._refused:
+            self._refused.add(name)
+            self._warn(f"skipped {self.describe(name)}: {why}")
+
+    def _inside(self, path: Path) -> bool:
+        """Whether ``path`` (resolved) lies in the store directory (resolved)."""
+        return path.is_relative_to(self.root.resolve())
 
     def list(self) -> dict[str, tuple]:
         found = {}
         try:
             entries = list(os.scandir(self.root))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return {}
         for entry in entries:
-            if entry.name.startswith("."):
+            name = entry.name
+            if name.startswith("."):
                 continue  # temp files of atomic writes
+            store_file = name in (fmt.META_FILE, fmt.STATUS_FILE) or fmt.parse_segment_name(name)
             try:
-                st = entry.stat()
-            except FileNotFoundError:
-                continue  # replaced between listing and stat
-            found[entry.name] = (st.st_size, st.st_mtime_ns)
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    if not self._inside(Path(entry.path).resolve()):
+                        if store_file:
+                            self._refuse(name, "a symlink that leads outside the store")
+                        continue
+                    st = entry.stat()  # an inside link: the file it names
+            except (OSError, RuntimeError):
+                continue  # replaced between listing and stat, dangling, or a symlink loop
+            if not stat.S_ISREG(st.st_mode):
+                if store_file:
+                    self._refuse(name, "not a regular file")
+                continue
+            found[name] = (st.st_size, st.st_mtime_ns)
         return found
 
     def read(self, name: str, offset: int = 0) -> bytes:
-        with open(self.root / name, "rb") as f:
+        path = (self.root / name).resolve()
+        # Checked again here: the entry may have been swapped since list().
+        if not self._inside(path):
+            raise OSError(f"{self.describe(name)} leads outside the store")
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(f"{self.describe(name)} is not a regular file")
             f.seek(offset)
             return f.read()
 
@@ -94,13 +137,17 @@ class StoreReader:
 
     Each file is read from where the last poll stopped. A frame cut short (the
     writer is mid-append) is left for the next poll. A complete frame that fails
-    its checksum, or a payload that asks for any global, is reported once with
-    the file's name and the rest of that file is skipped; the reader goes on.
+    its checksum, or a payload that does not unpickle or asks for any global, is
+    reported once with the file's name and the rest of that file is skipped. A
+    frame that unpickles but holds records breaking the schema loses only those
+    records, each reported with the file, its frame's byte offset and the reason.
     """
 
     def __init__(self, source: Source | str | os.PathLike[str]) -> None:
         self.source: Source = (
-            LocalSource(source) if isinstance(source, (str, os.PathLike)) else source
+            LocalSource(source, warn=self._warn)
+            if isinstance(source, (str, os.PathLike))
+            else source
         )
         self._segments: dict[str, _SegmentState] = {}
         self._documents: dict[str, tuple] = {}
@@ -156,6 +203,9 @@ class StoreReader:
         except FileNotFoundError:
             self._documents.pop(name, None)
             return None
+        except OSError as err:
+            self._warn(f"skipped {where}: can not read it ({err})")
+            return None
         except fmt.StoreError as err:
             self._warn(f"skipped {err}")
             return None
@@ -177,15 +227,26 @@ class StoreReader:
         try:
             for frame in fmt.iter_frames(data):
                 if stream == fmt.SCALARS:
-                    update.scalars.extend(fmt.decode_scalar_batch(frame.payload, where))
+                    scalars, problems = fmt.scalar_records(frame.payload, where)
+                    update.scalars.extend(scalars)
                 else:
-                    update.images.extend(fmt.decode_image_batch(frame.payload, where))
+                    images, problems = fmt.image_records(frame.payload, where)
+                    update.images.extend(images)
+                for problem in problems:
+                    # A bad record costs only itself: its neighbours and later
+                    # frames are kept, and the offset moves past its frame.
+                    self._warn(
+                        f"skipped a bad record in {where} (frame at byte "
+                        f"{state.offset + consumed}): {problem}"
+                    )
                 consumed = frame.end
         except fmt.CorruptFrameError as err:
             self._warn(f"skipped the rest of {where}: {err} (offset {state.offset + consumed})")
             state.done = True
         except fmt.StoreError as err:
-            self._warn(f"skipped the rest of {where}: {err}")
+            # The frame's checksum held but its payload does not unpickle (or
+            # asks for a global): the writer is not ours, so trust nothing after.
+            self._warn(f"skipped the rest of {where}: {err} (offset {state.offset + consumed})")
             state.done = True
         state.offset += consumed
         if closed and not state.done and consumed < len(data) and not state.warned_torn:
