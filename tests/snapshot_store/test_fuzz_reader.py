@@ -241,7 +241,7 @@ def test_fuzz_store_fast(case):
 
 
 @pytest.mark.integration
-@settings(FAST, max_examples=1_200)
+@settings(FAST, max_examples=4_000)
 @given(store())
 def test_fuzz_store(case):
     _check_store(case)
@@ -299,7 +299,7 @@ def test_fuzz_mutated_payloads_fast(data):
 
 
 @pytest.mark.integration
-@settings(FAST, max_examples=800)
+@settings(FAST, max_examples=6_000)
 @given(mutated_file())
 def test_fuzz_mutated_payloads(data):
     _check_mutated(data)

@@ -48,6 +48,7 @@ def test_a_fifo_named_like_a_store_file_is_skipped_with_one_warning(tmp_path, na
 
 
 @needs_fifo
+@pytest.mark.integration
 def test_export_does_not_hang_on_fifos(tmp_path):
     (tmp_path / SEGMENT0).write_bytes(_batch([0, 1]))
     for name in (SEGMENT1, fmt.STATUS_FILE, fmt.META_FILE):
@@ -58,6 +59,7 @@ def test_export_does_not_hang_on_fifos(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.integration
 def test_a_symlink_out_of_the_store_is_skipped(tmp_path):
     store, outside = tmp_path / "store", tmp_path / "outside"
     store.mkdir()
@@ -84,6 +86,7 @@ def test_a_symlink_inside_the_store_is_read(tmp_path):
     assert reader.warnings == []
 
 
+@pytest.mark.integration
 def test_a_directory_named_like_a_segment_is_skipped(tmp_path):
     (tmp_path / SEGMENT0).write_bytes(_batch([0]))
     (tmp_path / SEGMENT1).mkdir()

@@ -147,6 +147,7 @@ def test_documents_that_are_not_dicts_are_skipped(tmp_path, doc):
     assert update.status is None and update.meta is None
 
 
+@pytest.mark.integration
 def test_export_of_a_store_with_bad_records_exits_0_with_the_good_rows(tmp_path):
     bad = [_raw_frame({"v": 1, "series": [s]}) for s in BAD_SERIES.values()]
     good = fmt.encode_scalar_batch([_series("a", [0, 1])])
