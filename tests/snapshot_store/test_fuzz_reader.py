@@ -241,6 +241,7 @@ def test_fuzz_store_fast(case):
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(900)  # 4,000 cases take minutes on 2 shared cores
 @settings(FAST, max_examples=4_000)
 @given(store())
 def test_fuzz_store(case):
@@ -299,6 +300,7 @@ def test_fuzz_mutated_payloads_fast(data):
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(900)
 @settings(FAST, max_examples=6_000)
 @given(mutated_file())
 def test_fuzz_mutated_payloads(data):
