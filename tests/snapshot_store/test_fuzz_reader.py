@@ -26,8 +26,9 @@ INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 NUMBER = st.one_of(st.floats(), INT64)
 TEXT = st.text(max_size=4)
 
-# A per-case deadline: a reader that hangs or crawls on some input fails here.
-DEADLINE = timedelta(seconds=2)
+# A per-case limit that catches a hang, not a speed target: a case takes
+# milliseconds, but CI's two cores may be shared with other jobs.
+DEADLINE = timedelta(seconds=30)
 FAST = settings(
     max_examples=150,
     deadline=DEADLINE,
