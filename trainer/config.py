@@ -120,7 +120,7 @@ class Checked:
             value = getattr(self, f.name)
             problem = check(value) if check is not None else None
             if f.metadata.get("kind") is int and not f.metadata.get("append"):
-                problem = whole_number(value) or problem
+                problem = problem or whole_number(value)
             if problem:
                 raise ConfigError(f.name, value, problem)
 
