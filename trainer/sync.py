@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry; returns the exit status."""
     parser = Parser(
         prog="python -m trainer sync",
-        description="Send every file of a run (snapshots and checkpoints) through a transfer hook.",
+        description="Send every file of a run (snapshots and checkpoints) through a transfer "
+        "hook. Ctrl-C stops waiting; files left unsent are listed and exit with status 5.",
     )
     parser.add_argument("run_dir", type=Path, help="the run directory, <checkpoints_dir>/<name>")
     parser.add_argument(
