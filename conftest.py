@@ -26,6 +26,7 @@ INTEGRATION_FIXTURES = frozenset(
         "private_s3_server",
         "s3_bucket",
         "private_s3_bucket",
+        "silent_server",
     }
 )
 

@@ -14,9 +14,10 @@ class ExitCode(IntEnum):
     """Exit statuses, documented in the README."""
 
     OK = 0
-    FAILED = 1  # the job started and failed: training raised, files were left unsent
+    FAILED = 1  # the job started and failed: training raised
     USAGE = 2  # bad input found before anything started (argparse uses 2 as well)
     NO_DATA = 3  # nothing to read at the location given
     UNAVAILABLE = 4  # a server the command needs does not answer (visdom, S3)
+    UPLOAD_INCOMPLETE = 5  # the job ran, but files were left unsent: `trainer sync` sends them
     INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT
     TERMINATED = 143  # SIGTERM: 128 + SIGTERM

@@ -249,7 +249,9 @@ def _fit_here(
             metrics=parts.metrics,
             display_fn=parts.display_fn,
         )
-        return trainer.train()
+        result = trainer.train()
+    unsent = session.transfer.unsent if session.transfer is not None else []
+    return dataclasses.replace(result, unsent=tuple(unsent)) if unsent else result
 
 
 # --- in the workers ------------------------------------------------------------------------

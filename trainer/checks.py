@@ -15,7 +15,8 @@ import torch
 from torch import nn
 
 from snapshot_store import LaunchEnv, ensure_writable_dir
-from transfer_plugins.runner import Hook, resolve_hook, run_preflight
+from snapshot_store.values import redact
+from transfer_plugins.runner import Hook, TransferSpecError, resolve_hook, run_preflight
 
 from . import checkpoint
 from .config import RunConfig
@@ -234,7 +235,25 @@ def preflight(config: RunConfig, env: LaunchEnv, devices: Devices | None = None)
         )
     if not config.remote_transfer_cmd:
         return None
-    hook = resolve_hook(config.remote_transfer_cmd)  # every rank: a typo fails everywhere
-    if env.master_process and config.record:
-        run_preflight(hook, config.remote_transfer_cmd)
+    return check_transfer_hook(config.remote_transfer_cmd, env.master_process and config.record)
+
+
+def check_transfer_hook(spec: str, check_destination: bool) -> Hook:
+    """The hook ``spec`` names, importable and callable with a path; its destination checked.
+
+    Every rank imports it (a typo fails everywhere); the rank that uploads also runs
+    the hook's preflight (bucket, credentials, an endpoint that answers, in seconds).
+    """
+    hook = resolve_hook(spec)
+    if check_destination:
+        try:
+            run_preflight(hook, spec)
+        except TransferSpecError as err:
+            # An endpoint URL in the error may carry user:password@.
+            raise TransferSpecError(_without_secrets(str(err))) from None
     return hook
+
+
+def _without_secrets(message: str) -> str:
+    """``message`` through the project's one redaction rule (snapshot_store.values)."""
+    return str(redact({"message": message})["message"])

@@ -95,6 +95,13 @@ def train(argv: Sequence[str]) -> int:
             best,
             result.run_dir,
         )
+    if result.unsent:  # listed with the sync command by the drain, just above
+        log.error(
+            "%d file(s) of the run were not uploaded: exit status %d",
+            len(result.unsent),
+            ExitCode.UPLOAD_INCOMPLETE,
+        )
+        return ExitCode.UPLOAD_INCOMPLETE
     return ExitCode.OK
 
 

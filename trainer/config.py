@@ -61,6 +61,13 @@ def above(low: float) -> Check:
     return check
 
 
+def whole_number(value: Any) -> str | None:
+    """None or an int: a count, a size or an interval in steps (``fit(batch_size=2.5)``)."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return None
+    return "must be a whole number"
+
+
 def one_of(*choices: str) -> Check:
     """One of ``choices``."""
 
@@ -112,6 +119,8 @@ class Checked:
             check = f.metadata.get("check")
             value = getattr(self, f.name)
             problem = check(value) if check is not None else None
+            if f.metadata.get("kind") is int and not f.metadata.get("append"):
+                problem = problem or whole_number(value)
             if problem:
                 raise ConfigError(f.name, value, problem)
 
@@ -240,7 +249,11 @@ class RunConfig(Checked):
         "127.0.0.1", "visdom server for live plots (--remote False)", group="logging"
     )
     display_port: int = option(
-        8097, "visdom port for live plots (--remote False)", at_least(1), group="logging", kind=int
+        8097,
+        "visdom port for live plots (--remote False)",
+        lambda v: at_least(1)(v) or (None if v <= 65535 else "must be a port, 1 to 65535"),
+        group="logging",
+        kind=int,
     )
     display_env: str | None = option(
         None, "visdom env for live plots (default: NAME)", group="logging"

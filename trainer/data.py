@@ -5,10 +5,14 @@ not a dependency)::
 
     DATAROOT/train/<class>/*.png|jpg
     DATAROOT/val/<class>/*.png|jpg
+
+Every image is checked before training (:func:`unreadable_image`, cheap: no
+full decode of a PNG); unreadable ones are skipped with a warning each.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import random
@@ -21,6 +25,10 @@ from PIL import Image, ImageDraw
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 SPLITS = ("train", "val")
 SHAPES = ("circle", "square", "triangle", "cross", "ring", "bar")
+# Unreadable images get a warning each up to this many; the rest are only counted.
+MAX_IMAGE_WARNINGS = 20
+
+log = logging.getLogger(__name__)
 
 
 class DataError(ValueError):
@@ -58,6 +66,11 @@ class ImageFolder:
 
     def __len__(self) -> int:
         return len(self.samples)
+
+    def drop(self, paths: set[Path]) -> None:
+        """Leave out the samples read from ``paths``."""
+        self.samples = [sample for sample in self.samples if sample[0] not in paths]
+        self.targets = [label for _, label in self.samples]
 
     def __getitem__(self, index: int):
         import torch
@@ -135,6 +148,57 @@ def check_dataroot(dataroot: str | os.PathLike[str]) -> dict[str, int]:
     return counts
 
 
+def unreadable_image(path: Path) -> str | None:
+    """Why ``path`` can not be read as an image, or None when it can.
+
+    A PNG's chunk structure and checksums are verified without decoding its
+    pixels; other formats are decoded (JPEG at reduced scale, which is cheap).
+    """
+    try:
+        with Image.open(path) as img:
+            if img.format == "PNG":
+                img.verify()
+            else:
+                img.draft("RGB", (1, 1))
+                img.load()
+        return None
+    except Exception as err:  # Pillow raises OSError, SyntaxError, ValueError, EOFError...
+        problem = f"{type(err).__name__}: {err}"
+    try:  # verify is stricter than decoding (a missing end chunk): what decodes is usable
+        with Image.open(path) as img:
+            img.load()
+        return None
+    except Exception:
+        return problem
+
+
+def _drop_unreadable(root: Path, datasets: dict[str, ImageFolder]) -> None:
+    """Skip unreadable images with a warning each; DataError when a split has none left."""
+    unreadable = {
+        split: {path: problem for path, _ in dataset.samples if (problem := unreadable_image(path))}
+        for split, dataset in datasets.items()
+    }
+    for split, bad in unreadable.items():
+        if bad and len(bad) == len(datasets[split]):
+            first, problem = next(iter(bad.items()))
+            raise DataError(
+                f"--dataroot {root}: none of the {len(bad)} images under "
+                f"{datasets[split].root} can be read (e.g. {first}: {problem})"
+            )
+    skipped = [(path, problem) for bad in unreadable.values() for path, problem in bad.items()]
+    if not skipped:
+        return
+    for path, problem in skipped[:MAX_IMAGE_WARNINGS]:
+        log.warning("skipping unreadable image %s (%s)", path, problem)
+    for split, bad in unreadable.items():
+        datasets[split].drop(set(bad))
+    more = " (only the first were named)" if len(skipped) > MAX_IMAGE_WARNINGS else ""
+    total = len(skipped) + sum(len(d) for d in datasets.values())
+    log.warning(
+        "--dataroot %s: skipped %d unreadable image(s) of %d%s", root, len(skipped), total, more
+    )
+
+
 def load_datasets(
     dataroot: str | os.PathLike[str], image_size: int | None = None, cache: bool = True
 ) -> dict[str, ImageFolder]:
@@ -145,6 +209,7 @@ def load_datasets(
     datasets = {"train": ImageFolder(root / "train", classes, image_size, cache)}
     if "val" in counts:
         datasets["valid"] = ImageFolder(root / "val", classes, image_size, cache)
+    _drop_unreadable(root, datasets)
     return datasets
 
 

@@ -28,6 +28,7 @@ from .distributed import Devices
 from .live import LiveView
 from .sampling import Loaders
 from .state import RunState
+from .sync import send_remaining
 
 log = logging.getLogger(__name__)
 
@@ -236,14 +237,5 @@ class RunSession:
             )
 
     def _drain_transfers(self, transfer: TransferRunner) -> None:
-        left = transfer.close(TRANSFER_DRAIN_S)
-        if left:
-            log.warning(
-                "%d file(s) were not transferred by %s: %s. Once the destination is "
-                "reachable, run: python -m trainer sync %s --remote-transfer-cmd %s",
-                len(left),
-                transfer.name,
-                ", ".join(map(str, left)),
-                self.config.run_dir,
-                transfer.name,
-            )
+        # Shows progress, Ctrl-C skips; what is left stays in transfer.unsent for the exit status.
+        send_remaining(transfer, self.config.run_dir, TRANSFER_DRAIN_S)

@@ -94,6 +94,7 @@ class FitResult:
     epochs_completed: int
     global_step: int
     stopped_early: bool = False
+    unsent: tuple[Path, ...] = ()  # files the transfer hook could not send (``trainer sync``)
 
     def values(self, key: str) -> list[float]:
         """The recorded values of ``"group/name"`` (e.g. ``"val/loss"``) in step order."""

@@ -1,14 +1,19 @@
-"""``python -m trainer sync <run dir> --remote-transfer-cmd module.func``: send a whole run again.
+"""Sending a run's files through its transfer hook: the drain at exit, and ``trainer sync``.
 
-For recovery after an outage (the files a training run could not send) or for
-publishing an old run. Every file under the run dir goes through the same hook
-runner as during training; sending twice gives the same result.
+``python -m trainer sync <run dir> --remote-transfer-cmd module.func`` sends a
+whole run again: for recovery after an outage (the files a training run could
+not send) or for publishing an old run. Every file under the run dir goes
+through the same hook runner as during training; sending twice gives the same
+result. Both drains show what is left every few seconds, and Ctrl-C skips them,
+leaving the list of unsent files and the command that sends them later.
 """
 
 from __future__ import annotations
 
 import logging
+import shlex
 import sys
+import time
 from pathlib import Path
 
 from snapshot_store import ExitCode
@@ -18,10 +23,65 @@ from .options import Parser
 
 log = logging.getLogger("trainer.sync")
 
+# A progress line at most this often while files are still being sent.
+PROGRESS_EVERY_S = 5.0
+
 
 def run_files(run_dir: Path) -> list[Path]:
     """Every regular file of a run, skipping temp files of atomic writes."""
     return sorted(p for p in run_dir.rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+def sync_command(run_dir: Path, spec: str) -> str:
+    """The shell command that sends ``run_dir`` through ``spec``."""
+    return f"python -m trainer sync {shlex.quote(str(run_dir))} --remote-transfer-cmd {spec}"
+
+
+def send_remaining(transfer: TransferRunner, run_dir: Path, timeout: float) -> list[Path]:
+    """Send what ``transfer`` still holds, for up to ``timeout`` s; return what is left unsent.
+
+    Says what is left every :data:`PROGRESS_EVERY_S`; Ctrl-C stops waiting. Files
+    left are listed with the command that sends them later.
+    """
+    deadline = time.monotonic() + timeout
+    try:
+        count, size = transfer.backlog()
+        if count:
+            log.info(
+                "sending %d file(s) (%s) through %s before exiting, for up to %.0f s; Ctrl-C skips",
+                count,
+                _amount(size),
+                transfer.name,
+                timeout,
+            )
+        while not transfer.drain(max(0.0, min(PROGRESS_EVERY_S, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                break
+            count, size = transfer.backlog()
+            failing = transfer.failing()
+            log.info(
+                "still sending through %s: %d file(s), %s left%s; Ctrl-C skips",
+                transfer.name,
+                count,
+                _amount(size),
+                f" ({failing} failing, retried with backoff)" if failing else "",
+            )
+    except KeyboardInterrupt:
+        log.warning("Ctrl-C: no longer waiting for %s", transfer.name)
+    left = transfer.stop()
+    if left:
+        log.warning(
+            "%d file(s) were not transferred by %s: %s. Once the destination is reachable, run: %s",
+            len(left),
+            transfer.name,
+            ", ".join(map(str, left)),
+            sync_command(run_dir, transfer.name),
+        )
+    return left
+
+
+def _amount(size: int) -> str:
+    return f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size / 1e3:.1f} kB"
 
 
 def sync(run_dir: Path, spec: str, timeout: float = 3600.0) -> list[Path]:
@@ -30,7 +90,7 @@ def sync(run_dir: Path, spec: str, timeout: float = 3600.0) -> list[Path]:
     files = run_files(run_dir)
     for path in files:
         runner.submit(path, closed=True)
-    left = runner.close(timeout=timeout)
+    left = send_remaining(runner, run_dir, timeout)
     log.info("sent %d of %d files of %s via %s", len(files) - len(left), len(files), run_dir, spec)
     return left
 
@@ -39,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry; returns the exit status."""
     parser = Parser(
         prog="python -m trainer sync",
-        description="Send every file of a run (snapshots and checkpoints) through a transfer hook.",
+        description="Send every file of a run (snapshots and checkpoints) through a transfer "
+        "hook. Ctrl-C stops waiting; files left unsent are listed and exit with status 5.",
     )
     parser.add_argument("run_dir", type=Path, help="the run directory, <checkpoints_dir>/<name>")
     parser.add_argument(
@@ -65,10 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     except TransferSpecError as err:
         log.error("%s", err)
         return ExitCode.USAGE
-    if left:
-        log.error("%d file(s) not sent: %s", len(left), ", ".join(map(str, left)))
-        return ExitCode.FAILED
-    return ExitCode.OK
+    return ExitCode.UPLOAD_INCOMPLETE if left else ExitCode.OK
 
 
 if __name__ == "__main__":

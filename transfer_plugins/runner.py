@@ -1,171 +1,106 @@
-"""Run a user's transfer hook (``--remote-transfer-cmd module.func``) off the training thread.
+"""Hand a run's files to a user's transfer hook off the training thread, and say when it fails.
 
-The hook is called as DeepLIIF calls it, ``hook(source_path)``; a hook that takes
-a second positional argument also gets the path relative to the checkpoints dir
-(``<name>/pickle/<file>``) so storage keys can keep the layout. A hook function
-may carry a ``preflight`` attribute: a zero-argument callable run once at
-start-up that raises when the destination is unusable (wrong bucket, bad
-credentials), so the user learns it before training, not an hour later.
+A failing hook never raises into training, but it is not silent either: the
+first failure is a warning at once (the hook, the file, the error), a failure
+that goes on is summarized every :data:`SUMMARY_INTERVAL_S`, and a recovery is
+announced. What is still unsent when the runner stops is returned, for the
+caller to list with the ``trainer sync`` command that sends it later.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import json
 import logging
 import os
-import re
-import subprocess
-import sys
 import threading
 import time
 import zlib
-from collections.abc import Callable
 from pathlib import Path
+
+from transfer_plugins.hooks import (
+    Hook,
+    HookProcess,
+    TransferHookError,
+    TransferSpecError,
+    check_signature,
+    hook_caller,
+    resolve_hook,
+    run_preflight,
+)
+
+__all__ = [
+    "Hook",
+    "TransferHookError",
+    "TransferRunner",
+    "TransferSpecError",
+    "check_signature",
+    "hook_caller",
+    "resolve_hook",
+    "run_preflight",
+]
 
 log = logging.getLogger(__name__)
 
-Hook = Callable[..., object]
 # Files at least this big are sent from a worker process when the hook has a spec.
 PROCESS_MIN_BYTES = 64 * 1024 * 1024
-_SPEC_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
+# While a hook keeps failing, one summary line this often instead of a line per file.
+SUMMARY_INTERVAL_S = 60.0
 
 
-class TransferSpecError(ValueError):
-    """A ``--remote-transfer-cmd`` that can not be used; the message says why."""
+class FailureReport:
+    """The console's view of a hook's failures: first one at once, then summaries, then recovery.
 
-
-def resolve_hook(spec: str) -> Hook:
-    """Import ``module.func`` (any dotted depth) with the working directory importable."""
-    if not _SPEC_RE.match(spec or ""):
-        raise TransferSpecError(
-            f"--remote-transfer-cmd {spec!r} is not a dotted path like 'mysave.save_to_s3'"
-        )
-    cwd = str(Path.cwd())
-    if cwd not in sys.path and "" not in sys.path:
-        # Users keep mysave.py beside the command they run, as with DeepLIIF.
-        sys.path.insert(0, cwd)
-    parts = spec.split(".")
-    module, error = None, None
-    for cut in range(len(parts) - 1, 0, -1):
-        name = ".".join(parts[:cut])
-        try:
-            module = importlib.import_module(name)
-            break
-        except ModuleNotFoundError as err:
-            # Only "this prefix does not exist" means try a shorter one; a module
-            # that exists but fails on its own imports is the user's real error.
-            if err.name is None or not name.startswith(err.name):
-                raise TransferSpecError(
-                    f"--remote-transfer-cmd {spec!r}: importing {name!r} failed: {err}"
-                ) from err
-            error = err
-        except Exception as err:
-            raise TransferSpecError(
-                f"--remote-transfer-cmd {spec!r}: importing {name!r} raised "
-                f"{type(err).__name__}: {err}"
-            ) from err
-    if module is None:
-        raise TransferSpecError(
-            f"--remote-transfer-cmd {spec!r}: no module {parts[0]!r} found in {cwd} or on "
-            f"sys.path ({error}); put {parts[0]}.py in the working directory or install it"
-        )
-    target: object = module
-    for attr in parts[cut:]:
-        if not hasattr(target, attr):
-            raise TransferSpecError(
-                f"--remote-transfer-cmd {spec!r}: {getattr(target, '__name__', target)!r} "
-                f"(from {getattr(module, '__file__', module.__name__)}) has no attribute {attr!r}"
-            )
-        target = getattr(target, attr)
-    if not callable(target):
-        raise TransferSpecError(f"--remote-transfer-cmd {spec!r}: {attr!r} is not callable")
-    return target
-
-
-def run_preflight(hook: Hook, spec: str = "") -> None:
-    """Run the hook's ``preflight`` check, if it has one, as one clear error."""
-    check = getattr(hook, "preflight", None)
-    if check is None:
-        return
-    try:
-        check()
-    except Exception as err:
-        raise TransferSpecError(f"transfer check failed for {spec or hook!r}: {err}") from err
-
-
-def hook_caller(hook: Hook) -> Callable[[str, str], object]:
-    """``call(source_path, relative_path)`` for ``hook``, deciding once whether it takes two."""
-    try:
-        inspect.signature(hook).bind("source", "relative")
-        return hook
-    except (TypeError, ValueError):
-        return lambda source_path, relative_path: hook(source_path)
-
-
-class TransferHookError(RuntimeError):
-    """A hook failed in its worker process; the message is the hook's own error."""
-
-
-class _HookProcess:
-    """One ``transfer_plugins.worker`` subprocess running the hook named by a spec.
-
-    A big file always goes to the same process (by hash of its path), so a
-    plugin's in-process record of what it already sent stays right.
+    Called under the runner's lock, so an episode's start, summaries and end are in order.
     """
 
-    def __init__(self, spec: str, idle: bool) -> None:
-        self.spec, self.idle = spec, idle
-        self.lock = threading.Lock()
-        self._proc: subprocess.Popen[str] | None = None
+    def __init__(self, name: str, interval: float = SUMMARY_INTERVAL_S) -> None:
+        self.name, self.interval = name, interval
+        self._since: float | None = None  # start of the current run of failures
+        self._last_summary = 0.0
+        self._most_attempts = 0
 
-    def call(self, source_path: str, relative_path: str) -> None:
-        """Run the hook on one file in the worker; raises when it failed."""
-        with self.lock:
-            proc = self._proc
-            if proc is None or proc.poll() is not None:
-                proc = self._proc = self._start()
-            requests, replies = proc.stdin, proc.stdout
-            assert requests is not None and replies is not None  # both opened as pipes
-            try:
-                requests.write(json.dumps([source_path, relative_path]) + "\n")
-                requests.flush()
-                line = replies.readline()
-            except (BrokenPipeError, ValueError):
-                line = ""
-            if not line:
-                code = proc.poll()
-                self._proc = None
-                raise TransferHookError(f"the transfer worker for {self.spec} exited (code {code})")
-            reply = json.loads(line)
-            if not reply.get("ok"):
-                raise TransferHookError(reply.get("error", "failed"))
+    def failed(self, path: Path, attempts: int, failing: int, error: BaseException) -> None:
+        """``path`` failed for the ``attempts``-th time; ``failing`` files are failing now."""
+        now = time.monotonic()
+        self._most_attempts = max(self._most_attempts, attempts)
+        what = f"{type(error).__name__}: {error}"
+        if self._since is None:
+            self._since = self._last_summary = now
+            log.warning(
+                "transfer %s failed for %s (attempt %d): %s; training goes on, failed files "
+                "are retried (a summary every %.0f s) and any left unsent are listed at exit",
+                self.name,
+                path,
+                attempts,
+                what,
+                self.interval,
+            )
+        elif now - self._last_summary >= self.interval:
+            self._last_summary = now
+            log.warning(
+                "transfer %s: %d file(s) failing for %.0f s (at most %d attempts per file); "
+                "latest: %s: %s",
+                self.name,
+                failing,
+                now - self._since,
+                self._most_attempts,
+                path,
+                what,
+            )
+        else:
+            log.debug("transfer %s failed for %s (attempt %d): %s", self.name, path, attempts, what)
 
-    def stop(self, timeout: float = 2.0) -> None:
-        """End the worker: it exits when its input closes; killed if it does not."""
-        proc = self._proc
-        if proc is None:
+    def sent(self, failing: int) -> None:
+        """A file was sent; ``failing`` files are still failing."""
+        if self._since is None or failing:
             return
-        assert proc.stdin is not None  # opened as a pipe
-        try:
-            proc.stdin.close()
-            proc.wait(timeout)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-
-    def _start(self) -> subprocess.Popen[str]:
-        """Start the worker process (it imports the hook while we go on)."""
-        env = dict(os.environ)
-        # The user's hook module must import there as it does here (cwd, script dir).
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        return subprocess.Popen(
-            [sys.executable, "-m", "transfer_plugins.worker", self.spec] + ["--idle"] * self.idle,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
+        log.warning(
+            "transfer %s works again: every failed file is sent (failures for %.0f s, at most "
+            "%d attempts per file)",
+            self.name,
+            time.monotonic() - self._since,
+            self._most_attempts,
         )
+        self._since, self._most_attempts = None, 0
 
 
 class TransferRunner:
@@ -176,7 +111,10 @@ class TransferRunner:
     ``closed=False`` is for files still being written (the active segment,
     status): sent at most once per ``min_interval`` seconds. A file submitted
     again before it is sent is sent once. Failures retry with exponential
-    backoff for as long as the runner runs; nothing raises into the caller.
+    backoff for as long as the runner runs; nothing raises into the caller, the
+    console hears of them (:class:`FailureReport`). :meth:`drain` sends what is
+    pending now, :meth:`stop` ends the runner and returns what is left
+    (also kept as :attr:`unsent`); :meth:`close` does both.
 
     Hooks run ``nice`` steps below the caller's CPU priority; with a ``spec``,
     big files go to worker processes that use only idle CPU (``nice=0``: neither).
@@ -206,9 +144,7 @@ class TransferRunner:
         # (segments, status, logs) stay on these threads: no process start-up.
         # They run in the idle CPU class (see worker.use_idle_cpu_only); threads of this
         # process can not: one holding the GIL while starved would stall training.
-        self._processes = (
-            [_HookProcess(spec, idle=nice > 0) for _ in range(workers)] if spec else []
-        )
+        self._processes = [HookProcess(spec, idle=nice > 0) for _ in range(workers)] if spec else []
         self._call = hook_caller(hook)
         self._cond = threading.Condition()
         self._due: dict[Path, float] = {}  # path -> earliest time to send it
@@ -218,7 +154,9 @@ class TransferRunner:
         self._last_sent: dict[Path, float] = {}
         self._draining = False
         self._stopped = False
+        self._report = FailureReport(self.name)
         self.sent = 0
+        self.unsent: list[Path] = []  # what stop() left behind
         self._threads = [
             threading.Thread(target=self._work, name=f"transfer-{i}", daemon=True)
             for i in range(workers)
@@ -260,26 +198,51 @@ class TransferRunner:
         with self._cond:
             return sorted(set(self._due) | self._busy | set(self._again))
 
-    def close(self, timeout: float = 60.0) -> list[Path]:
-        """Send everything pending now (retrying within ``timeout``); return what was not sent."""
+    def backlog(self) -> tuple[int, int]:
+        """``(files not sent yet, their total size in bytes)``."""
+        paths = self.pending()
+        return len(paths), sum(_size(path) for path in paths)
+
+    def failing(self) -> int:
+        """How many files failed on their last attempt."""
+        with self._cond:
+            return len(self._failures)
+
+    def drain(self, timeout: float) -> bool:
+        """Send everything pending now, waiting up to ``timeout`` s; True once nothing is left.
+
+        From the first call on, open files are no longer rate-limited. Files in
+        backoff keep it: a destination that is down is not hammered.
+        """
         deadline = time.monotonic() + timeout
         with self._cond:
-            self._draining = True
-            now = time.monotonic()
-            for path in self._due:
-                if not self._failures.get(path):
-                    self._due[path] = now
-            self._cond.notify_all()
+            if not self._draining:
+                self._draining = True
+                now = time.monotonic()
+                for path in self._due:
+                    if not self._failures.get(path):
+                        self._due[path] = now
+                self._cond.notify_all()
             while (self._due or self._busy) and time.monotonic() < deadline:
                 self._cond.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+            return not (self._due or self._busy)
+
+    def stop(self) -> list[Path]:
+        """Stop sending (a file in the hook's hands is not waited for); return what is left."""
+        with self._cond:
             self._stopped = True
             self._cond.notify_all()
-        left = self.pending()
+        self.unsent = self.pending()
         for process in self._processes:
             process.stop()
         for thread in self._threads:
             thread.join(timeout=0.5)
-        return left
+        return self.unsent
+
+    def close(self, timeout: float = 60.0) -> list[Path]:
+        """Send everything pending now (retrying within ``timeout``); return what was not sent."""
+        self.drain(timeout)
+        return self.stop()
 
     def _next_path(self) -> Path | None:
         """Block until a file is due; ``None`` once stopped."""
@@ -301,19 +264,21 @@ class TransferRunner:
     def _work(self) -> None:
         self._lower_priority()
         while (path := self._next_path()) is not None:
-            ok = self._send(path)
+            error = self._send(path)
             with self._cond:
                 self._busy.discard(path)
                 now = time.monotonic()
-                if ok:
+                if error is None:
                     self._failures.pop(path, None)
                     self._last_sent[path] = now
+                    self._report.sent(len(self._failures))
                 else:
                     tries = self._failures[path] = self._failures.get(path, 0) + 1
                     delay = min(self.backoff[1], self.backoff[0] * 2 ** (tries - 1))
                     self._due[path] = min(self._due.get(path, now + delay), now + delay)
+                    self._report.failed(path, tries, len(self._failures), error)
                 closed = self._again.pop(path, None)
-                if ok and closed is not None:  # changed while being sent: send again
+                if error is None and closed is not None:  # changed while being sent: send again
                     earliest = now if closed or self._draining else now + self.min_interval
                     self._due[path] = min(self._due.get(path, earliest), earliest)
                 self._cond.notify_all()
@@ -332,10 +297,11 @@ class TransferRunner:
         except OSError as err:  # not permitted or not per-thread here: upload at normal priority
             log.debug("could not lower the transfer thread's priority: %s", err)
 
-    def _send(self, path: Path) -> bool:
+    def _send(self, path: Path) -> Exception | None:
+        """Hand ``path`` to the hook; the error it raised, or None once sent."""
         if not path.exists():
             log.warning("transfer: %s no longer exists; skipped", path)
-            return True
+            return None
         try:
             if self._processes and path.stat().st_size >= PROCESS_MIN_BYTES:
                 index = zlib.crc32(str(path).encode()) % len(self._processes)
@@ -343,23 +309,19 @@ class TransferRunner:
             else:
                 self._call(str(path), self._relative(path))
         except Exception as err:  # a hook must never take training down
-            tries = self._failures.get(path, 0) + 1
-            level = logging.WARNING if tries in (1, 3) or tries % 10 == 0 else logging.DEBUG
-            log.log(
-                level,
-                "transfer %s failed for %s (attempt %d): %s: %s",
-                self.name,
-                path,
-                tries,
-                type(err).__name__,
-                err,
-            )
-            return False
+            return err
         self.sent += 1
-        return True
+        return None
 
     def _relative(self, path: Path) -> str:
         try:
             return path.resolve().relative_to(self.root.resolve()).as_posix()
         except ValueError:
             return path.name
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # gone since it was submitted
+        return 0

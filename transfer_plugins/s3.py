@@ -33,6 +33,7 @@ from botocore.exceptions import (
     HTTPClientError,
     NoCredentialsError,
     PartialCredentialsError,
+    ReadTimeoutError,
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
@@ -63,6 +64,17 @@ _CLIENT_CONFIG = Config(
     # of the client's CPU; the CRC32 checksum already guards integrity.
     s3={"payload_signing_enabled": False},
 )
+# The start-up check asks for little and must answer fast: an endpoint that takes
+# connections and never answers is reported in seconds (3 calls at most), not after
+# the upload client's minutes of read timeouts and retries.
+PREFLIGHT_TIMEOUT_S = 4.0
+_PREFLIGHT_CONFIG = _CLIENT_CONFIG.merge(
+    Config(
+        connect_timeout=PREFLIGHT_TIMEOUT_S,
+        read_timeout=PREFLIGHT_TIMEOUT_S,
+        retries={"mode": "standard", "total_max_attempts": 1},
+    )
+)
 
 _DENIED_CODES = {"403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"}
 _MISSING_BUCKET_CODES = {"404", "NoSuchBucket"}
@@ -88,11 +100,7 @@ class _Uploader:
 
     def __init__(self, destination: S3Location) -> None:
         self.destination = destination
-        try:
-            # A session of our own: boto3's default session is not thread-safe.
-            self.client = boto3.session.Session().client("s3", config=_CLIENT_CONFIG)
-        except ValueError as err:  # e.g. "Invalid endpoint" from AWS_ENDPOINT_URL
-            raise S3TransferError(f"cannot create the S3 client: {err}") from err
+        self.client = _client(_CLIENT_CONFIG)
         self.record = SentRecord()
 
     @property
@@ -121,15 +129,16 @@ class _Uploader:
         """Raise S3TransferError unless the bucket exists and takes a write."""
         bucket = self.destination.bucket
         probe = self.destination.key(f".preflight-{uuid.uuid4().hex}")
+        client = _client(_PREFLIGHT_CONFIG)
         try:
-            self.client.head_bucket(Bucket=bucket)
-            self.client.put_object(
+            client.head_bucket(Bucket=bucket)
+            client.put_object(
                 Bucket=bucket, Key=probe, Body=b"", ChecksumAlgorithm=CHECKSUM_ALGORITHM
             )
         except (BotoCoreError, ClientError) as err:
             raise S3TransferError(self._explain(err)) from err
         try:
-            self.client.delete_object(Bucket=bucket, Key=probe)
+            client.delete_object(Bucket=bucket, Key=probe)
         except (BotoCoreError, ClientError) as err:
             # Uploads never delete, so credentials without delete rights are fine.
             log.warning("could not delete the preflight probe s3://%s/%s: %s", bucket, probe, err)
@@ -142,6 +151,11 @@ class _Uploader:
                 "no usable AWS credentials: set AWS_ACCESS_KEY_ID and "
                 "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
             )
+        elif isinstance(err, ReadTimeoutError):
+            hint = (
+                f"the endpoint took the connection but sent no answer within "
+                f"{PREFLIGHT_TIMEOUT_S:g} s: check that AWS_ENDPOINT_URL names an S3 server"
+            )
         elif isinstance(err, (BotoConnectionError, HTTPClientError)):
             hint = (
                 f"endpoint unreachable ({err}): check AWS_ENDPOINT_URL and the "
@@ -152,6 +166,14 @@ class _Uploader:
         else:
             hint = str(err)
         return f"cannot upload to {where}: {hint}"
+
+
+def _client(config: Config):
+    """An S3 client with ``config``, from a session of its own (boto3's default is not thread-safe)."""
+    try:
+        return boto3.session.Session().client("s3", config=config)
+    except ValueError as err:  # e.g. "Invalid endpoint" from AWS_ENDPOINT_URL
+        raise S3TransferError(f"cannot create the S3 client: {err}") from err
 
 
 def _explain_client_error(err: ClientError, bucket: str) -> str:

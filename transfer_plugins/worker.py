@@ -18,7 +18,7 @@ from typing import IO
 
 def serve(spec: str, requests: IO[str], replies: IO[str]) -> None:
     """Answer requests until ``requests`` closes."""
-    from transfer_plugins.runner import hook_caller, resolve_hook
+    from transfer_plugins.hooks import hook_caller, resolve_hook
 
     call = hook_caller(resolve_hook(spec))
     for line in requests:

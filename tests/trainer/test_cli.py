@@ -160,6 +160,11 @@ def _bad_input_cases(tmp_path, tiny_dataset):
         "def _check():\n    raise RuntimeError('bucket s3://nope does not exist')\n\n"
         "save.preflight = _check\n"
     )
+    (tmp_path / "noarg_hook.py").write_text("def save():\n    pass\n")
+    corrupt = tmp_path / "corrupt"
+    for rel in ("train/a/x.png", "train/b/y.png"):
+        (corrupt / rel).parent.mkdir(parents=True)
+        (corrupt / rel).write_bytes(b"\x89PNG\r\n\x1a\n truncated")
     data = str(tiny_dataset)
     cases = {
         "missing dataroot": (["--dataroot", str(tmp_path / "nope")], "no such directory"),
@@ -174,6 +179,11 @@ def _bad_input_cases(tmp_path, tiny_dataset):
             ["--dataroot", data, "--remote-transfer-cmd", "nosuchmodule.save"],
             "no module 'nosuchmodule'",
         ),
+        "hook taking no argument": (
+            ["--dataroot", data, "--remote-transfer-cmd", "noarg_hook.save"],
+            "noarg_hook.save() takes no positional argument",
+        ),
+        "unreadable images": (["--dataroot", str(corrupt)], "none of the 2 images"),
         "failing preflight": (
             ["--dataroot", data, "--remote-transfer-cmd", "failing_hook.save"],
             "bucket s3://nope does not exist",

@@ -33,6 +33,13 @@ def test_defaults_are_the_documented_ones():
         ("gpu_ids", (-1, 0), "can not be mixed"),
         ("gpu_ids", (0, 0), "repeated"),
         ("batch_size", True, "must be a number"),
+        ("batch_size", 2.5, "must be a whole number"),
+        ("num_epochs", 2.0, "must be a whole number"),
+        ("num_epochs", math.inf, "finite"),
+        ("print_freq", math.nan, "finite"),
+        ("save_latest_freq", 0.5, "must be a whole number"),
+        ("seed", 1.5, "must be a whole number"),
+        ("display_port", 70000, "1 to 65535"),
     ],
 )
 def test_a_bad_value_names_the_option_and_the_problem(field, value, problem):

@@ -79,3 +79,54 @@ def test_bad_dataroots_name_the_problem(tmp_path, layout, message):
     with pytest.raises(DataError, match=message) as err:
         check_dataroot(root)
     assert str(root) in str(err.value) and "\n" not in str(err.value)
+
+
+# --- unreadable images: found before training ----------------------------------------------------
+
+
+def _corrupt(folder, good):
+    """Four kinds of broken PNG next to good ones; returns their paths."""
+    data = good.read_bytes()
+    broken = {
+        "garbage.png": bytes(range(200)),
+        "empty.png": b"",
+        "truncated.png": data[: len(data) // 2],
+        "flipped.png": data[:60] + bytes([data[60] ^ 0xFF]) + data[61:],
+    }
+    for name, content in broken.items():
+        (folder / name).write_bytes(content)
+    return sorted(folder / name for name in broken)
+
+
+def test_unreadable_images_are_skipped_with_a_warning_each_and_one_count(tmp_path, caplog):
+    make_dataset(tmp_path, classes=2, train_per_class=4, val_per_class=2, image_size=12)
+    folder = tmp_path / "train" / "circle"
+    bad = _corrupt(folder, next(folder.iterdir()))
+    caplog.set_level("WARNING", logger="trainer.data")
+
+    datasets = load_datasets(tmp_path)
+
+    assert len(datasets["train"]) == 8 and len(datasets["valid"]) == 4
+    assert not {path for path, _ in datasets["train"].samples} & set(bad)
+    assert len(datasets["train"].targets) == 8
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 5, messages
+    for path in bad:
+        assert sum(str(path) in m and "skipping unreadable image" in m for m in messages) == 1
+    assert messages[-1] == f"--dataroot {tmp_path}: skipped 4 unreadable image(s) of 16"
+    for i in range(len(datasets["train"])):  # every image left decodes
+        assert datasets["train"][i][0].shape == (3, 12, 12)
+
+
+def test_a_split_with_no_readable_image_is_an_error_naming_the_dataroot(tmp_path, caplog):
+    make_dataset(tmp_path, classes=2, train_per_class=1, val_per_class=1, image_size=12)
+    for path in (tmp_path / "val").rglob("*.png"):
+        path.write_bytes(b"not a png")
+
+    with pytest.raises(DataError) as err:
+        load_datasets(tmp_path)
+
+    message = str(err.value)
+    assert message.startswith(f"--dataroot {tmp_path}: none of the 2 images under ")
+    assert str(tmp_path / "val") in message and "cannot identify image file" in message
+    assert not caplog.records  # the error alone, no warning per file before it

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import _thread
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from snapshot_store import Recorder
+from snapshot_store import ExitCode, Recorder
+from tests.trainer.helpers import clean_env, train_args, trainer_cmd
+from trainer.sync import send_remaining
+from transfer_plugins.runner import TransferRunner
 
 # Every test runs `python -m trainer sync` as a process.
 pytestmark = pytest.mark.integration
@@ -71,3 +78,106 @@ def test_sync_bad_input_is_one_clear_error(tmp_path):
     )
     assert proc.returncode == 2 and "no module 'nosuch' found" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# --- files left unsent: said, listed with the command, non-zero exit -----------------------------
+
+FAILING_HOOK = """
+    def save(source_path):
+        raise ConnectionError("destination down")
+"""
+
+
+def test_sync_with_files_left_unsent_exits_upload_incomplete_with_the_command(tmp_path):
+    (tmp_path / "downhook.py").write_text(textwrap.dedent(FAILING_HOOK))
+    run = tmp_path / "checkpoints" / "exp"
+    run.mkdir(parents=True)
+    (run / "latest.pth").write_bytes(b"weights")
+    proc = _sync(
+        tmp_path,
+        str(run),
+        "--remote-transfer-cmd",
+        "downhook.save",
+        "--timeout",
+        "1",
+        mirror=tmp_path / "mirror",
+    )
+    assert proc.returncode == ExitCode.UPLOAD_INCOMPLETE == 5, proc.stderr
+    assert "ConnectionError: destination down" in proc.stderr
+    assert f"run: python -m trainer sync {run} --remote-transfer-cmd downhook.save" in proc.stderr
+
+
+def test_ctrl_c_skips_the_drain_and_leaves_the_list_and_the_command(tmp_path, caplog):
+    def down(path):
+        raise ConnectionError("destination down")
+
+    run = tmp_path / "exp"
+    run.mkdir()
+    files = [run / "latest.pth", run / "loss_log.txt"]
+    for f in files:
+        f.write_text("x")
+    runner = TransferRunner(down, tmp_path, name="downhook.save")
+    for f in files:
+        runner.submit(f)
+    caplog.set_level("INFO", logger="trainer.sync")
+    # Ctrl-C as the terminal sends it: KeyboardInterrupt in the main thread, mid-drain.
+    threading.Timer(0.5, _thread.interrupt_main).start()
+    left = send_remaining(runner, run, timeout=600)
+    assert left == files == runner.unsent
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("2 file(s)" in m and "Ctrl-C skips" in m for m in messages), messages
+    assert any("Ctrl-C: no longer waiting for downhook.save" in m for m in messages), messages
+    assert (
+        f"{files[0]}, {files[1]}. Once the destination is reachable, run: "
+        f"python -m trainer sync {run} --remote-transfer-cmd downhook.save" in messages[-1]
+    )
+
+
+def test_a_hook_failing_on_every_file_is_said_during_training_and_the_run_exits_5(
+    tmp_path, tiny_dataset
+):
+    """A real training run: the warning comes before training ends; Ctrl-C skips the drain."""
+    (tmp_path / "downhook.py").write_text(textwrap.dedent(FAILING_HOOK))
+    checkpoints = tmp_path / "checkpoints"
+    out = tmp_path / "train.out"
+    args = train_args(
+        tiny_dataset,
+        checkpoints,
+        "exp",
+        "--n-epochs",
+        "2",
+        "--remote-transfer-cmd",
+        "downhook.save",
+    )
+    with out.open("w") as sink:
+        proc = subprocess.Popen(
+            trainer_cmd("train", *args),
+            cwd=tmp_path,
+            env=clean_env(),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while "before exiting" not in out.read_text() and proc.poll() is None:
+            assert time.monotonic() < deadline, out.read_text()
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    lines = out.read_text().splitlines()
+    text = "\n".join(lines)
+    warned = next(i for i, line in enumerate(lines) if "transfer downhook.save failed for" in line)
+    last_epoch = max(i for i, line in enumerate(lines) if "epoch 2 validation" in line)
+    assert warned < last_epoch, text  # said while training, not at exit
+    assert "ConnectionError: destination down" in lines[warned]
+    assert sum("failed for" in line for line in lines) == 1, text  # one warning, not one per file
+    assert "Ctrl-C: no longer waiting" in text
+    run = checkpoints / "exp"
+    assert f"run: python -m trainer sync {run} --remote-transfer-cmd downhook.save" in text
+    assert str(run / "latest.pth") in text
+    assert code == ExitCode.UPLOAD_INCOMPLETE, text
+    assert "Traceback" not in text

@@ -304,3 +304,69 @@ def test_uploads_of_a_recording_grow_linearly_closed_segments_sent_once_when_fin
     # Each segment is resent at most once per min_interval while open: bytes
     # shipped are a bounded multiple of bytes logged, not quadratic in them.
     assert shipped <= logged * (0.2 / min_interval + 2)
+
+
+# --- failures are said at once, summarized, and what is left is returned ------------------------
+
+
+def _runner_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == runner_module.__name__]
+
+
+def test_the_first_failure_is_one_warning_at_once_naming_hook_file_and_error(tmp_path, caplog):
+    down = threading.Event()
+    down.set()
+    calls: list[str] = []
+
+    def hook(path):
+        calls.append(path)
+        if down.is_set():
+            raise ConnectionError("bucket unreachable")
+
+    files = [tmp_path / f"f{i}" for i in range(5)]
+    for f in files:
+        f.write_text("x")
+    caplog.set_level("WARNING", logger=runner_module.__name__)
+    runner = TransferRunner(hook, tmp_path, name="mysave.save_to_s3", backoff=(0.01, 0.05))
+    for f in files:
+        runner.submit(f)
+    deadline = time.monotonic() + 30
+    while len(calls) < 20 and time.monotonic() < deadline:  # every file failed, several times
+        time.sleep(0.01)
+    warnings = _runner_warnings(caplog)
+    assert len(calls) >= 20 and runner.failing() == 5
+    assert len(warnings) == 1, warnings  # not one per file or per attempt
+    assert "transfer mysave.save_to_s3 failed for" in warnings[0]
+    assert str(tmp_path) in warnings[0] and "ConnectionError: bucket unreachable" in warnings[0]
+
+    down.clear()
+    assert runner.close(timeout=30) == []
+    recovered = _runner_warnings(caplog)[1:]
+    assert len(recovered) == 1 and "mysave.save_to_s3 works again" in recovered[0], recovered
+
+
+def test_a_failure_that_goes_on_is_summarized_with_the_count_of_failing_files(tmp_path, caplog):
+    caplog.set_level("WARNING", logger=runner_module.__name__)
+    report = runner_module.FailureReport("mod.hook", interval=0.0)
+    error = ConnectionError("down")
+    report.failed(tmp_path / "a", 1, 1, error)
+    report.failed(tmp_path / "b", 3, 2, error)
+    first, summary = _runner_warnings(caplog)
+    assert "failed for" in first and str(tmp_path / "a") in first
+    assert "mod.hook: 2 file(s) failing for" in summary and "at most 3 attempts" in summary
+    assert str(tmp_path / "b") in summary and "ConnectionError: down" in summary
+
+
+def test_drain_stop_and_backlog_say_what_is_left(tmp_path):
+    def down(path):
+        raise ConnectionError("unreachable")
+
+    small, big = tmp_path / "small", tmp_path / "big"
+    small.write_bytes(b"x" * 10)
+    big.write_bytes(b"x" * 5000)
+    runner = TransferRunner(down, tmp_path, backoff=(0.01, 0.05))
+    runner.submit(small)
+    runner.submit(big, closed=False)
+    assert runner.drain(0.2) is False
+    assert runner.backlog() == (2, 5010)
+    assert runner.stop() == [big, small] == runner.unsent

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -267,3 +268,23 @@ def test_preflight_reports_an_invalid_endpoint_url(bucket, monkeypatch):
 
     with pytest.raises(S3TransferError, match="Invalid endpoint"):
         save_to_s3.preflight()
+
+
+@pytest.mark.timeout(60)
+def test_preflight_reports_an_endpoint_that_never_answers_within_15_s(silent_server, monkeypatch):
+    # Accepts the connection, never sends a byte: the upload client's timeouts and
+    # retries would take minutes; the preflight gives up after one short wait.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", silent_server)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDSILENT")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "silent-secret-key")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("TRANSFER_S3_URI", f"s3://bucket/{PREFIX}")
+    started = time.monotonic()
+
+    with pytest.raises(S3TransferError) as caught:
+        save_to_s3.preflight()
+
+    assert time.monotonic() - started < 15
+    message = str(caught.value)
+    assert "sent no answer within 4 s" in message and "AWS_ENDPOINT_URL" in message
+    assert silent_server in message and "silent-secret-key" not in message
