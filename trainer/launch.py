@@ -21,6 +21,8 @@ from snapshot_store.values import redact_text
 from .options import Parser, UsageError, parse_train_args
 
 LOOPBACK = "127.0.0.1"
+# Exit statuses of a worker that torchrun stopped after another one failed (SIGTERM, then SIGKILL).
+_STOPPED = {-signal.SIGTERM, -signal.SIGKILL, ExitCode.TERMINATED, 128 + signal.SIGKILL}
 DESCRIPTION = (
     "start torchrun for you: launch --nproc-per-node N <train options>. Options other "
     "than these are train options (see trainer train --help), checked before torchrun "
@@ -53,6 +55,7 @@ def torchrun_command(
             "--rdzv-backend=c10d",
             f"--rdzv-endpoint={LOOPBACK}:{port}",
             f"--rdzv-id={uuid.uuid4().hex}",
+            f"--local-addr={LOOPBACK}",  # the workers' MASTER_ADDR (else this host's FQDN)
         ]
     else:
         cmd += [
@@ -88,7 +91,11 @@ def run_torchrun(cmd: Sequence[str]) -> int:
         print(f"trainer launch: {'interrupted' if interrupted else 'terminated'}", file=sys.stderr)
         return ExitCode.INTERRUPTED if interrupted else ExitCode.TERMINATED
     except ChildFailedError as err:
-        rank, failure = min(err.failures.items())  # the first rank to fail
+        # The cause: the first rank to fail, not one torchrun stopped because of it.
+        rank, failure = min(
+            err.failures.items(),
+            key=lambda item: (item[1].exitcode in _STOPPED, item[1].timestamp, item[0]),
+        )
         code = failure.exitcode if failure.exitcode > 0 else 128 - failure.exitcode
         print(
             f"trainer launch: worker rank {rank} (pid {failure.pid}) exited with status {code}",

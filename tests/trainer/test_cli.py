@@ -78,6 +78,7 @@ def test_torchrun_command_for_one_node_and_for_several():
         "--rdzv-backend=c10d",
         "--rdzv-endpoint=127.0.0.1:1234",  # loopback: nothing for other hosts to reach
         rdzv_id,
+        "--local-addr=127.0.0.1",
         "-m",
         "trainer",
         "train",
