@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import signal
-import subprocess
-import time
-from pathlib import Path
 
 import pytest
 
 from snapshot_store import ExitCode
-from tests.trainer.helpers import clean_env, read_run, train_args, trainer_cmd
+from tests.trainer.helpers import read_run, start, train_args, trainer_cmd, wait_for_file
 from trainer.interrupts import Terminated, terminate_as_exit
 
 
@@ -22,11 +19,8 @@ def test_sigterm_inside_the_block_unwinds_and_the_old_handler_comes_back():
     assert signal.getsignal(signal.SIGTERM) is before
 
 
-def _wait_for_checkpoint(run_dir: Path, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 120
-    while not list(run_dir.glob("epoch_*.pth")) and time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()[1][-2000:]
-        time.sleep(0.2)  # a few epochs in
+# Long enough to be interrupted: the run is stopped a few epochs in.
+LONG = ("--batch-size", "4", "--num-epochs", "200")
 
 
 @pytest.mark.integration
@@ -39,18 +33,8 @@ def _wait_for_checkpoint(run_dir: Path, proc: subprocess.Popen) -> None:
 )
 def test_a_signal_during_training_marks_the_run_stopped(tiny_dataset, tmp_path, signum, code, said):
     """SIGTERM (a scheduler) or Ctrl-C: status ``stopped``, exit 143/130, one line, no traceback."""
-    proc = subprocess.Popen(
-        trainer_cmd(
-            "train",
-            *train_args(tiny_dataset, tmp_path, "term", "--batch-size", "4", "--num-epochs", "200"),
-        ),
-        cwd=tmp_path,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    _wait_for_checkpoint(tmp_path / "term", proc)
+    proc = start(trainer_cmd("train", *train_args(tiny_dataset, tmp_path, "term", *LONG)), tmp_path)
+    wait_for_file(tmp_path / "term", "epoch_*.pth", proc)
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err[-2000:]
@@ -62,20 +46,9 @@ def test_a_signal_during_training_marks_the_run_stopped(tiny_dataset, tmp_path, 
 @pytest.mark.integration
 def test_ctrl_c_to_trainer_launch_stops_every_rank_without_a_traceback(tiny_dataset, tmp_path):
     """torchrun (in ``trainer launch``) passes the signal on; the run is ``stopped``, exit 130."""
-    proc = subprocess.Popen(
-        trainer_cmd(
-            "launch",
-            "--nproc-per-node",
-            "2",
-            *train_args(tiny_dataset, tmp_path, "ddp", "--batch-size", "4", "--num-epochs", "200"),
-        ),
-        cwd=tmp_path,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    _wait_for_checkpoint(tmp_path / "ddp", proc)
+    launch = trainer_cmd("launch", "--nproc-per-node", "2")
+    proc = start([*launch, *train_args(tiny_dataset, tmp_path, "ddp", *LONG)], tmp_path)
+    wait_for_file(tmp_path / "ddp", "epoch_*.pth", proc)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=90)
     assert proc.returncode == ExitCode.INTERRUPTED, err[-3000:]

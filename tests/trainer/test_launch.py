@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from snapshot_store import ExitCode
-from tests.trainer.helpers import clean_env, read_run, run, train_args, trainer_cmd
+from tests.trainer.helpers import read_run, run, start, train_args, trainer_cmd, wait_for_file
+from tests.trainer.test_interrupts import LONG
 from trainer import launch
 
 pytestmark = pytest.mark.integration
@@ -27,24 +26,10 @@ def _environ(pid: int) -> dict[str, str]:
 
 
 def test_one_node_launch_meets_on_loopback_and_sigterm_stops_it(tiny_dataset, tmp_path):
-    proc = subprocess.Popen(
-        trainer_cmd(
-            "launch",
-            "--nproc-per-node",
-            "2",
-            *train_args(tiny_dataset, tmp_path, "lo", "--batch-size", "4", "--num-epochs", "200"),
-        ),
-        cwd=tmp_path,
-        env=clean_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    launch_cmd = trainer_cmd("launch", "--nproc-per-node", "2")
+    proc = start([*launch_cmd, *train_args(tiny_dataset, tmp_path, "lo", *LONG)], tmp_path)
     try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "lo" / "latest.pth").exists() and time.monotonic() < deadline:
-            assert proc.poll() is None
-            time.sleep(0.2)
+        wait_for_file(tmp_path / "lo", "latest.pth", proc)
         workers = _children(proc.pid)  # torchrun runs in the launcher's process: its children
         envs = [_environ(pid) for pid in workers]
     finally:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,7 @@ import trainer
 from snapshot_store import ExitCode, LaunchEnv
 from snapshot_store.run_lock import RunLock, RunLockError
 from tests.fixtures.net import free_port
-from tests.trainer.helpers import clean_env, run, train_args, trainer_cmd
+from tests.trainer.helpers import run, start, train_args, trainer_cmd, wait_for_file
 from trainer.config import RunConfig
 from trainer.distributed import Devices
 from trainer.session import RunSession
@@ -31,10 +29,9 @@ def _every_byte(*roots: Path) -> bytes:
 
 def test_a_session_refuses_a_run_dir_another_writer_holds(tmp_path):
     config = RunConfig.from_options({"checkpoints_dir": tmp_path, "name": "run", "remote": True})
-    with RunLock(config.run_dir):
-        with pytest.raises(RunLockError, match=f"PID {os.getpid()}"):
-            with RunSession(config, LaunchEnv(), Devices(torch.device("cpu")), {}):
-                pass
+    session = RunSession(config, LaunchEnv(), Devices(torch.device("cpu")), {})
+    with RunLock(config.run_dir), pytest.raises(RunLockError, match=f"PID {os.getpid()}"):
+        session.__enter__()
     assert not (config.run_dir / "loss_log.txt").exists()  # refused before writing anything
 
 
@@ -101,18 +98,9 @@ def test_a_password_in_aws_endpoint_url_is_not_echoed_by_the_preflight_error(
 @pytest.mark.integration
 def test_a_second_trainer_on_a_running_run_fails_at_once_naming_the_first(tiny_dataset, tmp_path):
     args = train_args(tiny_dataset, tmp_path, "one", "--batch-size", "4", "--num-epochs", "200")
-    first = subprocess.Popen(
-        trainer_cmd("train", *args),
-        cwd=tmp_path,
-        env=clean_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    first = start(trainer_cmd("train", *args), tmp_path)
     try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "one" / "latest.pth").exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_for_file(tmp_path / "one", "latest.pth", first)
         log_before = (tmp_path / "one" / "loss_log.txt").stat().st_size
         second = run(trainer_cmd("train", *args, "--continue-train"), cwd=tmp_path)
         assert second.returncode == ExitCode.USAGE, second.stderr[-2000:]
