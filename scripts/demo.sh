@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make demo`: a few minutes of 2-process DDP training on the CPU (torchrun, gloo) in
+# `make demo`: a few minutes of 2-process DDP training on the CPU (trainer launch: torchrun, gloo) in
 # remote mode, watched live in visdom through the visualizer, as on a real remote box:
 #
 #   trainer (2 ranks) --writes--> checkpoints/demo/pickle --followed by--> visualizer --> visdom
@@ -49,15 +49,16 @@ fi
 
 mkdir -p "$CHECKPOINTS"
 if [[ -d $RUN_DIR ]]; then
-    # A new run under the same name would append to the old store; start clean.
+    # The trainer refuses a new run into an old run's store: start clean.
     say "removing the previous demo run $RUN_DIR"
     rm -rf "$RUN_DIR"
 fi
 
-say "training: torchrun --nproc_per_node $NPROC -m trainer train --remote True ($EPOCHS epochs; log: $TRAIN_LOG)"
+say "training: python -m trainer launch --nproc-per-node $NPROC --remote True ($EPOCHS epochs; log: $TRAIN_LOG)"
+# trainer launch: torchrun on loopback, and a Ctrl-C ends in one line, not torchrun's traceback.
 # OMP_NUM_THREADS=1: one core per process (torchrun would set it too, with a warning).
-OMP_NUM_THREADS=1 "$PY" -m torch.distributed.run --standalone --nproc_per_node "$NPROC" \
-    -m trainer train --dataroot "$DATA" --name "$NAME" --checkpoints-dir "$CHECKPOINTS" \
+OMP_NUM_THREADS=1 "$PY" -m trainer launch --nproc-per-node "$NPROC" \
+    --dataroot "$DATA" --name "$NAME" --checkpoints-dir "$CHECKPOINTS" \
     --remote True --gpu-ids -1 --batch-size 32 --n-epochs "$EPOCHS" --print-freq 5 \
     --display-freq 25 --save-epoch-freq 20 >"$TRAIN_LOG" 2>&1 &
 train_pid=$!

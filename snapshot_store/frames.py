@@ -56,7 +56,7 @@ _HEADER = struct.Struct("<QI")
 _FOOTER = struct.Struct("<I")
 FRAME_OVERHEAD = _HEADER.size + _FOOTER.size
 
-STATES = ("running", "finished", "failed")
+STATES = ("running", "finished", "stopped", "failed")  # stopped: Ctrl-C or SIGTERM
 
 
 class StoreError(Exception):

@@ -7,6 +7,7 @@ of as a traceback from inside a worker process an hour later.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -15,8 +16,9 @@ import torch
 from torch import nn
 
 from snapshot_store import LaunchEnv, ensure_writable_dir
-from snapshot_store.values import redact
-from transfer_plugins.runner import Hook, TransferSpecError, resolve_hook, run_preflight
+from snapshot_store.run_lock import RunLock, RunLockError
+from snapshot_store.values import redact_text
+from transfer_plugins.runner import Hook, resolve_hook, run_preflight
 
 from . import checkpoint
 from .config import RunConfig
@@ -164,6 +166,24 @@ def check_one_batch(
         )
 
 
+def _without_secrets(check: Callable[..., Any]) -> Callable[..., Any]:
+    """``check`` whose errors quote no secret (an endpoint's login, a token), chained or not."""
+
+    @functools.wraps(check)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return check(*args, **kwargs)
+        except Exception as err:
+            safe = redact_text(str(err))
+            if safe != str(err):
+                # The message already says what the cause said; the cause would print the secret.
+                err.args = (safe,)
+                err.__cause__, err.__suppress_context__ = None, True
+            raise
+
+    return checked
+
+
 def plan_workers(device: Any, nprocs: int | None) -> tuple[int, list[int]]:
     """``(number of workers, GPU ids; [] for CPU workers)`` for ``ddp=True`` without a launcher.
 
@@ -215,6 +235,7 @@ def _gpu_shortage(wanted: int, available: int, absent: Sequence[int] = ()) -> st
     )
 
 
+@_without_secrets
 def preflight(config: RunConfig, env: LaunchEnv, devices: Devices | None = None) -> Hook | None:
     """Every check that can fail on bad input, before a process group or a worker exists.
 
@@ -233,6 +254,8 @@ def preflight(config: RunConfig, env: LaunchEnv, devices: Devices | None = None)
         raise UsageError(
             f"--continue-train: no checkpoint {config.run_dir / checkpoint.LATEST} to resume from"
         )
+    if env.master_process and config.record:
+        check_one_writer(config, env)
     if not config.remote_transfer_cmd:
         return None
     return check_transfer_hook(config.remote_transfer_cmd, env.master_process and config.record)
@@ -246,14 +269,35 @@ def check_transfer_hook(spec: str, check_destination: bool) -> Hook:
     """
     hook = resolve_hook(spec)
     if check_destination:
-        try:
-            run_preflight(hook, spec)
-        except TransferSpecError as err:
-            # An endpoint URL in the error may carry user:password@.
-            raise TransferSpecError(_without_secrets(str(err))) from None
+        run_preflight(hook, spec)
     return hook
 
 
-def _without_secrets(message: str) -> str:
-    """``message`` through the project's one redaction rule (snapshot_store.values)."""
-    return str(redact({"message": message})["message"])
+# --- one writer per run ----------------------------------------------------------------------
+
+
+def check_one_writer(config: RunConfig, env: LaunchEnv) -> None:
+    """Refuse a run dir another trainer is writing, and a new run into an old run's store.
+
+    Only probes the lock: rank 0's :class:`~trainer.session.RunSession` takes it for the run
+    (this check may run in a launcher or the caller of spawned workers).
+    """
+    try:
+        RunLock(config.run_dir).check_free()
+    except RunLockError as err:
+        raise UsageError(str(err)) from None
+    if config.continue_train or env.restart_count:
+        return  # resuming (asked for, or an elastic restart) continues the old store
+    store = config.store_dir
+    if not (store.is_dir() and any(store.iterdir())):
+        return
+    resume = (
+        "pass --continue-train to resume it from its latest.pth"
+        if (config.run_dir / checkpoint.LATEST).exists()
+        else "it has no latest.pth to resume from"
+    )
+    raise UsageError(
+        f"--name {config.name}: {config.run_dir} already holds a run (its store {store} has "
+        f"data), and a new run would be appended to it; {resume}, or choose a new --name "
+        f"(or remove {config.run_dir})"
+    )

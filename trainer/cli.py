@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from snapshot_store import ExitCode, LaunchError, StoreError
+from snapshot_store.values import redact_text
 from transfer_plugins.runner import TransferSpecError
 
 from .data import DataError
@@ -188,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _HANDLERS[argv[0]](argv[1:])
     except USER_ERRORS as err:
-        print(f"trainer {argv[0]}: error: {err}", file=sys.stderr)
+        print(f"trainer {argv[0]}: error: {redact_text(str(err))}", file=sys.stderr)
         return ExitCode.USAGE
     except KeyboardInterrupt:
         print(f"trainer {argv[0]}: interrupted", file=sys.stderr)

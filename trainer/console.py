@@ -8,7 +8,22 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from snapshot_store.values import redact_text
+
 _pkg_log = logging.getLogger("trainer")
+
+
+class RedactSecrets(logging.Filter):
+    """Log lines with :func:`~snapshot_store.values.redact_text` applied (URL logins, tokens)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        safe = redact_text(message)
+        if safe != message:
+            record.msg, record.args = safe, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact_text(logging.Formatter().formatException(record.exc_info))
+        return True
 
 
 def configure_logging(master: bool) -> None:
@@ -19,6 +34,8 @@ def configure_logging(master: bool) -> None:
         datefmt="%H:%M:%S",
         force=True,
     )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactSecrets())
     # boto3 announces at INFO where it found credentials: noise in a training log.
     for noisy in ("boto3", "botocore", "s3transfer", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -40,6 +57,7 @@ def run_logging(master: bool, log_file: Path | None) -> Iterator[None]:
     else:
         _pkg_log.setLevel(logging.ERROR)
     for handler in handlers:
+        handler.addFilter(RedactSecrets())
         _pkg_log.addHandler(handler)
     try:
         yield

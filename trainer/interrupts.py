@@ -47,14 +47,21 @@ def terminate_as_exit() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def outcome_of(error: BaseException | None) -> str:
+    """The state a run ends in: ``finished``, ``stopped`` (Ctrl-C, SIGTERM) or ``failed``."""
+    if error is None:
+        return "finished"
+    return "stopped" if isinstance(error, (KeyboardInterrupt, Terminated)) else "failed"
+
+
 def close_at_exit(owner: object, close: Callable[[str], object]) -> None:
     """Call ``close(outcome)`` when ``owner`` is collected or the interpreter exits, once.
 
-    The outcome is ``"failed"`` when the program is ending on an uncaught exception.
+    The outcome is :func:`outcome_of` the uncaught exception the program is ending on, if any.
     """
     weakref.finalize(owner, _close_with_outcome, close)
 
 
 def _close_with_outcome(close: Callable[[str], object]) -> None:
     # The interpreter sets sys.last_value when it prints an uncaught exception, before atexit.
-    close("failed" if getattr(sys, "last_value", None) is not None else "finished")
+    close(outcome_of(getattr(sys, "last_value", None)))

@@ -1,15 +1,28 @@
-"""``trainer launch --nproc-per-node N <train options>``: check everything, then become torchrun."""
+"""``trainer launch --nproc-per-node N <train options>``: check everything, then run torchrun.
+
+torchrun runs in this process (its own entry point, as the ``torchrun`` script
+calls it), so that its end is ours to report: Ctrl-C or SIGTERM exits 130/143
+and a failed worker exits with the worker's status, each with one line instead
+of torchrun's traceback. On one node the rendezvous is addressed on loopback.
+"""
 
 from __future__ import annotations
 
-import os
+import signal
+import socket
 import sys
+import uuid
 from collections.abc import Sequence
 
+from snapshot_store import ExitCode
 from snapshot_store.rank import DEFAULT_PORT
+from snapshot_store.values import redact_text
 
 from .options import Parser, UsageError, parse_train_args
 
+LOOPBACK = "127.0.0.1"
+# Exit statuses of a worker that torchrun stopped after another one failed (SIGTERM, then SIGKILL).
+_STOPPED = {-signal.SIGTERM, -signal.SIGKILL, ExitCode.TERMINATED, 128 + signal.SIGKILL}
 DESCRIPTION = (
     "start torchrun for you: launch --nproc-per-node N <train options>. Options other "
     "than these are train options (see trainer train --help), checked before torchrun "
@@ -35,15 +48,61 @@ def torchrun_command(
         f"--max-restarts={max_restarts}",
     ]
     if nnodes == 1 and master_addr is None:
-        cmd.append("--standalone")  # picks a free local port for the rendezvous
+        # Not --standalone: its "localhost:0" names whatever localhost resolves to.
+        port = master_port or free_loopback_port()
+        cmd += [
+            "--nnodes=1",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={LOOPBACK}:{port}",
+            f"--rdzv-id={uuid.uuid4().hex}",
+            f"--local-addr={LOOPBACK}",  # the workers' MASTER_ADDR (else this host's FQDN)
+        ]
     else:
         cmd += [
             f"--nnodes={nnodes}",
             f"--node-rank={node_rank}",
-            f"--master-addr={master_addr or '127.0.0.1'}",
+            f"--master-addr={master_addr or LOOPBACK}",
             f"--master-port={master_port or DEFAULT_PORT}",
         ]
     return [*cmd, "-m", "trainer", "train", *train_argv]
+
+
+def free_loopback_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the rendezvous binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((LOOPBACK, 0))
+        return int(probe.getsockname()[1])
+
+
+def run_torchrun(cmd: Sequence[str]) -> int:
+    """Run torchrun's entry point in this process with ``cmd``'s arguments; its exit status.
+
+    A stop by signal and a failed worker end in one line (the workers' own output,
+    above it, says why); torchrun's traceback would only repeat that.
+    """
+    from torch.distributed.elastic.multiprocessing import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import parse_args, run
+
+    try:
+        run(parse_args(list(cmd[3:])))  # after "python -m torch.distributed.run"
+    except SignalException as err:
+        interrupted = err.sigval == signal.SIGINT
+        print(f"trainer launch: {'interrupted' if interrupted else 'terminated'}", file=sys.stderr)
+        return ExitCode.INTERRUPTED if interrupted else ExitCode.TERMINATED
+    except ChildFailedError as err:
+        # The cause: the first rank to fail, not one torchrun stopped because of it.
+        rank, failure = min(
+            err.failures.items(),
+            key=lambda item: (item[1].exitcode in _STOPPED, item[1].timestamp, item[0]),
+        )
+        code = failure.exitcode if failure.exitcode > 0 else 128 - failure.exitcode
+        print(
+            f"trainer launch: worker rank {rank} (pid {failure.pid}) exited with status {code}",
+            file=sys.stderr,
+        )
+        return code
+    return ExitCode.OK
 
 
 def _parser() -> Parser:
@@ -75,7 +134,7 @@ def _parser() -> Parser:
 
 
 def main(argv: Sequence[str]) -> int:
-    """Check the launch and train options, then replace this process with torchrun."""
+    """Check the launch and train options, then run torchrun; its exit status."""
     args, train_argv = _parser().parse_known_args(argv)
     for flag, low in (("nproc_per_node", 1), ("nnodes", 1), ("node_rank", 0), ("max_restarts", 0)):
         if getattr(args, flag) < low:
@@ -103,6 +162,5 @@ def main(argv: Sequence[str]) -> int:
         args.master_port,
         args.max_restarts,
     )
-    print("launching:", " ".join(cmd[1:]), file=sys.stderr, flush=True)
-    os.execv(sys.executable, cmd)  # torchrun takes over this process (signals go straight to it)
-    return 0  # not reached
+    print("launching:", redact_text(" ".join(cmd[1:])), file=sys.stderr, flush=True)
+    return run_torchrun(cmd)

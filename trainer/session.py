@@ -19,12 +19,15 @@ from typing import Any
 
 import torch
 
-from snapshot_store import LaunchEnv, Recorder, plain
+from snapshot_store import LaunchEnv, Recorder
+from snapshot_store.run_lock import RunLock
+from snapshot_store.values import redact
 from transfer_plugins.runner import Hook, TransferRunner
 
 from . import checkpoint, console, distributed
 from .config import RunConfig
 from .distributed import Devices
+from .interrupts import outcome_of
 from .live import LiveView
 from .sampling import Loaders
 from .state import RunState
@@ -43,7 +46,8 @@ class RunSession:
         config: the run's options.
         env: this process's place in the job.
         devices: where this process computes.
-        options: what the store's metadata and the checkpoints record as the run's options.
+        options: what the store's metadata and the checkpoints record as the run's options
+            (secrets redacted).
         hook: the transfer hook :func:`preflight` resolved, if any.
     """
 
@@ -56,7 +60,7 @@ class RunSession:
         hook: Hook | None = None,
     ) -> None:
         self.config, self.env, self.devices = config, env, devices
-        self.options = plain(dict(options))
+        self.options = redact(options)  # only ever stored: the config keeps the real values
         self.master = env.master_process
         self.writes = self.master and config.record  # the one gate for files and uploads
         self._hook = hook
@@ -74,6 +78,8 @@ class RunSession:
     def __enter__(self) -> RunSession:
         stack = self._stack
         try:
+            if self.writes:  # first: a second writer must not touch loss_log.txt either
+                stack.enter_context(RunLock(self.config.run_dir))
             stack.enter_context(
                 console.run_logging(self.master, self.loss_log if self.config.record else None)
             )
@@ -117,7 +123,7 @@ class RunSession:
             distributed.barrier()  # no barrier after a failure: peers may be gone
         gc.collect()  # DDP's gloo work is freed while the group lives (see Trainer.train)
         try:
-            self._close_outputs("finished" if exc_type is None else "failed")
+            self._close_outputs(outcome_of(exc))
         finally:
             self._stack.close()
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from snapshot_store import Recorder
 
-from .interrupts import close_at_exit
+from .interrupts import close_at_exit, outcome_of
 
 
 def _split_tag(tag: str) -> tuple[str, str]:
@@ -121,4 +121,4 @@ class SummaryWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        self.recorder.close("failed" if exc_type is not None else "finished")
+        self.recorder.close(outcome_of(exc))

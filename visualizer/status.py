@@ -76,9 +76,12 @@ class StatusView:
 
     def html(self) -> str:
         """The panel as an HTML table (visdom text windows render HTML)."""
-        color = {"running": "#1a7f37", "finished": "#0550ae", "failed": "#cf222e"}.get(
-            self.state, "#555"
-        )
+        color = {
+            "running": "#1a7f37",
+            "finished": "#0550ae",
+            "stopped": "#9a6700",  # asked to stop (Ctrl-C, SIGTERM): neither done nor broken
+            "failed": "#cf222e",
+        }.get(self.state, "#555")
         badge = self.state.upper()
         if self.stale:
             badge, color = "STALE (no heartbeat)", "#bc4c00"

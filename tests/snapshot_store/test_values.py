@@ -6,9 +6,10 @@ import enum
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from snapshot_store import frames as fmt
-from snapshot_store.values import REDACTED, plain, redact
+from snapshot_store.values import REDACTED, is_secret_name, plain, redact, redact_text
 
 
 class _Mode(enum.IntEnum):
@@ -83,3 +84,69 @@ def test_redact_hides_secrets_at_any_depth_and_keeps_plain_values():
     assert out["hooks"] == [{"auth": REDACTED, "name": "s3"}]
     assert isinstance(out["path"], str)
     fmt.loads(fmt.dumps(out))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("http://alice:PW@host:8097", "http://alice:***@host:8097"),
+        ("https://TOKEN@github.com/o/r", "https://***@github.com/o/r"),
+        ("redis://:PW@h:6379/0", "redis://:***@h:6379/0"),
+        ("http://u:p@ss@host/x", "http://u:***@host/x"),  # an unescaped '@' in the password
+        ("env?token=X&page=2", "env?token=***&page=2"),
+        ("https://h/p?X-Amz-Signature=abc#top", "https://h/p?X-Amz-Signature=***#top"),
+        ("AWS_SECRET_ACCESS_KEY=abc AWS_REGION=eu", "AWS_SECRET_ACCESS_KEY=*** AWS_REGION=eu"),
+        ("api_key='X': not allowed", "api_key='***': not allowed"),
+        ("{'password': 'X', 'lr': 0.1}", "{'password': '***', 'lr': 0.1}"),
+        ('at "http://user:PW@127.0.0.1:9/b"', 'at "http://user:***@127.0.0.1:9/b"'),
+    ],
+)
+def test_redact_text_hides_url_logins_and_secret_parameters(text, expected):
+    assert redact_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["mail alice@example.com", "http://127.0.0.1:8097/env/main", "lr=0.1 monkey=3 author=me", ""],
+)
+def test_redact_text_leaves_text_without_secrets_alone(text):
+    assert redact_text(text) == text
+
+
+def test_redact_applies_the_text_rule_to_every_string_value():
+    out = redact(
+        {
+            "display_server": "http://alice:PW@host",
+            "display_env": "env?token=X",
+            "hooks": ["https://T@h/p"],
+            "api_key": None,  # nothing to hide: an unset secret stays visibly unset
+        }
+    )
+
+    assert out == {
+        "display_server": "http://alice:***@host",
+        "display_env": "env?token=***",
+        "hooks": ["https://***@h/p"],
+        "api_key": None,
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("password", True),
+        ("apiKey", True),
+        ("AWS_ACCESS_KEY_ID", True),
+        ("session_token", True),
+        ("credentials", True),
+        ("key", True),
+        ("Authorization", True),
+        ("keyword", False),
+        ("monkey", False),
+        ("author", False),
+        ("display_server", False),
+        ("lr", False),
+    ],
+)
+def test_is_secret_name(name, secret):
+    assert is_secret_name(name) is secret

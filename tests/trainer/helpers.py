@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,3 +96,21 @@ def raw_steps(run_dir: Path, key: str) -> list[int]:
     group, name = key.split("/")
     update = StoreReader(run_dir / "pickle").poll()
     return [s for g, n, steps, *_ in update.scalars if (g, n) == (group, name) for s in steps]
+
+
+def start(cmd: list[str], cwd: Path) -> subprocess.Popen:
+    """Start ``cmd`` with a clean environment; stdout and stderr piped as text."""
+    return subprocess.Popen(
+        cmd, cwd=cwd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def wait_for_file(
+    run_dir: Path, pattern: str, proc: subprocess.Popen, timeout: float = 120
+) -> None:
+    """Wait until ``run_dir`` holds a file matching ``pattern`` (a run some epochs in)."""
+    deadline = time.monotonic() + timeout
+    while not list(run_dir.glob(pattern)):
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        assert time.monotonic() < deadline, f"no {pattern} in {run_dir} after {timeout:.0f} s"
+        time.sleep(0.2)

@@ -67,13 +67,18 @@ def test_top_level_help_lists_the_commands():
 
 
 def test_torchrun_command_for_one_node_and_for_several():
-    one = launch.torchrun_command(2, ["--dataroot", "d"])
+    one = launch.torchrun_command(2, ["--dataroot", "d"], master_port=1234)
+    rdzv_id = next(a for a in one if a.startswith("--rdzv-id="))
     assert one[1:] == [
         "-m",
         "torch.distributed.run",
         "--nproc-per-node=2",
         "--max-restarts=0",
-        "--standalone",
+        "--nnodes=1",
+        "--rdzv-backend=c10d",
+        "--rdzv-endpoint=127.0.0.1:1234",  # loopback: nothing for other hosts to reach
+        rdzv_id,
+        "--local-addr=127.0.0.1",
         "-m",
         "trainer",
         "train",

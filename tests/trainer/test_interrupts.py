@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import signal
-import subprocess
-import time
 
 import pytest
 
 from snapshot_store import ExitCode
-from tests.trainer.helpers import clean_env, read_run, train_args, trainer_cmd
+from tests.trainer.helpers import read_run, start, train_args, trainer_cmd, wait_for_file
 from trainer.interrupts import Terminated, terminate_as_exit
 
 
@@ -21,25 +19,41 @@ def test_sigterm_inside_the_block_unwinds_and_the_old_handler_comes_back():
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+# Long enough to be interrupted: the run is stopped a few epochs in.
+LONG = ("--batch-size", "4", "--num-epochs", "200")
+
+
 @pytest.mark.integration
-def test_sigterm_during_training_marks_the_run_failed_and_exits_143(tiny_dataset, tmp_path):
-    proc = subprocess.Popen(
-        trainer_cmd(
-            "train",
-            *train_args(tiny_dataset, tmp_path, "term", "--batch-size", "4", "--num-epochs", "200"),
-        ),
-        cwd=tmp_path,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 120
-    while not list((tmp_path / "term").glob("epoch_*.pth")) and time.monotonic() < deadline:
-        time.sleep(0.2)  # a few epochs in
-    proc.send_signal(signal.SIGTERM)
+@pytest.mark.parametrize(
+    ("signum", "code", "said"),
+    [
+        (signal.SIGTERM, ExitCode.TERMINATED, "terminated"),
+        (signal.SIGINT, ExitCode.INTERRUPTED, "interrupted"),
+    ],
+)
+def test_a_signal_during_training_marks_the_run_stopped(tiny_dataset, tmp_path, signum, code, said):
+    """SIGTERM (a scheduler) or Ctrl-C: status ``stopped``, exit 143/130, one line, no traceback."""
+    proc = start(trainer_cmd("train", *train_args(tiny_dataset, tmp_path, "term", *LONG)), tmp_path)
+    wait_for_file(tmp_path / "term", "epoch_*.pth", proc)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == ExitCode.TERMINATED, err[-2000:]
-    assert "Traceback" not in err and err.strip().endswith("trainer train: terminated")
+    assert proc.returncode == code, err[-2000:]
+    assert "Traceback" not in err and err.strip().endswith(f"trainer train: {said}")
     history, meta, status = read_run(tmp_path / "term")
-    assert status["state"] == "failed" and history.series(("train", "loss"))[0]
+    assert status["state"] == "stopped" and history.series(("train", "loss"))[0]
+
+
+@pytest.mark.integration
+def test_ctrl_c_to_trainer_launch_stops_every_rank_without_a_traceback(tiny_dataset, tmp_path):
+    """torchrun (in ``trainer launch``) passes the signal on; the run is ``stopped``, exit 130."""
+    launch = trainer_cmd("launch", "--nproc-per-node", "2")
+    proc = start([*launch, *train_args(tiny_dataset, tmp_path, "ddp", *LONG)], tmp_path)
+    wait_for_file(tmp_path / "ddp", "epoch_*.pth", proc)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == ExitCode.INTERRUPTED, err[-3000:]
+    assert "Traceback" not in out + err, err[-3000:]
+    assert err.strip().endswith("trainer launch: interrupted")
+    assert err.count("trainer train: interrupted") == 2  # both ranks unwound, not killed
+    history, meta, status = read_run(tmp_path / "ddp")
+    assert status["state"] == "stopped" and meta["world_size"] == 2

@@ -113,3 +113,15 @@ def test_a_malformed_number_shows_as_a_dash(field, bad):
     }
     assert shown[field], rows
     assert not any(word in value for value in rows.values() for word in ("nan", "inf", "soon", "["))
+
+
+def test_a_stopped_run_shows_stopped_distinct_from_failed_and_finished():
+    badges = {
+        state: status_view({"state": state, "updated": NOW, "step": 5}, {}, now=NOW).html()
+        for state in ("stopped", "failed", "finished")
+    }
+
+    assert "STOPPED" in badges["stopped"] and "FAILED" not in badges["stopped"]
+    colors = {state: html.split("color:")[1].split("'")[0] for state, html in badges.items()}
+    assert len(set(colors.values())) == 3, colors
+    assert not is_stale({"state": "stopped", "updated": NOW - 3600}, NOW)  # over, not silent
