@@ -44,6 +44,7 @@ class MonitorTracker(GeneralTracker):
         self.run_dir = Path(run_dir)
         self.remote_transfer_cmd = remote_transfer_cmd
         self.run: MonitorRun | None = None
+        self._main: bool | None = None
 
     @property
     def tracker(self) -> SummaryWriter | None:
@@ -58,10 +59,13 @@ class MonitorTracker(GeneralTracker):
         else:
             self.run.set_options(values)
 
-    @on_main_process
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
-        """Record ``values`` at ``step`` (the next step when None)."""
-        self._open({}).log(values, step)
+        """Record ``values`` at ``step`` (the next step when None); main process only."""
+        if self._main is None:
+            # Asked once: Accelerate's on_main_process builds a PartialState on every call.
+            self._main = PartialState().is_main_process
+        if self._main:
+            self._open({}).log(values, step)
 
     @on_main_process
     def send(self, path: str | Path) -> None:
