@@ -45,6 +45,20 @@ class _Tiny(LightningModule):
         return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
 
 
+def _fit(module: LightningModule, logger: MonitorLogger, epochs: int) -> None:
+    """Fit ``module`` on 32 random samples, batch 8 (4 steps an epoch), logging every step."""
+    data = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)
+    trainer = Trainer(
+        accelerator="cpu",
+        max_epochs=epochs,
+        log_every_n_steps=1,
+        logger=logger,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(module, data)
+
+
 @pytest.mark.integration
 def test_checkpoints_go_through_the_transfer_hook_and_experiment_is_our_writer(
     tmp_path, monkeypatch
@@ -55,16 +69,7 @@ def test_checkpoints_go_through_the_transfer_hook_and_experiment_is_our_writer(
     logger = MonitorLogger(
         tmp_path / "ckpts", name="exp", remote_transfer_cmd="transfer_plugins.local.copy_to"
     )
-    data = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)
-    trainer = Trainer(
-        accelerator="cpu",
-        max_epochs=2,
-        log_every_n_steps=1,
-        logger=logger,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
-    trainer.fit(_Tiny(), data)
+    _fit(_Tiny(), logger, epochs=2)
     assert logger.version == 0 and logger.log_dir == str(tmp_path / "ckpts/exp/version_0")
     checkpoints = sorted((tmp_path / "ckpts/exp/version_0/checkpoints").glob("*.ckpt"))
     assert [p.name for p in checkpoints] == ["epoch=1-step=8.ckpt"]
@@ -90,3 +95,20 @@ def test_an_unsupported_lightning_is_refused_at_construction(monkeypatch):
     monkeypatch.setattr(lightning, "__version__", "1.9.5")
     with pytest.raises(UnsupportedVersionError, match=r"supports lightning >=2\.1,<3"):
         MonitorLogger("checkpoints")
+
+
+class _Failing(_Tiny):
+    def training_step(self, batch, batch_idx):
+        if batch_idx == 2:
+            raise RuntimeError("boom")
+        return super().training_step(batch, batch_idx)
+
+
+@pytest.mark.integration
+def test_a_failing_fit_marks_the_run_failed_and_keeps_what_was_logged(tmp_path):
+    logger = MonitorLogger(tmp_path, name="exp")
+    with pytest.raises(RuntimeError, match="boom"):
+        _fit(_Failing(), logger, epochs=1)
+    history, meta, status = read(tmp_path / "exp/version_0/pickle")
+    assert history.series(("train", "loss"))[0] == [0, 1]
+    assert status["state"] == "failed" and meta["options"] == {"lr": 0.1}
