@@ -112,13 +112,18 @@ class MonitorRun:
         prefixes: Mapping[str, str] = PREFIXES,
     ) -> None:
         self.transfer = TransferRunner.from_spec(transfer_spec, root) if transfer_spec else None
-        self.writer = SummaryWriter(
-            store_dir,
-            options=dict(options or {}),
-            world_size=world_size,
-            on_file=self.transfer.submit if self.transfer is not None else None,
-            rank=0,  # opened only where the framework says global rank zero
-        )
+        try:
+            self.writer = SummaryWriter(
+                store_dir,
+                options=dict(options or {}),
+                world_size=world_size,
+                on_file=self.transfer.submit if self.transfer is not None else None,
+                rank=0,  # opened only where the framework says global rank zero
+            )
+        except BaseException:  # an unwritable store: stop the runner's threads too
+            if self.transfer is not None:
+                self.transfer.close(0)
+            raise
         self.recorder = self.writer.recorder
         self._prefixes = prefixes
         self._where: dict[str, tuple[str, str]] = {}  # metric name -> (group, series), cached

@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from integrations._run import MonitorRun, UnsupportedVersionError, require_version, split_name
+from snapshot_store import StoreError
 from tests.integrations.helpers import read
 
 
@@ -92,3 +93,10 @@ def test_store_files_and_sent_files_go_through_the_transfer_hook(tmp_path, monke
     history, meta, status = read(target / "run" / "pickle")
     assert history.series(("train", "loss"))[3] == [1.0]
     assert meta["options"] == {"lr": 0.5} and status["state"] == "finished"
+
+
+def test_an_unwritable_store_fails_at_open_naming_it(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(StoreError, match=str(blocker)):
+        MonitorRun(blocker / "pickle", tmp_path)
