@@ -102,7 +102,7 @@ class MonitorLogger(Logger):
     def log_hyperparams(
         self, params: Mapping[str, Any] | Namespace, *args: Any, **kwargs: Any
     ) -> None:
-        """Keep ``params`` as the run's options, saved in the store's metadata when it opens."""
+        """Make ``params`` (merged with earlier ones) the run's options in the store's metadata."""
         params = vars(params) if isinstance(params, Namespace) else dict(params)
         self._hparams.update(params)
         if self._run is not None:
