@@ -1,0 +1,163 @@
+"""A Lightning logger writing the snapshot store: ``Trainer(logger=MonitorLogger("checkpoints"))``.
+
+The store is ``<save_dir>/<name>/<version>/pickle``, beside Lightning's
+``checkpoints/`` directory, so one transfer hook (``remote_transfer_cmd``) sends
+both with the same relative layout. Only global rank zero writes: every writing
+method is ``rank_zero_only``, as in Lightning's own loggers, and the writer is
+opened on first use there. Metric names map to groups as
+:func:`integrations._run.split_name` says (``train_loss`` -> train/loss,
+``val_loss`` -> validation/loss); Lightning's ``epoch`` entry becomes the points' epoch.
+"""
+
+from __future__ import annotations
+
+import logging
+from argparse import Namespace
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import lightning
+from lightning.pytorch.callbacks import Checkpoint
+from lightning.pytorch.loggers import Logger
+from lightning.pytorch.loggers.logger import rank_zero_experiment
+from lightning.pytorch.loggers.utilities import _scan_checkpoints
+from lightning.pytorch.utilities.rank_zero import rank_zero_only
+
+from trainer import SummaryWriter
+
+from ._run import MonitorRun, check_adapter
+
+log = logging.getLogger(__name__)
+
+SUPPORTED = ">=2.1,<3"
+# Lightning's finalize() statuses -> the store's run states.
+_STATES = {"success": "finished", "finished": "finished", "failed": "failed"}
+
+
+class MonitorLogger(Logger):
+    """Lightning logger over the snapshot store (global rank zero writes, others do nothing).
+
+    Args:
+        save_dir: root of the runs, like the trainer's ``--checkpoints-dir``.
+        name: the experiment's directory under ``save_dir``.
+        version: ``int`` (a ``version_<n>`` directory) or ``str`` (used as is); by default
+            the next free ``version_<n>``, as TensorBoardLogger does.
+        remote_transfer_cmd: ``module.func`` transfer hook (the trainer's
+            ``--remote-transfer-cmd``): store files and saved checkpoints are handed to it.
+    """
+
+    def __init__(
+        self,
+        save_dir: str | Path = "checkpoints",
+        name: str = "lightning_logs",
+        version: int | str | None = None,
+        remote_transfer_cmd: str | None = None,
+    ) -> None:
+        check_adapter(self, "lightning", lightning.__version__, SUPPORTED, remote_transfer_cmd)
+        super().__init__()
+        self._save_dir = Path(save_dir)
+        self._name = name
+        self._version = version
+        self._transfer_spec = remote_transfer_cmd
+        self._hparams: dict[str, Any] = {}
+        self._run: MonitorRun | None = None
+        self._sent: dict[str, float] = {}  # checkpoint path -> mtime handed to the hook
+
+    @property
+    def name(self) -> str:
+        """The experiment's directory under ``save_dir``."""
+        return self._name
+
+    @property
+    def version(self) -> int | str:
+        """This run's version (the next free ``version_<n>`` unless given)."""
+        if self._version is None:
+            self._version = _next_version(self._save_dir / self._name)
+        return self._version
+
+    @property
+    def save_dir(self) -> str:
+        """Root of the runs; Lightning puts checkpoints under ``save_dir/name/version``."""
+        return str(self._save_dir)
+
+    @property
+    def root_dir(self) -> str:
+        """``save_dir/name``: where the versions of this experiment live."""
+        return str(self._save_dir / self._name)
+
+    @property
+    def log_dir(self) -> str:
+        """This run's directory; the store is its ``pickle`` subdirectory."""
+        version = self.version if isinstance(self.version, str) else f"version_{self.version}"
+        return str(self._save_dir / self._name / version)
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> SummaryWriter:
+        """Our :class:`trainer.SummaryWriter` over this run's store (a no-op object off rank zero)."""
+        return self._open().writer
+
+    @rank_zero_only
+    def log_hyperparams(
+        self, params: Mapping[str, Any] | Namespace, *args: Any, **kwargs: Any
+    ) -> None:
+        """Make ``params`` (merged with earlier ones) the run's options in the store's metadata."""
+        params = vars(params) if isinstance(params, Namespace) else dict(params)
+        self._hparams.update(params)
+        if self._run is not None:
+            self._run.set_options(self._hparams)
+
+    @rank_zero_only
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        """Record ``metrics`` at ``step``; an ``epoch`` entry sets their epoch."""
+        epoch = metrics.get("epoch")
+        if epoch is not None:
+            metrics = {k: v for k, v in metrics.items() if k != "epoch"}
+        self._open().log(metrics, step, epoch=epoch)
+
+    @rank_zero_only
+    def after_save_checkpoint(self, checkpoint_callback: Checkpoint) -> None:
+        """Hand checkpoints saved since the last call to the transfer hook (rank zero)."""
+        if self._transfer_spec is None:
+            return
+        new = _scan_checkpoints(checkpoint_callback, self._sent)
+        self._sent.update((path, mtime) for mtime, path, _score, _tag in new)
+        self._open().send([Path(path) for _mtime, path, _score, _tag in new])
+
+    @rank_zero_only
+    def finalize(self, status: str) -> None:
+        """Close the store (``success`` -> finished); logging again later reopens it."""
+        if self._run is not None:
+            run, self._run = self._run, None
+            run.close(_STATES.get(status, "finished"))
+
+    def _open(self) -> MonitorRun:
+        if self._run is None:
+            log_dir = Path(self.log_dir)
+            self._run = MonitorRun(
+                log_dir / "pickle",
+                self._save_dir,
+                options=self._hparams,
+                transfer_spec=self._transfer_spec,
+                world_size=_world_size(),
+            )
+        return self._run
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Spawned workers get a copy without the open writer (threads do not pickle).
+        state = self.__dict__.copy()
+        state["_run"] = None
+        return state
+
+
+def _next_version(root: Path) -> int:
+    """One past the highest ``version_<n>`` directory under ``root`` (0 when none)."""
+    found = [int(p.name[8:]) for p in root.glob("version_*") if p.is_dir() and p.name[8:].isdigit()]
+    return max(found, default=-1) + 1
+
+
+def _world_size() -> int:
+    import torch.distributed as dist
+
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1

@@ -1,0 +1,114 @@
+"""The Lightning logger with real Lightning: DDP on CPU, checkpoints through the transfer hook."""
+
+from __future__ import annotations
+
+import sys
+
+import lightning
+import pytest
+import torch
+from lightning import LightningModule, Trainer
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from integrations._run import UnsupportedVersionError
+from integrations.lightning import MonitorLogger
+from tests.integrations.helpers import EXAMPLES, read, run_example
+from trainer import SummaryWriter
+
+
+@pytest.mark.integration
+def test_ddp_on_two_cpu_processes_has_one_writer_every_step_and_the_hyperparameters(tmp_path):
+    run_example([sys.executable, str(EXAMPLES / "lightning_ddp.py")], tmp_path)
+    history, meta, status = read(tmp_path / "checkpoints/lightning_logs/version_0/pickle")
+    # 256 samples, batch 16, 2 processes: 8 optimizer steps an epoch, logged every step.
+    assert history.series(("train", "loss"))[0] == list(range(16))
+    assert history.series(("validation", "loss"))[0] == [7, 15]
+    assert history.series(("train", "loss"))[1][-1] == 1.0  # Lightning's epoch entry
+    assert len(meta["sessions"]) == 1 and meta["world_size"] == 2
+    assert meta["options"] == {"lr": 0.05, "hidden": 16}
+    assert status["state"] == "finished"
+
+
+class _Tiny(LightningModule):
+    def __init__(self, lr: float = 0.1):
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = nn.Linear(4, 1)
+
+    def training_step(self, batch, batch_idx):
+        loss = nn.functional.mse_loss(self.net(batch[0]), batch[1])
+        self.log("train_loss", loss)
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
+
+
+def _fit(module: LightningModule, logger: MonitorLogger, epochs: int) -> None:
+    """Fit ``module`` on 32 random samples, batch 8 (4 steps an epoch), logging every step."""
+    data = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)
+    trainer = Trainer(
+        accelerator="cpu",
+        max_epochs=epochs,
+        log_every_n_steps=1,
+        logger=logger,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(module, data)
+
+
+@pytest.mark.integration
+def test_checkpoints_go_through_the_transfer_hook_and_experiment_is_our_writer(
+    tmp_path, monkeypatch
+):
+    target = tmp_path / "remote"
+    target.mkdir()
+    monkeypatch.setenv("TRANSFER_LOCAL_DIR", str(target))
+    logger = MonitorLogger(
+        tmp_path / "ckpts", name="exp", remote_transfer_cmd="transfer_plugins.local.copy_to"
+    )
+    _fit(_Tiny(), logger, epochs=2)
+    assert logger.version == 0 and logger.log_dir == str(tmp_path / "ckpts/exp/version_0")
+    checkpoints = sorted((tmp_path / "ckpts/exp/version_0/checkpoints").glob("*.ckpt"))
+    assert [p.name for p in checkpoints] == ["epoch=1-step=8.ckpt"]
+    sent = target / "exp/version_0/checkpoints/epoch=1-step=8.ckpt"
+    assert sent.read_bytes() == checkpoints[0].read_bytes()
+    history, meta, status = read(target / "exp/version_0/pickle")
+    assert history.series(("train", "loss"))[0] == list(range(8))
+    assert meta["options"] == {"lr": 0.1} and status["state"] == "finished"
+
+    # A second logger in the same place takes the next version; experiment is our writer.
+    again = MonitorLogger(tmp_path / "ckpts", name="exp")
+    writer = again.experiment
+    assert isinstance(writer, SummaryWriter) and again.version == 1
+    writer.add_scalar("val/acc", 0.5, 3)
+    again.log_metrics({"train_loss": 1.0, "epoch": 0}, step=3)
+    again.finalize("success")
+    history, meta, _ = read(tmp_path / "ckpts/exp/version_1/pickle")
+    assert set(history.keys()) == {("val", "acc"), ("train", "loss")}
+    assert len(meta["sessions"]) == 1
+
+
+def test_an_unsupported_lightning_is_refused_at_construction(monkeypatch):
+    monkeypatch.setattr(lightning, "__version__", "1.9.5")
+    with pytest.raises(UnsupportedVersionError, match=r"supports lightning >=2\.1,<3"):
+        MonitorLogger("checkpoints")
+
+
+class _Failing(_Tiny):
+    def training_step(self, batch, batch_idx):
+        if batch_idx == 2:
+            raise RuntimeError("boom")
+        return super().training_step(batch, batch_idx)
+
+
+@pytest.mark.integration
+def test_a_failing_fit_marks_the_run_failed_and_keeps_what_was_logged(tmp_path):
+    logger = MonitorLogger(tmp_path, name="exp")
+    with pytest.raises(RuntimeError, match="boom"):
+        _fit(_Failing(), logger, epochs=1)
+    history, meta, status = read(tmp_path / "exp/version_0/pickle")
+    assert history.series(("train", "loss"))[0] == [0, 1]
+    assert status["state"] == "failed" and meta["options"] == {"lr": 0.1}
