@@ -29,6 +29,7 @@ from . import frames as fmt
 from .images import encode_png, make_grid, to_hwc_uint8, to_numpy
 from .rank import global_rank
 from .segments import SegmentWriter
+from .tensor_values import CHANGED_IN_PLACE, DeviceCopyError, Pending, is_tensor, to_floats
 from .values import redact
 
 log = logging.getLogger(__name__)
@@ -48,17 +49,6 @@ _STATUS_MIN_SECONDS = 1.0
 
 class RecorderError(fmt.StoreError):
     """The recorder's writer thread failed; raised on every call after it, chained from the cause."""
-
-
-def _snapshot_value(value: Any) -> Any:
-    """Freeze a value on the training thread without a device sync.
-
-    A tensor is detached and cloned (asynchronous on GPU) so a later in-place
-    update can not change what was logged; ``.item()`` runs on the writer thread.
-    """
-    if hasattr(value, "detach"):
-        return value.detach().clone()
-    return value
 
 
 def _to_float(value: Any) -> float:
@@ -125,6 +115,8 @@ class Recorder:
         self._step: int | None = None
         self._last_log_time: float | None = None
         self._bad_values: set[tuple[str, str]] = set()
+        # Names whose logged tensors were changed in place: copied at log() from then on.
+        self._copied: set[tuple[str, str]] = set()
         self._last_error_report = -float("inf")
         self._meta_path, self._started = self._write_meta(options or {}, world_size, hosts)
         self._segments = {
@@ -153,21 +145,32 @@ class Recorder:
     ) -> None:
         """Record ``name -> value`` scalars of one ``group`` at global ``step``.
 
+        Values are numbers or one-element tensors (any device). A tensor is kept
+        by reference: nothing is copied, launched or synchronised here, and the
+        writer thread copies all pending tensors of a device at once. So the value
+        recorded is the tensor's value when the writer copies it (within
+        ``flush_interval``): **do not change a logged tensor in place** (a running
+        sum you ``zero_()``, say). If one is changed, its version counter tells:
+        that value is dropped with one warning naming ``group/name``, and later
+        values of that name are copied at ``log()`` time (one device copy each).
+        Pass ``t.detach().clone()`` (or ``t.item()``, which syncs) to log the
+        value of a tensor you go on changing.
+
         ``epoch`` is fractional (2.5 = half way through the third epoch); when
-        omitted the last one given is used. Raises :class:`RecorderError` once
-        the writer thread has failed.
+        omitted the last one given is used. A value that is not a number, has
+        more than one element or is complex is dropped with one warning per
+        name. Raises :class:`RecorderError` once the writer thread has failed
+        (a failed device copy included: its message names the values).
         """
         if not self._live:
             self._raise_if_failed()
             return
         # Copy: callers often reuse one dict. Python floats, the common case,
-        # need nothing more; anything else is frozen without a device sync.
+        # need nothing more; tensors are wrapped without a device sync.
         values = values.copy() if type(values) is dict else dict(values)
         for value in values.values():
             if type(value) is not float:
-                values = {
-                    k: v if type(v) is float else _snapshot_value(v) for k, v in values.items()
-                }
+                values = self._hold(group, values)
                 break
         if type(step) is not int:
             step = int(step)
@@ -176,6 +179,19 @@ class Recorder:
         else:
             self._epoch = epoch = float(epoch)
         self._append_scalars((group, step, epoch, wall_time or _now(), values))
+
+    def _hold(self, group: str, values: dict[str, Any]) -> dict[str, Any]:
+        """``values`` with each tensor wrapped as :class:`Pending` (copied if seen changing)."""
+        copied = self._copied
+        held = {}
+        for name, value in values.items():
+            if type(value) is float or not is_tensor(value):
+                held[name] = value
+            elif copied and (group, name) in copied:
+                held[name] = Pending(value.detach().clone())
+            else:
+                held[name] = Pending(value)
+        return held
 
     def log_image(
         self,
@@ -388,6 +404,7 @@ class Recorder:
     def _write_pending(self, final: bool) -> None:
         wrote: set[str] = set()
         scalars = [self._scalars.popleft() for _ in range(len(self._scalars))]
+        failures = self._convert_tensors(scalars)
         if scalars:
             self._retry_frames[fmt.SCALARS].append(fmt.encode_scalar_batch(self._columns(scalars)))
         images = [self._images.popleft() for _ in range(len(self._images))]
@@ -408,6 +425,8 @@ class Recorder:
                     self._announce(closed, closed=True)
         if wrote:
             self._status_dirty = True
+        if failures:  # after this batch's other values are written
+            raise failures[0]
         now = time.time()
         since_status = now - self._status_written_at
         if (
@@ -470,6 +489,23 @@ class Recorder:
             self._last_log_time = records[-1][3]
         return [cols for cols in series.values() if cols[2]]
 
+    def _convert_tensors(self, records: list[ScalarRecord]) -> list[DeviceCopyError]:
+        """Floats for every pending tensor of ``records``: one copy per device and dtype."""
+        pending = [
+            (f"{group}/{name}", value)
+            for group, _, _, _, values in records
+            for name, value in values.items()
+            if type(value) is Pending
+        ]
+        if not pending:
+            return []
+        failures = to_floats(pending)
+        if len(failures) > 1:  # reported as one error naming every value involved
+            tags = sorted({tag for failure in failures for tag in failure.tags})
+            cause = failures[0].__cause__ or failures[0]
+            failures = [DeviceCopyError("their devices", tags, cause)]
+        return failures
+
     def _convert(
         self, group: str, name: str, values: list[Any]
     ) -> tuple[list[float], list[int] | None]:
@@ -477,17 +513,38 @@ class Recorder:
         out: list[float] = []
         keep: list[int] = []
         for i, value in enumerate(values):
+            if type(value) is Pending:
+                if value.value is None:
+                    self._drop(group, name, value)
+                    continue
+                out.append(value.value)
+                keep.append(i)
+                continue
             try:
                 out.append(value if type(value) is float else _to_float(value))
                 keep.append(i)
             except (TypeError, ValueError, RuntimeError):
-                self._warn_bad_value(group, name, value)
+                self._warn_bad_value(group, name, f"value {value!r} is not a number")
         return out, (None if len(keep) == len(values) else keep)
 
-    def _warn_bad_value(self, group: str, name: str, value: Any) -> None:
+    def _drop(self, group: str, name: str, value: Pending) -> None:
+        if value.problem != CHANGED_IN_PLACE:
+            self._warn_bad_value(group, name, f"the logged tensor {value.problem}")
+            return
+        if (group, name) not in self._copied:
+            self._copied.add((group, name))
+            log.warning(
+                "%s/%s: a logged tensor was changed in place before the recorder copied it; "
+                "that value is dropped and later ones are copied at log() time. To log the "
+                "value of a tensor you go on changing, pass t.detach().clone() or t.item().",
+                group,
+                name,
+            )
+
+    def _warn_bad_value(self, group: str, name: str, what: str) -> None:
         if (group, name) not in self._bad_values:
             self._bad_values.add((group, name))
-            log.warning("%s/%s: value %r is not a number; not recorded", group, name, value)
+            log.warning("%s/%s: %s; not recorded", group, name, what)
 
     def _encode_images(self, records: list[PendingImage]) -> list[fmt.ImageRecord]:
         out = []
