@@ -29,7 +29,14 @@ from . import frames as fmt
 from .images import encode_png, make_grid, to_hwc_uint8, to_numpy
 from .rank import global_rank
 from .segments import SegmentWriter
-from .tensor_values import CHANGED_IN_PLACE, DeviceCopyError, Pending, is_tensor, to_floats
+from .tensor_values import (
+    CHANGED_IN_PLACE,
+    TENSOR_TYPES,
+    DeviceCopyError,
+    Pending,
+    is_tensor,
+    to_floats,
+)
 from .values import redact
 
 log = logging.getLogger(__name__)
@@ -170,7 +177,7 @@ class Recorder:
         values = values.copy() if type(values) is dict else dict(values)
         for value in values.values():
             if type(value) is not float:
-                values = self._hold(group, values)
+                self._hold(group, values)
                 break
         if type(step) is not int:
             step = int(step)
@@ -180,18 +187,30 @@ class Recorder:
             self._epoch = epoch = float(epoch)
         self._append_scalars((group, step, epoch, wall_time or _now(), values))
 
-    def _hold(self, group: str, values: dict[str, Any]) -> dict[str, Any]:
-        """``values`` with each tensor wrapped as :class:`Pending` (copied if seen changing)."""
+    def log_scalar(
+        self, name: str, value: Any, step: int, group: str = "train", wall_time: float | None = None
+    ) -> None:
+        """:meth:`log` of one value, at the last epoch given: the cheapest call (the
+        ``SummaryWriter.add_scalar`` drop-in uses it). Same contract for tensors."""
+        if not self._live:
+            self._raise_if_failed()
+            return
+        if type(value) is not float:
+            held = {name: value}
+            self._hold(group, held)
+            value = held[name]
+        if type(step) is not int:
+            step = int(step)
+        self._append_scalars((group, step, self._epoch, wall_time or _now(), {name: value}))
+
+    def _hold(self, group: str, values: dict[str, Any]) -> None:
+        """Wrap the tensors among ``values`` (the caller's copy) as :class:`Pending`, in place."""
         copied = self._copied
-        held = {}
         for name, value in values.items():
-            if type(value) is float or not is_tensor(value):
-                held[name] = value
-            elif copied and (group, name) in copied:
-                held[name] = Pending(value.detach().clone())
-            else:
-                held[name] = Pending(value)
-        return held
+            if type(value) in TENSOR_TYPES or (type(value) is not float and is_tensor(value)):
+                if copied and (group, name) in copied:
+                    value = value.detach().clone()
+                values[name] = Pending(value)
 
     def log_image(
         self,

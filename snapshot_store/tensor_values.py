@@ -13,6 +13,7 @@ the torch module is taken from :data:`sys.modules` when there are values to conv
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -34,9 +35,18 @@ class Pending:
         self.problem: str | None = None  # why it was not converted, set by to_floats
 
 
+TENSOR_TYPES: set[type] = set()  # types seen to be tensors: one set lookup per log() after
+
+
 def is_tensor(value: Any) -> bool:
     """Duck typing, as ``snapshot_store`` does not import torch."""
-    return hasattr(value, "_version") and hasattr(value, "detach")
+    kind = type(value)
+    if kind in TENSOR_TYPES:
+        return True
+    if hasattr(value, "_version") and hasattr(value, "detach"):
+        TENSOR_TYPES.add(kind)
+        return True
+    return False
 
 
 class DeviceCopyError(RuntimeError):
@@ -55,25 +65,30 @@ class DeviceCopyError(RuntimeError):
 def to_floats(pending: Sequence[tuple[str, Pending]]) -> list[DeviceCopyError]:
     """Set ``value`` (or ``problem``) of every ``(tag, Pending)``; one copy per device and dtype.
 
-    Returns the failed copies; the other groups are converted all the same.
+    Returns the failed copies; the other groups are converted all the same. The
+    work per value is a few attribute reads: this runs on the writer thread, and
+    every bytecode here is GIL time a launch-bound training thread waits for.
     """
-    groups: dict[tuple[Any, Any], list[tuple[str, Pending]]] = {}
+    groups: dict[tuple[Any, Any, Any], list[tuple[str, Pending]]] = {}
     for tag, item in pending:
         tensor = item.tensor
-        if tensor.is_complex():
-            item.problem = "is complex"
-        elif tensor.numel() != 1:
-            item.problem = f"has {tensor.numel()} elements, not 1"
-        else:
-            groups.setdefault((tensor.device, tensor.dtype), []).append((tag, item))
+        key = (tensor.device, tensor.dtype, tensor.shape)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = []
+        group.append((tag, item))
     failures = []
-    for (device, _), items in groups.items():
-        try:
-            values = _copy_to_host(device, [item.tensor for _, item in items])
-        except RuntimeError as err:  # a CUDA error, or a device that can not be read
-            failures.append(DeviceCopyError(device, sorted({tag for tag, _ in items}), err))
+    for (device, dtype, shape), items in groups.items():
+        problem = _problem(dtype, shape)
+        if problem is None:
+            try:
+                values = _copy_to_host(device, [item.tensor for _, item in items])
+            except RuntimeError as err:  # a CUDA error, or a device that can not be read
+                failures.append(DeviceCopyError(device, sorted({tag for tag, _ in items}), err))
+                problem = "could not be copied from its device"
+        if problem is not None:
             for _, item in items:
-                item.problem = "could not be copied from its device"
+                item.problem = problem
             continue
         for (_, item), value in zip(items, values, strict=True):
             # Read after the copy is complete: an in-place change dispatched before the
@@ -85,18 +100,26 @@ def to_floats(pending: Sequence[tuple[str, Pending]]) -> list[DeviceCopyError]:
     return failures
 
 
+def _problem(dtype: Any, shape: Any) -> str | None:
+    """Why tensors of ``dtype`` and ``shape`` are not one number, or None."""
+    if dtype.is_complex:
+        return "is complex"
+    elements = math.prod(shape)
+    return None if elements == 1 else f"has {elements} elements, not 1"
+
+
 def _copy_to_host(device: Any, tensors: list[Any]) -> list[Any]:
-    """Python numbers of one-element ``tensors`` (one device, one dtype), one copy in all."""
+    """Python numbers of one-element ``tensors`` (one device, dtype and shape), one copy in all."""
     torch = sys.modules["torch"]
     if device.type != "cuda":
-        return torch.stack(_scalars(tensors)).cpu().tolist()
+        return torch.stack(tensors).reshape(-1).cpu().tolist()
     producer = torch.cuda.current_stream(device)
     side = _side_stream(torch, device)
     ready = torch.cuda.Event()
     ready.record(producer)  # after every kernel queued so far, the producers of these values
     with torch.cuda.stream(side):
         side.wait_event(ready)
-        host = torch.stack(_scalars(tensors)).to("cpu", non_blocking=True)
+        host = torch.stack(tensors).reshape(-1).to("cpu", non_blocking=True)
         done = torch.cuda.Event()
         done.record(side)
     done.synchronize()  # only this (the writer) thread waits; the references are held until now
@@ -111,8 +134,3 @@ def _side_stream(torch: Any, device: Any) -> Any:
     if stream is None:
         stream = _SIDE_STREAMS[device] = torch.cuda.Stream(device)
     return stream
-
-
-def _scalars(tensors: list[Any]) -> list[Any]:
-    """0-dim views (a shape-(1,) value becomes a scalar), so one stack makes a vector."""
-    return [t if t.dim() == 0 else t.reshape(()) for t in tensors]

@@ -41,11 +41,11 @@ def test_log_of_a_tensor_dispatches_no_operator(tmp_path):
     assert _values(tmp_path) == ([0, 1], [0.5, 2.0])
 
 
-def test_pending_values_of_all_names_are_converted_with_one_stack_per_dtype():
+def test_pending_values_of_all_names_are_converted_with_one_stack_per_kind():
     items = [(f"train/v{i}", Pending(torch.tensor(float(i)))) for i in range(50)]
     items += [("train/count", Pending(torch.tensor(7))), ("train/one", Pending(torch.ones(1)))]
     ops = _ops(lambda: to_floats(items))
-    assert ops["aten::stack"] == 2  # float32 and int64, not one copy per value
+    assert ops["aten::stack"] == 3  # 0-dim float32, 0-dim int64, (1,) float32: not one per value
     assert "aten::item" not in ops and "aten::_local_scalar_dense" not in ops
     assert [item.value for _, item in items] == [*map(float, range(50)), 7.0, 1.0]
 
