@@ -28,21 +28,13 @@ from typing import Any
 from . import frames as fmt
 from .images import encode_png, make_grid, to_hwc_uint8, to_numpy
 from .rank import global_rank
+from .scalar_columns import ScalarColumns, ScalarRecord
 from .segments import SegmentWriter
-from .tensor_values import (
-    CHANGED_IN_PLACE,
-    TENSOR_TYPES,
-    DeviceCopyError,
-    Pending,
-    is_tensor,
-    to_floats,
-)
+from .tensor_values import TENSOR_TYPES, Pending, is_tensor
 from .values import redact
 
 log = logging.getLogger(__name__)
 
-# (group, step, epoch, wall_time, {name: value}) as logged, before conversion to floats.
-ScalarRecord = tuple[str, int, float, float, dict[str, Any]]
 # (group, name, step, epoch, wall_time, HWC uint8 pixels or PNG bytes).
 PendingImage = tuple[str, str, int, float, float, Any]
 OnFile = Callable[[Path, bool], None]
@@ -56,12 +48,6 @@ _STATUS_MIN_SECONDS = 1.0
 
 class RecorderError(fmt.StoreError):
     """The recorder's writer thread failed; raised on every call after it, chained from the cause."""
-
-
-def _to_float(value: Any) -> float:
-    if hasattr(value, "item"):
-        value = value.item()
-    return float(value)
 
 
 class Recorder:
@@ -121,9 +107,9 @@ class Recorder:
         self._epoch = 0.0
         self._step: int | None = None
         self._last_log_time: float | None = None
-        self._bad_values: set[tuple[str, str]] = set()
+        self._columns = ScalarColumns()
         # Names whose logged tensors were changed in place: copied at log() from then on.
-        self._copied: set[tuple[str, str]] = set()
+        self._copied = self._columns.copied
         self._last_error_report = -float("inf")
         self._meta_path, self._started = self._write_meta(options or {}, world_size, hosts)
         self._segments = {
@@ -423,9 +409,10 @@ class Recorder:
     def _write_pending(self, final: bool) -> None:
         wrote: set[str] = set()
         scalars = [self._scalars.popleft() for _ in range(len(self._scalars))]
-        failures = self._convert_tensors(scalars)
+        columns, failures = self._columns.convert(scalars)
         if scalars:
-            self._retry_frames[fmt.SCALARS].append(fmt.encode_scalar_batch(self._columns(scalars)))
+            self._retry_frames[fmt.SCALARS].append(fmt.encode_scalar_batch(columns))
+            self._step, self._last_log_time = scalars[-1][1], scalars[-1][3]
         images = [self._images.popleft() for _ in range(len(self._images))]
         if images:
             self._retry_frames[fmt.IMAGES].append(
@@ -471,99 +458,6 @@ class Recorder:
                     stream,
                     self.store_dir,
                 )
-
-    def _columns(self, records: list[ScalarRecord]) -> list[fmt.SeriesColumns]:
-        """Transpose logged records into per-series columns.
-
-        Records are grouped by their (group, names) shape first, so the per-point
-        work is list comprehensions rather than one dict lookup per value.
-        """
-        shapes: dict[tuple[str, ...], list[ScalarRecord]] = {}
-        for record in records:
-            shapes.setdefault((record[0], *record[4]), []).append(record)
-        series: dict[tuple[str, str], fmt.SeriesColumns] = {}
-        for (group, *names), recs in shapes.items():
-            steps = [r[1] for r in recs]
-            epochs = [r[2] for r in recs]
-            times = [r[3] for r in recs]
-            for name in names:
-                values = [r[4][name] for r in recs]
-                keep = None
-                if not all(type(v) is float for v in values):
-                    values, keep = self._convert(group, name, values)
-                cols = series.get((group, name))
-                if cols is None:
-                    cols = series[(group, name)] = (group, name, [], [], [], [])
-                if keep is None:
-                    cols[2].extend(steps)
-                    cols[3].extend(epochs)
-                    cols[4].extend(times)
-                else:
-                    cols[2].extend(steps[i] for i in keep)
-                    cols[3].extend(epochs[i] for i in keep)
-                    cols[4].extend(times[i] for i in keep)
-                cols[5].extend(values)
-        if records:
-            self._step = records[-1][1]
-            self._last_log_time = records[-1][3]
-        return [cols for cols in series.values() if cols[2]]
-
-    def _convert_tensors(self, records: list[ScalarRecord]) -> list[DeviceCopyError]:
-        """Floats for every pending tensor of ``records``: one copy per device and dtype."""
-        pending = [
-            (f"{group}/{name}", value)
-            for group, _, _, _, values in records
-            for name, value in values.items()
-            if type(value) is Pending
-        ]
-        if not pending:
-            return []
-        failures = to_floats(pending)
-        if len(failures) > 1:  # reported as one error naming every value involved
-            tags = sorted({tag for failure in failures for tag in failure.tags})
-            cause = failures[0].__cause__ or failures[0]
-            failures = [DeviceCopyError("their devices", tags, cause)]
-        return failures
-
-    def _convert(
-        self, group: str, name: str, values: list[Any]
-    ) -> tuple[list[float], list[int] | None]:
-        """Floats of ``values``; indexes kept, or None when every value converted."""
-        out: list[float] = []
-        keep: list[int] = []
-        for i, value in enumerate(values):
-            if type(value) is Pending:
-                if value.value is None:
-                    self._drop(group, name, value)
-                    continue
-                out.append(value.value)
-                keep.append(i)
-                continue
-            try:
-                out.append(value if type(value) is float else _to_float(value))
-                keep.append(i)
-            except (TypeError, ValueError, RuntimeError):
-                self._warn_bad_value(group, name, f"value {value!r} is not a number")
-        return out, (None if len(keep) == len(values) else keep)
-
-    def _drop(self, group: str, name: str, value: Pending) -> None:
-        if value.problem != CHANGED_IN_PLACE:
-            self._warn_bad_value(group, name, f"the logged tensor {value.problem}")
-            return
-        if (group, name) not in self._copied:
-            self._copied.add((group, name))
-            log.warning(
-                "%s/%s: a logged tensor was changed in place before the recorder copied it; "
-                "that value is dropped and later ones are copied at log() time. To log the "
-                "value of a tensor you go on changing, pass t.detach().clone() or t.item().",
-                group,
-                name,
-            )
-
-    def _warn_bad_value(self, group: str, name: str, what: str) -> None:
-        if (group, name) not in self._bad_values:
-            self._bad_values.add((group, name))
-            log.warning("%s/%s: %s; not recorded", group, name, what)
 
     def _encode_images(self, records: list[PendingImage]) -> list[fmt.ImageRecord]:
         out = []
