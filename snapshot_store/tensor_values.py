@@ -13,9 +13,8 @@ the torch module is taken from :data:`sys.modules` when there are values to conv
 
 from __future__ import annotations
 
-import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 CHANGED_IN_PLACE = "was changed in place after log()"
@@ -63,53 +62,69 @@ class DeviceCopyError(RuntimeError):
 
 
 def to_floats(pending: Sequence[tuple[str, Pending]]) -> list[DeviceCopyError]:
-    """Set ``value`` (or ``problem``) of every ``(tag, Pending)``; one copy per device and dtype.
+    """Set ``value`` (or ``problem``) of every ``(tag, Pending)``: one copy per dtype, usually.
 
-    Returns the failed copies; the other groups are converted all the same. The
-    work per value is a few attribute reads: this runs on the writer thread, and
-    every bytecode here is GIL time a launch-bound training thread waits for.
+    Returns the failed copies; the other values are converted all the same. The
+    work per value is kept to two attribute reads: this runs on the writer
+    thread, and its bytecodes are GIL time a launch-bound training loop waits for.
     """
-    groups: dict[tuple[Any, Any, Any], list[tuple[str, Pending]]] = {}
-    for tag, item in pending:
-        tensor = item.tensor
-        key = (tensor.device, tensor.dtype, tensor.shape)
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = []
-        group.append((tag, item))
     failures = []
-    for (device, dtype, shape), items in groups.items():
-        problem = _problem(dtype, shape)
-        if problem is None:
-            try:
-                values = _copy_to_host(device, [item.tensor for _, item in items])
-            except RuntimeError as err:  # a CUDA error, or a device that can not be read
-                failures.append(DeviceCopyError(device, sorted({tag for tag, _ in items}), err))
-                problem = "could not be copied from its device"
-        if problem is not None:
-            for _, item in items:
-                item.problem = problem
-            continue
-        for (_, item), value in zip(items, values, strict=True):
-            # Read after the copy is complete: an in-place change dispatched before the
-            # copy could have been ordered ahead of it has bumped the counter by now.
-            if item.tensor._version != item.version:
-                item.problem = CHANGED_IN_PLACE
-            else:
-                item.value = float(value)
+    for items in _grouped(pending, lambda tensor: tensor.dtype):
+        failures += _convert(items, regroup=True)
     return failures
 
 
-def _problem(dtype: Any, shape: Any) -> str | None:
-    """Why tensors of ``dtype`` and ``shape`` are not one number, or None."""
-    if dtype.is_complex:
-        return "is complex"
-    elements = math.prod(shape)
-    return None if elements == 1 else f"has {elements} elements, not 1"
+Items = list[tuple[str, Pending]]
+
+
+def _grouped(items: Sequence[tuple[str, Pending]], key: Callable[[Any], Any]) -> list[Items]:
+    groups: dict[Any, Items] = {}
+    for tag, item in items:
+        k = key(item.tensor)
+        group = groups.get(k)
+        if group is None:
+            group = groups[k] = []
+        group.append((tag, item))
+    return list(groups.values())
+
+
+def _convert(items: Items, regroup: bool) -> list[DeviceCopyError]:
+    """Convert tensors of one dtype with one copy; ``regroup``: by device and shape if that fails."""
+    first = items[0][1].tensor
+    if first.dtype.is_complex:
+        return _give_up(items, "is complex")
+    try:
+        values = _copy_to_host(first.device, [item.tensor for _, item in items])
+    except RuntimeError as err:
+        if regroup:  # mixed devices or shapes, most likely: one copy for each
+            failures = []
+            for group in _grouped(items, lambda tensor: (tensor.device, tensor.shape)):
+                failures += _convert(group, regroup=False)
+            return failures
+        # a CUDA error, or a device that can not be read
+        _give_up(items, "could not be copied from its device")
+        return [DeviceCopyError(first.device, sorted({tag for tag, _ in items}), err)]
+    if len(values) != len(items):  # one stack: every tensor has the same shape
+        return _give_up(items, f"has {len(values) // len(items)} elements, not 1")
+    floating = first.dtype.is_floating_point  # tolist() gave floats already
+    for (_, item), value in zip(items, values, strict=True):
+        # Read after the copy is complete: an in-place change dispatched before the
+        # copy could have been ordered ahead of it has bumped the counter by now.
+        if item.tensor._version != item.version:
+            item.problem = CHANGED_IN_PLACE
+        else:
+            item.value = value if floating else float(value)
+    return []
+
+
+def _give_up(items: Items, problem: str) -> list[DeviceCopyError]:
+    for _, item in items:
+        item.problem = problem
+    return []
 
 
 def _copy_to_host(device: Any, tensors: list[Any]) -> list[Any]:
-    """Python numbers of one-element ``tensors`` (one device, dtype and shape), one copy in all."""
+    """Python numbers of ``tensors`` (one dtype and shape, all on ``device``), one copy in all."""
     torch = sys.modules["torch"]
     if device.type != "cuda":
         return torch.stack(tensors).reshape(-1).cpu().tolist()

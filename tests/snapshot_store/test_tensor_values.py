@@ -41,13 +41,13 @@ def test_log_of_a_tensor_dispatches_no_operator(tmp_path):
     assert _values(tmp_path) == ([0, 1], [0.5, 2.0])
 
 
-def test_pending_values_of_all_names_are_converted_with_one_stack_per_kind():
+def test_pending_values_of_all_names_are_converted_with_one_stack_per_dtype():
     items = [(f"train/v{i}", Pending(torch.tensor(float(i)))) for i in range(50)]
-    items += [("train/count", Pending(torch.tensor(7))), ("train/one", Pending(torch.ones(1)))]
+    items.append(("train/count", Pending(torch.tensor(7))))
     ops = _ops(lambda: to_floats(items))
-    assert ops["aten::stack"] == 3  # 0-dim float32, 0-dim int64, (1,) float32: not one per value
+    assert ops["aten::stack"] == 2  # float32 and int64: not one copy per value
     assert "aten::item" not in ops and "aten::_local_scalar_dense" not in ops
-    assert [item.value for _, item in items] == [*map(float, range(50)), 7.0, 1.0]
+    assert [item.value for _, item in items] == [*map(float, range(50)), 7.0]
 
 
 def test_mixed_dtypes_and_devices_round_trip(tmp_path):
@@ -58,6 +58,7 @@ def test_mixed_dtypes_and_devices_round_trip(tmp_path):
                     "loss": torch.tensor(step / 2),
                     "half": torch.tensor(step, dtype=torch.float16),
                     "flag": torch.tensor(step > 0),
+                    "one": torch.full((1,), step + 0.5),  # stacked apart from the 0-dim ones
                     "plain": float(step),
                 },
                 step=step,
@@ -66,6 +67,7 @@ def test_mixed_dtypes_and_devices_round_trip(tmp_path):
     assert history.series(("train", "loss"))[3] == [0.0, 0.5, 1.0]
     assert history.series(("train", "half"))[3] == [0.0, 1.0, 2.0]
     assert history.series(("train", "flag"))[3] == [0.0, 1.0, 1.0]
+    assert history.series(("train", "one"))[3] == [0.5, 1.5, 2.5]
     assert history.series(("train", "plain"))[3] == [0.0, 1.0, 2.0]
     assert reader.warnings == []
 
