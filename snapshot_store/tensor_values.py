@@ -2,8 +2,9 @@
 
 :meth:`~snapshot_store.recorder.Recorder.log` wraps a tensor in a :class:`Pending`
 (a reference and the tensor's version counter, no kernel, no sync); the writer
-thread calls :func:`to_floats` once per flush, which copies every pending value of
-a device with one stack and one device-to-host copy. On CUDA that copy runs on a
+thread calls :func:`to_floats` once per flush, which copies the pending values of
+each dtype with one stack and one device-to-host copy (values of mixed devices or
+shapes: one per device and shape). On CUDA that copy runs on a
 side stream ordered after the logging thread's stream by an event, and only the
 writer thread waits for it.
 
