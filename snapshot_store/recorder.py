@@ -30,7 +30,7 @@ from .images import encode_png, make_grid, to_hwc_uint8, to_numpy
 from .rank import global_rank
 from .scalar_columns import ScalarColumns, ScalarRecord
 from .segments import SegmentWriter
-from .tensor_values import TENSOR_TYPES, Pending, is_tensor
+from .tensor_values import TENSOR_TYPES, is_tensor
 from .values import redact
 
 log = logging.getLogger(__name__)
@@ -161,9 +161,10 @@ class Recorder:
         # Copy: callers often reuse one dict. Python floats, the common case,
         # need nothing more; tensors are wrapped without a device sync.
         values = values.copy() if type(values) is dict else dict(values)
+        versions = None
         for value in values.values():
             if type(value) is not float:
-                self._hold(group, values)
+                versions = self._hold(group, values)
                 break
         if type(step) is not int:
             step = int(step)
@@ -171,7 +172,7 @@ class Recorder:
             epoch = self._epoch
         else:
             self._epoch = epoch = float(epoch)
-        self._append_scalars((group, step, epoch, wall_time or _now(), values))
+        self._append_scalars((group, step, epoch, wall_time or _now(), values, versions))
 
     def log_scalar(
         self, name: str, value: Any, step: int, group: str = "train", wall_time: float | None = None
@@ -181,22 +182,31 @@ class Recorder:
         if not self._live:
             self._raise_if_failed()
             return
-        if type(value) is not float:
-            held = {name: value}
-            self._hold(group, held)
-            value = held[name]
+        values = {name: value}
+        versions = None if type(value) is float else self._hold(group, values)
         if type(step) is not int:
             step = int(step)
-        self._append_scalars((group, step, self._epoch, wall_time or _now(), {name: value}))
+        self._append_scalars((group, step, self._epoch, wall_time or _now(), values, versions))
 
-    def _hold(self, group: str, values: dict[str, Any]) -> None:
-        """Wrap the tensors among ``values`` (the caller's copy) as :class:`Pending`, in place."""
+    def _hold(self, group: str, values: dict[str, Any]) -> dict[str, int] | None:
+        """Detach the tensors among ``values`` (the caller's copy) in place; their versions.
+
+        Only a detach where there is a graph (a view, no kernel) and a counter
+        read: the writer thread wraps them as :class:`Pending`, which keeps the
+        per-value work (and the objects the garbage collector tracks) off this thread.
+        """
         copied = self._copied
+        versions = None
         for name, value in values.items():
             if type(value) in TENSOR_TYPES or (type(value) is not float and is_tensor(value)):
                 if copied and (group, name) in copied:
-                    value = value.detach().clone()
-                values[name] = Pending(value)
+                    value = values[name] = value.detach().clone()
+                elif value.requires_grad:
+                    value = values[name] = value.detach()  # shares the version counter
+                if versions is None:
+                    versions = {}
+                versions[name] = value._version
+        return versions
 
     def log_image(
         self,

@@ -15,8 +15,9 @@ from .tensor_values import CHANGED_IN_PLACE, DeviceCopyError, Pending, to_floats
 
 log = logging.getLogger(__name__)
 
-# (group, step, epoch, wall_time, {name: value}) as logged, before conversion to floats.
-ScalarRecord = tuple[str, int, float, float, dict[str, Any]]
+# (group, step, epoch, wall_time, {name: value}, {name: tensor version} or None) as
+# logged, before conversion to floats; the versions name the values that are tensors.
+ScalarRecord = tuple[str, int, float, float, dict[str, Any], dict[str, int] | None]
 
 
 def _to_float(value: Any) -> float:
@@ -75,12 +76,12 @@ class ScalarColumns:
 
     def _convert_tensors(self, records: list[ScalarRecord]) -> list[DeviceCopyError]:
         """Floats for every pending tensor of ``records``: one copy per device and dtype."""
-        pending = [
-            (f"{group}/{name}", value)
-            for group, _, _, _, values in records
-            for name, value in values.items()
-            if type(value) is Pending
-        ]
+        pending = []
+        for group, _, _, _, values, versions in records:
+            if versions is not None:
+                for name, version in versions.items():
+                    item = values[name] = Pending(values[name], version)
+                    pending.append((f"{group}/{name}", item))
         if not pending:
             return []
         failures = to_floats(pending)

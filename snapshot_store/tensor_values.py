@@ -1,8 +1,8 @@
 """Logged tensors: kept by reference on the training thread, turned into floats in batches.
 
-:meth:`~snapshot_store.recorder.Recorder.log` wraps a tensor in a :class:`Pending`
-(a reference and the tensor's version counter, no kernel, no sync); the writer
-thread calls :func:`to_floats` once per flush, which copies the pending values of
+:meth:`~snapshot_store.recorder.Recorder.log` keeps a tensor's reference and its
+version counter (no kernel, no sync); the writer thread wraps them as
+:class:`Pending` and calls :func:`to_floats` once per flush, which copies the pending values of
 each dtype with one stack and one device-to-host copy (values of mixed devices or
 shapes: one per device and shape). On CUDA that copy runs on a
 side stream ordered after the logging thread's stream by an event, and only the
@@ -26,11 +26,8 @@ class Pending:
 
     __slots__ = ("problem", "tensor", "value", "version")
 
-    def __init__(self, tensor: Any) -> None:
-        # detach() is a view sharing the version counter: an in-place change of the
-        # original still shows, and the autograd graph behind a loss is not kept alive.
-        self.tensor = tensor.detach() if tensor.requires_grad else tensor
-        self.version: int = tensor._version
+    def __init__(self, tensor: Any, version: int) -> None:
+        self.tensor, self.version = tensor, version
         self.value: float | None = None  # set by to_floats
         self.problem: str | None = None  # why it was not converted, set by to_floats
 

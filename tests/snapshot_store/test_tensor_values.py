@@ -42,8 +42,8 @@ def test_log_of_a_tensor_dispatches_no_operator(tmp_path):
 
 
 def test_pending_values_of_all_names_are_converted_with_one_stack_per_dtype():
-    items = [(f"train/v{i}", Pending(torch.tensor(float(i)))) for i in range(50)]
-    items.append(("train/count", Pending(torch.tensor(7))))
+    items = [(f"train/v{i}", Pending(torch.tensor(float(i)), 0)) for i in range(50)]
+    items.append(("train/count", Pending(torch.tensor(7), 0)))
     ops = _ops(lambda: to_floats(items))
     assert ops["aten::stack"] == 2  # float32 and int64: not one copy per value
     assert "aten::item" not in ops and "aten::_local_scalar_dense" not in ops
