@@ -13,6 +13,7 @@ from snapshot_store import Recorder, read_store
 
 def _per_call(call, n: int) -> float:
     """Seconds per call of ``call(step)`` over ``n`` back-to-back steps."""
+    gc.collect()  # each case pays for the collections its own objects cause, not the last one's
     started = time.perf_counter()
     for step in range(n):
         call(step)
