@@ -4,11 +4,18 @@ A test that uses one of those real parts is an integration test: it is marked
 ``integration`` here, from the fixtures it asks for, so no test has to remember
 to mark itself. Tests that start processes of their own (torchrun, a CLI,
 worker processes) carry the mark explicitly.
+
+Optional parts (selenium, Chromium, SeaweedFS, visdom) may be absent, as on a
+bare GPU box: a test module that can not be imported only because one is
+missing is skipped with the reason, like the fixtures' own skips, and both fail
+instead where every part is required (``make test``, CI; :mod:`tests.fixtures.parts`).
 """
 
 from __future__ import annotations
 
 import pytest
+
+from tests.fixtures.parts import OPTIONAL_MODULES, missing_optional_module, parts_required
 
 pytest_plugins = [
     "tests.fixtures.net",
@@ -36,3 +43,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if INTEGRATION_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):
+    """A test module that imports a missing optional part is skipped, naming it."""
+    report = yield
+    if not (report.failed and isinstance(collector, pytest.Module)) or parts_required():
+        return report
+    missing = missing_optional_module(str(report.longrepr))
+    if missing is None:
+        return report
+    reason = f"Skipped: {missing} is not installed: {OPTIONAL_MODULES[missing]}"
+    return pytest.CollectReport(
+        report.nodeid, "skipped", (str(collector.path), 0, reason), [], sections=report.sections
+    )

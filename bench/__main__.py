@@ -2,6 +2,7 @@
 
     python -m bench            # all
     python -m bench store      # only bench/bench_store.py
+    python -m bench gpu        # logging in a fast CUDA loop ("skipped: no CUDA" without one)
 
 These machines are noisy: compare the ratios, not the absolute times.
 """
@@ -12,7 +13,7 @@ import importlib
 import logging
 import sys
 
-SUITES = ("store", "transfer", "trainer", "visualizer", "integrations")
+SUITES = ("store", "transfer", "trainer", "visualizer", "integrations", "gpu")
 COLUMNS = ("benchmark", "ours", "reference", "ratio", "target", "met")
 
 

@@ -28,13 +28,13 @@ from typing import Any
 from . import frames as fmt
 from .images import encode_png, make_grid, to_hwc_uint8, to_numpy
 from .rank import global_rank
+from .scalar_columns import ScalarColumns, ScalarRecord
 from .segments import SegmentWriter
+from .tensor_values import TENSOR_TYPES, is_tensor
 from .values import redact
 
 log = logging.getLogger(__name__)
 
-# (group, step, epoch, wall_time, {name: value}) as logged, before conversion to floats.
-ScalarRecord = tuple[str, int, float, float, dict[str, Any]]
 # (group, name, step, epoch, wall_time, HWC uint8 pixels or PNG bytes).
 PendingImage = tuple[str, str, int, float, float, Any]
 OnFile = Callable[[Path, bool], None]
@@ -48,23 +48,6 @@ _STATUS_MIN_SECONDS = 1.0
 
 class RecorderError(fmt.StoreError):
     """The recorder's writer thread failed; raised on every call after it, chained from the cause."""
-
-
-def _snapshot_value(value: Any) -> Any:
-    """Freeze a value on the training thread without a device sync.
-
-    A tensor is detached and cloned (asynchronous on GPU) so a later in-place
-    update can not change what was logged; ``.item()`` runs on the writer thread.
-    """
-    if hasattr(value, "detach"):
-        return value.detach().clone()
-    return value
-
-
-def _to_float(value: Any) -> float:
-    if hasattr(value, "item"):
-        value = value.item()
-    return float(value)
 
 
 class Recorder:
@@ -124,7 +107,9 @@ class Recorder:
         self._epoch = 0.0
         self._step: int | None = None
         self._last_log_time: float | None = None
-        self._bad_values: set[tuple[str, str]] = set()
+        self._columns = ScalarColumns()
+        # Names whose logged tensors were changed in place: copied at log() from then on.
+        self._copied = self._columns.copied
         self._last_error_report = -float("inf")
         self._meta_path, self._started = self._write_meta(options or {}, world_size, hosts)
         self._segments = {
@@ -153,21 +138,33 @@ class Recorder:
     ) -> None:
         """Record ``name -> value`` scalars of one ``group`` at global ``step``.
 
+        Values are numbers or one-element tensors (any device). A tensor is kept
+        by reference: nothing is copied, launched or synchronised here, and the
+        writer thread copies all pending tensors of a device at once. So the value
+        recorded is the tensor's value when the writer copies it (within
+        ``flush_interval``): **do not change a logged tensor in place** (a running
+        sum you ``zero_()``, say). If one is changed, its version counter tells:
+        that value is dropped with one warning naming ``group/name``, and later
+        values of that name are copied at ``log()`` time (one device copy each).
+        Pass ``t.detach().clone()`` (or ``t.item()``, which syncs) to log the
+        value of a tensor you go on changing.
+
         ``epoch`` is fractional (2.5 = half way through the third epoch); when
-        omitted the last one given is used. Raises :class:`RecorderError` once
-        the writer thread has failed.
+        omitted the last one given is used. A value that is not a number, has
+        more than one element or is complex is dropped with one warning per
+        name. Raises :class:`RecorderError` once the writer thread has failed
+        (a failed device copy included: its message names the values).
         """
         if not self._live:
             self._raise_if_failed()
             return
         # Copy: callers often reuse one dict. Python floats, the common case,
-        # need nothing more; anything else is frozen without a device sync.
+        # need nothing more; tensors are wrapped without a device sync.
         values = values.copy() if type(values) is dict else dict(values)
+        versions = None
         for value in values.values():
             if type(value) is not float:
-                values = {
-                    k: v if type(v) is float else _snapshot_value(v) for k, v in values.items()
-                }
+                versions = self._hold(group, values)
                 break
         if type(step) is not int:
             step = int(step)
@@ -175,7 +172,41 @@ class Recorder:
             epoch = self._epoch
         else:
             self._epoch = epoch = float(epoch)
-        self._append_scalars((group, step, epoch, wall_time or _now(), values))
+        self._append_scalars((group, step, epoch, wall_time or _now(), values, versions))
+
+    def log_scalar(
+        self, name: str, value: Any, step: int, group: str = "train", wall_time: float | None = None
+    ) -> None:
+        """:meth:`log` of one value, at the last epoch given: the cheapest call (the
+        ``SummaryWriter.add_scalar`` drop-in uses it). Same contract for tensors."""
+        if not self._live:
+            self._raise_if_failed()
+            return
+        values = {name: value}
+        versions = None if type(value) is float else self._hold(group, values)
+        if type(step) is not int:
+            step = int(step)
+        self._append_scalars((group, step, self._epoch, wall_time or _now(), values, versions))
+
+    def _hold(self, group: str, values: dict[str, Any]) -> dict[str, int] | None:
+        """Detach the tensors among ``values`` (the caller's copy) in place; their versions.
+
+        Only a detach where there is a graph (a view, no kernel) and a counter
+        read: the writer thread wraps them as :class:`Pending`, which keeps the
+        per-value work (and the objects the garbage collector tracks) off this thread.
+        """
+        copied = self._copied
+        versions = None
+        for name, value in values.items():
+            if type(value) in TENSOR_TYPES or (type(value) is not float and is_tensor(value)):
+                if copied and (group, name) in copied:
+                    value = values[name] = value.detach().clone()
+                elif value.requires_grad:
+                    value = values[name] = value.detach()  # shares the version counter
+                if versions is None:
+                    versions = {}
+                versions[name] = value._version
+        return versions
 
     def log_image(
         self,
@@ -388,8 +419,10 @@ class Recorder:
     def _write_pending(self, final: bool) -> None:
         wrote: set[str] = set()
         scalars = [self._scalars.popleft() for _ in range(len(self._scalars))]
+        columns, failures = self._columns.convert(scalars)
         if scalars:
-            self._retry_frames[fmt.SCALARS].append(fmt.encode_scalar_batch(self._columns(scalars)))
+            self._retry_frames[fmt.SCALARS].append(fmt.encode_scalar_batch(columns))
+            self._step, self._last_log_time = scalars[-1][1], scalars[-1][3]
         images = [self._images.popleft() for _ in range(len(self._images))]
         if images:
             self._retry_frames[fmt.IMAGES].append(
@@ -408,6 +441,8 @@ class Recorder:
                     self._announce(closed, closed=True)
         if wrote:
             self._status_dirty = True
+        if failures:  # after this batch's other values are written
+            raise failures[0]
         now = time.time()
         since_status = now - self._status_written_at
         if (
@@ -433,61 +468,6 @@ class Recorder:
                     stream,
                     self.store_dir,
                 )
-
-    def _columns(self, records: list[ScalarRecord]) -> list[fmt.SeriesColumns]:
-        """Transpose logged records into per-series columns.
-
-        Records are grouped by their (group, names) shape first, so the per-point
-        work is list comprehensions rather than one dict lookup per value.
-        """
-        shapes: dict[tuple[str, ...], list[ScalarRecord]] = {}
-        for record in records:
-            shapes.setdefault((record[0], *record[4]), []).append(record)
-        series: dict[tuple[str, str], fmt.SeriesColumns] = {}
-        for (group, *names), recs in shapes.items():
-            steps = [r[1] for r in recs]
-            epochs = [r[2] for r in recs]
-            times = [r[3] for r in recs]
-            for name in names:
-                values = [r[4][name] for r in recs]
-                keep = None
-                if not all(type(v) is float for v in values):
-                    values, keep = self._convert(group, name, values)
-                cols = series.get((group, name))
-                if cols is None:
-                    cols = series[(group, name)] = (group, name, [], [], [], [])
-                if keep is None:
-                    cols[2].extend(steps)
-                    cols[3].extend(epochs)
-                    cols[4].extend(times)
-                else:
-                    cols[2].extend(steps[i] for i in keep)
-                    cols[3].extend(epochs[i] for i in keep)
-                    cols[4].extend(times[i] for i in keep)
-                cols[5].extend(values)
-        if records:
-            self._step = records[-1][1]
-            self._last_log_time = records[-1][3]
-        return [cols for cols in series.values() if cols[2]]
-
-    def _convert(
-        self, group: str, name: str, values: list[Any]
-    ) -> tuple[list[float], list[int] | None]:
-        """Floats of ``values``; indexes kept, or None when every value converted."""
-        out: list[float] = []
-        keep: list[int] = []
-        for i, value in enumerate(values):
-            try:
-                out.append(value if type(value) is float else _to_float(value))
-                keep.append(i)
-            except (TypeError, ValueError, RuntimeError):
-                self._warn_bad_value(group, name, value)
-        return out, (None if len(keep) == len(values) else keep)
-
-    def _warn_bad_value(self, group: str, name: str, value: Any) -> None:
-        if (group, name) not in self._bad_values:
-            self._bad_values.add((group, name))
-            log.warning("%s/%s: value %r is not a number; not recorded", group, name, value)
 
     def _encode_images(self, records: list[PendingImage]) -> list[fmt.ImageRecord]:
         out = []

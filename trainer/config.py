@@ -258,6 +258,16 @@ class RunConfig(Checked):
     display_env: str | None = option(
         None, "visdom env for live plots (default: NAME)", group="logging"
     )
+    system_metrics_interval: float = option(
+        10.0,
+        "seconds between GPU and host metrics (GPU utilisation and memory, CPU, RSS, data "
+        "loader wait) in the run's system window, sampled on rank 0 off the training thread "
+        "(0: off)",
+        at_least(0),
+        group="logging",
+        kind=float,
+        metavar="SECONDS",
+    )
     progress: bool | None = option(
         None, "show a progress bar on rank 0 (None: only on a terminal)", command_line=False
     )

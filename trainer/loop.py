@@ -125,7 +125,10 @@ class Trainer:
         )
         self._interval_start = time.perf_counter()
         steps = self.loaders.steps_per_epoch
+        timer = self.session.step_timer  # the data loader wait in the system metrics
+        timer.start(self.state.step)
         for batch_index, (inputs, targets) in enumerate(self.loaders.train, start=start):
+            timer.arrived()
             outputs = self._run_batch(inputs, targets)
             self.state.step += 1
             self.state.batch_in_epoch = batch_index + 1
@@ -147,6 +150,7 @@ class Trainer:
                 self._save_checkpoint(LATEST)
                 self._interval_start = time.perf_counter()
             bar.update()
+            timer.done()
         bar.close()
         self.state.epoch, self.state.batch_in_epoch = epoch + 1, 0
 

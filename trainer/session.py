@@ -32,6 +32,7 @@ from .live import LiveView
 from .sampling import Loaders
 from .state import RunState
 from .sync import send_remaining
+from .system_metrics import StepTimer, SystemMetrics
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,8 @@ class RunSession:
         self.transfer: TransferRunner | None = None
         self.recorder: Recorder | None = None
         self.live: LiveView | None = None
+        self.system: SystemMetrics | None = None
+        self.step_timer = StepTimer()  # fed by the loop; read by the system metrics sampler
         self.hosts: list[str] = []
 
     @property
@@ -99,6 +102,13 @@ class RunSession:
                     rank=0,
                     on_file=self._on_file,
                 )
+                if self.config.system_metrics_interval:
+                    self.system = SystemMetrics(
+                        self.recorder,
+                        self.config.system_metrics_interval,
+                        self.step_timer,
+                        self.devices.device,
+                    ).start()
             if distributed.init_process_group(self.env, self.devices):
                 stack.callback(distributed.destroy_process_group)
             self.hosts = sorted(
@@ -228,6 +238,8 @@ class RunSession:
             return None
 
     def _close_outputs(self, outcome: str) -> None:
+        if self.system is not None:
+            self.system.stop()  # before the recorder closes: no sample is lost or refused
         if self.recorder is not None:
             self.recorder.close(outcome)
         if self.transfer is not None:

@@ -45,6 +45,8 @@ class SummaryWriter:
         self.recorder = Recorder(log_dir, flush_interval=flush_secs, **recorder_kwargs)
         close_at_exit(self, self.recorder.close)
         self._default_step = 0
+        self._log_scalar = self.recorder.log_scalar  # bound once: add_scalar is the hot path
+        self._tags: dict[str, tuple[str, str]] = {}  # tag -> (group, name), split once
 
     def get_logdir(self) -> str:
         """The directory this writer writes to."""
@@ -65,11 +67,16 @@ class SummaryWriter:
         new_style: bool = False,
         double_precision: bool = False,
     ) -> None:
-        """Record one scalar under ``tag`` (``group/name``)."""
-        group, name = _split_tag(tag)
-        self.recorder.log(
-            {name: scalar_value}, self._step(global_step), group=group, wall_time=walltime
-        )
+        """Record one scalar under ``tag`` (``group/name``); a tensor is not synchronised
+        (see :meth:`snapshot_store.Recorder.log` for what that asks of you)."""
+        split = self._tags.get(tag)
+        if split is None:
+            split = self._tags[tag] = _split_tag(tag)
+        if global_step is None:
+            global_step = self._default_step
+        else:
+            self._default_step = global_step = int(global_step)
+        self._log_scalar(split[1], scalar_value, global_step, split[0], walltime)
 
     def add_scalars(
         self,

@@ -311,3 +311,28 @@ def test_launch_runs_torchrun_end_to_end(tiny_dataset, tmp_path):
     state = torch.load(run_dir / "latest.pth", weights_only=True)
     assert (state["epoch"], state["step"], state["world_size"]) == (2, 12, 2)
     assert len(state["rng"]) == 2  # every rank's generators
+
+
+@pytest.mark.cuda
+@pytest.mark.integration
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_nccl_ddp_with_one_process_per_gpu(tiny_dataset, tmp_path, gpus):
+    if torch.cuda.device_count() < gpus:
+        pytest.skip(f"needs {gpus} CUDA GPU(s), {torch.cuda.device_count()} here")
+    args = train_args(tiny_dataset, tmp_path, "nccl", "--batch-size", "8", "--n-epochs", "1")
+    at = args.index("--gpu-ids")
+    del args[at : at + 2]  # each rank takes GPU local_rank
+    cmd = torchrun_cmd(
+        "--standalone", f"--nproc-per-node={gpus}", "-m", "trainer", "train", *args,
+        "--system-metrics-interval", "0.05",
+    )  # fmt: skip
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=LAUNCH_TIMEOUT
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"{gpus} process(es)" in proc.stderr + proc.stdout
+    history, meta, status = read_run(tmp_path / "nccl")
+    assert meta["world_size"] == gpus and status["state"] == "finished"
+    steps, losses = series(history, "train/loss")
+    assert steps and all(v > 0 for v in losses)
+    assert ("system", "gpu_allocated_gib") in history.keys()

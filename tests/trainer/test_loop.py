@@ -14,7 +14,6 @@ import logging
 import subprocess
 
 import pytest
-import requests
 import torch
 from torch import nn
 
@@ -205,6 +204,8 @@ def test_remote_false_shows_live_plots_in_a_visualizer_child(
         display_port=visdom_server.endpoint.port,
         display_env="envx",
     )
+    import requests  # with visdom, which visdom_server needs
+
     # The child drew the run, its last points included, before training returned.
     url = visdom_server.endpoint.url
     reply = requests.post(
