@@ -126,6 +126,7 @@ class Recorder:
         self._last_log_time: float | None = None
         self._bad_values: set[tuple[str, str]] = set()
         self._last_error_report = -float("inf")
+        fmt.remove_leftover_tmp_files(self.store_dir)  # of a write killed in an earlier session
         self._meta_path, self._started = self._write_meta(options or {}, world_size, hosts)
         self._segments = {
             stream: SegmentWriter(self.store_dir, stream, segment_bytes, segment_seconds)
