@@ -12,7 +12,7 @@ import importlib
 import logging
 import sys
 
-SUITES = ("store", "transfer", "trainer", "visualizer")
+SUITES = ("store", "memory", "transfer", "trainer", "visualizer")
 COLUMNS = ("benchmark", "ours", "reference", "ratio", "target", "met")
 
 
