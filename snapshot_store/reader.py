@@ -243,7 +243,7 @@ class StoreReader:
         (False: stopped at ``budget``).
         """
         where = self.source.describe(name)
-        total, want, tail = 0, READ_BYTES, 0
+        total, want, tail, start = 0, READ_BYTES, 0, state.offset
         while True:
             try:
                 data = self.source.read(name, state.offset, want)
@@ -261,7 +261,9 @@ class StoreReader:
                 break
             # A frame longer than a page is read whole by the next request.
             want = max(READ_BYTES, need)
-            if budget is not None and total >= budget:
+            # Only after progress: a poll that stopped before reading a frame
+            # longer than a page would start over at the same place forever.
+            if budget is not None and total >= budget and state.offset > start:
                 return total, False
         if closed and not state.done and tail and not state.warned_torn:
             # Normal for a moment on S3 (an older upload of a rolled segment);

@@ -169,11 +169,16 @@ def test_a_segment_larger_than_a_page_is_read_in_bounded_pages(tmp_path):
     assert len(source.asked) > 3 and set(source.asked) == {READ_BYTES}, "pages, never whole"
 
 
-def test_a_frame_longer_than_a_page_is_read_whole(tmp_path):
+@pytest.mark.parametrize("max_bytes", [None, 1])
+def test_a_frame_longer_than_a_page_is_read_whole(tmp_path, max_bytes):
     big = _image_frame(1, os.urandom(READ_BYTES + 1000))
-    (tmp_path / fmt.segment_name(fmt.IMAGES, 0)).write_bytes(_image_frame(0, b"x") + big)
-    update = StoreReader(tmp_path).poll()
-    assert [image[2] for image in update.images] == [0, 1]
+    (tmp_path / fmt.segment_name(fmt.IMAGES, 0)).write_bytes(big + _image_frame(2, b"x"))
+    reader, steps = StoreReader(tmp_path), []
+    for _ in range(5):  # paging makes progress with every poll
+        steps += [image[2] for image in reader.poll(max_bytes=max_bytes).images]
+        if not reader.more:
+            break
+    assert steps == [1, 2] and not reader.more
 
 
 def test_an_oversize_frame_is_skipped_unread_and_the_frames_after_it_are_kept(tmp_path, caplog):
