@@ -13,7 +13,7 @@ import importlib
 import logging
 import sys
 
-SUITES = ("store", "transfer", "trainer", "visualizer", "integrations", "gpu")
+SUITES = ("store", "memory", "transfer", "trainer", "visualizer", "integrations", "gpu")
 COLUMNS = ("benchmark", "ours", "reference", "ratio", "target", "met")
 
 

@@ -25,17 +25,23 @@ code: it can only fail to load.
 from __future__ import annotations
 
 import io
+import logging
 import os
 import pickle
 import re
+import socket
+import stat
 import struct
 import tempfile
+import time
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
+
+log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 
@@ -48,9 +54,10 @@ SEGMENT_RE = re.compile(r"^(scalars|images)-(\d{8})\.pickle$")
 
 # Pickle protocol 4 is readable by every Python the visualizer supports.
 PICKLE_PROTOCOL = 4
-# A frame longer than this is treated as corrupt: a hostile length field must
-# not make a reader allocate gigabytes.
-MAX_FRAME_BYTES = 256 * 1024 * 1024
+# The largest payload a frame may hold. Writers split batches to stay below it;
+# readers refuse a longer frame without allocating it, so a hostile length
+# field can not make them allocate gigabytes.
+MAX_FRAME_BYTES = 64 * 1024 * 1024
 
 _HEADER = struct.Struct("<QI")
 _FOOTER = struct.Struct("<I")
@@ -69,6 +76,20 @@ class UnsafePickleError(StoreError):
 
 class CorruptFrameError(StoreError):
     """A complete frame whose checksum or length field is wrong."""
+
+
+class OversizeFrameError(CorruptFrameError):
+    """A frame whose (checksummed) length is above :data:`MAX_FRAME_BYTES`: refused unread.
+
+    Its header is intact, so a reader may skip to :attr:`end` and go on.
+    """
+
+    def __init__(self, pos: int, length: int) -> None:
+        super().__init__(
+            f"frame at byte {pos} declares {length:,} bytes, above the "
+            f"{MAX_FRAME_BYTES:,}-byte limit; not read"
+        )
+        self.end = pos + FRAME_OVERHEAD + length
 
 
 def segment_name(stream: str, index: int) -> str:
@@ -101,23 +122,37 @@ class Frame:
     end: int
 
 
+def frame_size(buf: bytes | memoryview, pos: int = 0) -> int | None:
+    """Total bytes of the frame starting at ``pos``; None while its header is incomplete.
+
+    Raises :class:`CorruptFrameError` for a header that fails its checksum and
+    :class:`OversizeFrameError` for a length above :data:`MAX_FRAME_BYTES`.
+    """
+    if len(buf) - pos < _HEADER.size:
+        return None
+    length, length_crc = _HEADER.unpack_from(buf, pos)
+    if zlib.crc32(memoryview(buf)[pos : pos + 8]) != length_crc:
+        # A header is written in one piece with its frame, so a header whose
+        # checksum fails with more bytes behind it is torn only if it is the
+        # tail; callers decide by whether the file is still being written.
+        raise CorruptFrameError(f"bad frame header at byte {pos}")
+    if length > MAX_FRAME_BYTES:
+        raise OversizeFrameError(pos, length)
+    return FRAME_OVERHEAD + length
+
+
 def iter_frames(buf: bytes | memoryview, start: int = 0) -> Iterator[Frame]:
     """Yield the complete, valid frames of ``buf`` from ``start``.
 
     Stops silently at a torn tail (a frame not yet fully written): the caller
     keeps the offset of the last frame yielded and retries later. Raises
-    :class:`CorruptFrameError` for a complete frame that fails its checksum.
+    :class:`CorruptFrameError` for a complete frame that fails its checksum,
+    and for a header as :func:`frame_size` says.
     """
     view = memoryview(buf)
     pos, size = start, len(view)
-    while size - pos >= _HEADER.size:
-        length, length_crc = _HEADER.unpack_from(view, pos)
-        if zlib.crc32(view[pos : pos + 8]) != length_crc or length > MAX_FRAME_BYTES:
-            # A header is written in one piece with its frame, so a header whose
-            # checksum fails with more bytes behind it is torn only if it is the
-            # tail; callers decide by whether the file is still being written.
-            raise CorruptFrameError(f"bad frame header at byte {pos}")
-        end = pos + _HEADER.size + length + _FOOTER.size
+    while (total := frame_size(view, pos)) is not None:
+        end = pos + total
         if end > size:
             return
         payload = view[pos + _HEADER.size : end - _FOOTER.size]
@@ -164,11 +199,83 @@ def loads(payload: bytes, source: str | os.PathLike[str] = "<payload>") -> Any:
 # --- whole files (meta, status) --------------------------------------------------
 
 
+# Temporary files of atomic writes: ``.<target>.<pid>@<host>.<8 random chars>.tmp``.
+# The writer's pid and host tell a leftover of a killed write from one in progress.
+_TMP_SUFFIX = ".tmp"
+_TMP_RE = re.compile(r"^\.(.+)\.(\d+)@([A-Za-z0-9_-]*)\.[a-z0-9_]{8}\.tmp$")
+_OLD_TMP_RE = re.compile(r"^\.(.+)\.[a-z0-9_]{8}\.tmp$")  # before pid and host were named
+# A temporary file of another host is taken as abandoned after this long unchanged.
+_FOREIGN_TMP_SECONDS = 3600.0
+
+
+def _host_tag() -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:32]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by another user
+        return True
+    return True
+
+
+def _abandoned_tmp(name: str, st: os.stat_result) -> bool:
+    """Whether ``name`` is the temporary file of an atomic write that will never finish."""
+    match = _TMP_RE.match(name)
+    if match is None:
+        return _OLD_TMP_RE.match(name) is not None
+    pid, host = int(match.group(2)), match.group(3)
+    if host != _host_tag():
+        return time.time() - st.st_mtime > _FOREIGN_TMP_SECONDS
+    # Our own pid: a restarted container often gets its old pid back, and this
+    # process is only opening the run, so the file is an earlier process's.
+    return pid == os.getpid() or not _pid_alive(pid)
+
+
+def remove_leftover_tmp_files(store_dir: str | os.PathLike[str]) -> list[Path]:
+    """Remove temporary files of killed atomic writes from a store and its run dir.
+
+    Called when a writer opens a run: those files (``.meta.pickle.*.tmp``,
+    ``.latest.pth.*.tmp`` of checkpoints) would otherwise stay forever. A file
+    whose writer still runs on this host is kept. Returns the paths removed.
+    """
+    store = Path(store_dir)
+    dirs = [store, store.parent] if store.name == "pickle" else [store]
+    removed = []
+    for directory in dirs:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            if not (entry.name.startswith(".") and entry.name.endswith(_TMP_SUFFIX)):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and _abandoned_tmp(entry.name, st):
+                    Path(entry.path).unlink()
+                    removed.append(Path(entry.path))
+            except OSError as err:
+                log.warning("could not remove leftover temporary file %s: %s", entry.path, err)
+    for path in removed:
+        log.info("removed %s, left by an interrupted write", path)
+    return removed
+
+
 @contextmanager
 def atomic_file(path: Path) -> Iterator[BinaryIO]:
-    """Write a file that appears whole or not at all: temp file in the same dir, fsync, rename."""
+    """Write a file that appears whole or not at all: temp file in the same dir, fsync, rename.
+
+    A write killed midway leaves its temporary file, which
+    :func:`remove_leftover_tmp_files` removes at the next start.
+    """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.{os.getpid()}@{_host_tag()}.", suffix=_TMP_SUFFIX, dir=path.parent
+    )
     try:
         os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide it from a viewer running as another user
         with os.fdopen(fd, "wb") as f:
@@ -231,14 +338,54 @@ SeriesColumns = tuple[str, str, list[int], list[float], list[float], list[float]
 ImageRecord = tuple[str, str, int, float, float, bytes]
 
 
+def _halves(items: list) -> list[list]:
+    half = len(items) // 2
+    return [items[:half], items[half:]]
+
+
+def _split_series(series: list[SeriesColumns]) -> list[list[SeriesColumns]] | None:
+    """Two smaller batches holding the same points, None when there is only one point."""
+    if len(series) > 1:
+        return _halves(series)
+    group, name, steps, epochs, times, values = series[0]
+    if len(steps) < 2:
+        return None
+    half = len(steps) // 2
+    return [
+        [(group, name, steps[:half], epochs[:half], times[:half], values[:half])],
+        [(group, name, steps[half:], epochs[half:], times[half:], values[half:])],
+    ]
+
+
+def _encode_batch(key: str, items: list, split: Any) -> bytes:
+    """Frames of one batch, split until each payload fits in :data:`MAX_FRAME_BYTES`.
+
+    A batch grows large when the disk stalls while training logs fast; the
+    reader refuses longer frames, so the writer must never make one.
+    """
+    payload = dumps({"v": FORMAT_VERSION, key: items})
+    if len(payload) <= MAX_FRAME_BYTES:
+        return encode_frame(payload)
+    parts = split(items)
+    if parts is None:
+        log.error(
+            "dropped one %s record of %d bytes: above the %d-byte frame limit",
+            key,
+            len(payload),
+            MAX_FRAME_BYTES,
+        )
+        return b""
+    return b"".join(_encode_batch(key, part, split) for part in parts)
+
+
 def encode_scalar_batch(series: list[SeriesColumns]) -> bytes:
-    """Frame bytes for one batch of scalar series."""
-    return encode_frame(dumps({"v": FORMAT_VERSION, "series": series}))
+    """Frame bytes for one batch of scalar series (several frames when it is huge)."""
+    return _encode_batch("series", series, _split_series)
 
 
 def encode_image_batch(images: list[ImageRecord]) -> bytes:
-    """Frame bytes for one batch of image snapshots."""
-    return encode_frame(dumps({"v": FORMAT_VERSION, "images": images}))
+    """Frame bytes for one batch of image snapshots (several frames when it is huge)."""
+    return _encode_batch("images", images, lambda items: _halves(items) if len(items) > 1 else None)
 
 
 # Steps are stored and exported as int64; the visualizer and CSV consumers

@@ -2,6 +2,8 @@
 
 The reader works over a :class:`Source` (a local directory here; S3 in the
 visualizer), so the same code replays history and follows a live run anywhere.
+Files are read a page at a time (:data:`READ_BYTES`, or one frame when a frame
+is longer), so memory stays bounded whatever the size of a file.
 """
 
 from __future__ import annotations
@@ -19,6 +21,12 @@ from . import frames as fmt
 
 log = logging.getLogger(__name__)
 
+# Bytes asked of a source at once: large enough that a page costs one request
+# (one ranged GET on S3) among many frames, small enough to keep memory flat.
+READ_BYTES = 4 << 20
+# A meta or status document is one frame.
+MAX_DOCUMENT_BYTES = fmt.MAX_FRAME_BYTES + fmt.FRAME_OVERHEAD
+
 
 class Source(Protocol):
     """Where store files come from."""
@@ -29,8 +37,11 @@ class Source(Protocol):
     def list(self) -> dict[str, tuple]:
         """File name -> version token whose first item is the size in bytes."""
 
-    def read(self, name: str, offset: int = 0) -> bytes:
-        """Bytes of file ``name`` from ``offset`` to its current end."""
+    def read(self, name: str, offset: int = 0, length: int | None = None) -> bytes:
+        """At most ``length`` bytes of file ``name`` from ``offset`` (None: to its current end).
+
+        Fewer bytes than asked means the file ends there.
+        """
 
 
 class LocalSource:
@@ -91,7 +102,7 @@ class LocalSource:
             found[name] = (st.st_size, st.st_mtime_ns)
         return found
 
-    def read(self, name: str, offset: int = 0) -> bytes:
+    def read(self, name: str, offset: int = 0, length: int | None = None) -> bytes:
         path = (self.root / name).resolve()
         # Checked again here: the entry may have been swapped since list().
         if not self._inside(path):
@@ -102,7 +113,7 @@ class LocalSource:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise OSError(f"{self.describe(name)} is not a regular file")
             f.seek(offset)
-            return f.read()
+            return f.read(-1 if length is None else length)
 
 
 @dataclass
@@ -125,8 +136,8 @@ class Update:
 
 @dataclass
 class _SegmentState:
-    offset: int = 0  # bytes consumed as complete, valid frames
-    size_seen: int = 0  # file size at the last read: unchanged means nothing to do
+    offset: int = 0  # bytes consumed as complete, valid frames (or skipped oversize ones)
+    size_seen: int = 0  # file size when last read to its end: unchanged means nothing to do
     closed_seen: bool = False
     done: bool = False  # corrupt or hostile: skipped for good
     warned_torn: bool = False
@@ -157,9 +168,9 @@ class StoreReader:
     def poll(self, max_bytes: int | None = None) -> Update:
         """Read whatever is new since the last call.
 
-        With ``max_bytes``, stop after about that many bytes of segments and set
-        :attr:`more`, so a long history can be replayed a page at a time
-        instead of sitting in memory whole.
+        With ``max_bytes``, stop after about that many bytes of segments (at
+        least one page) and set :attr:`more`, so a long history can be replayed
+        a page at a time instead of sitting in memory whole.
         """
         update = Update()
         self.more = False
@@ -182,10 +193,13 @@ class StoreReader:
             if budget is not None and budget <= 0:
                 self.more = True
                 break
-            state.size_seen, state.closed_seen = size, closed
-            read = self._read_segment(name, stream, state, closed, update)
+            read, finished = self._read_segment(name, stream, state, closed, size, update, budget)
             if budget is not None:
                 budget -= read
+            if not finished:  # stopped at the budget, mid-file
+                self.more = True
+                break
+            state.size_seen, state.closed_seen = size, closed
         return update
 
     def _warn(self, message: str) -> None:
@@ -198,8 +212,11 @@ class StoreReader:
             return None
         self._documents[name] = version
         where = self.source.describe(name)
+        if version[0] > MAX_DOCUMENT_BYTES:
+            self._warn(f"skipped {where}: {version[0]:,} bytes, larger than any document")
+            return None
         try:
-            return fmt.decode_document(self.source.read(name), where)
+            return fmt.decode_document(self.source.read(name, 0, MAX_DOCUMENT_BYTES), where)
         except FileNotFoundError:
             self._documents.pop(name, None)
             return None
@@ -211,18 +228,58 @@ class StoreReader:
             return None
 
     def _read_segment(
-        self, name: str, stream: str, state: _SegmentState, closed: bool, update: Update
-    ) -> int:
-        """Add the new frames of one segment to ``update``; returns the bytes read."""
+        self,
+        name: str,
+        stream: str,
+        state: _SegmentState,
+        closed: bool,
+        size: int,
+        update: Update,
+        budget: int | None,
+    ) -> tuple[int, bool]:
+        """Add the new frames of one segment to ``update``, a page at a time.
+
+        Returns the bytes read and whether the segment was read to its end
+        (False: stopped at ``budget``).
+        """
         where = self.source.describe(name)
-        try:
-            data = self.source.read(name, state.offset)
-        except FileNotFoundError:
-            return 0
-        except OSError as err:
-            self._warn(f"skipped {where}: can not read it ({err})")
-            state.done = True
-            return 0
+        total, want, tail, start = 0, READ_BYTES, 0, state.offset
+        while True:
+            try:
+                data = self.source.read(name, state.offset, want)
+            except FileNotFoundError:
+                return total, True
+            except OSError as err:
+                self._warn(f"skipped {where}: can not read it ({err})")
+                state.done = True
+                return total, True
+            total += len(data)
+            consumed, need = self._frames(data, where, stream, state, size, update)
+            state.offset += consumed
+            tail = len(data) - consumed
+            if state.done or len(data) < want:  # the end of what is there now
+                break
+            # A frame longer than a page is read whole by the next request.
+            want = max(READ_BYTES, need)
+            # Only after progress: a poll that stopped before reading a frame
+            # longer than a page would start over at the same place forever.
+            if budget is not None and total >= budget and state.offset > start:
+                return total, False
+        if closed and not state.done and tail and not state.warned_torn:
+            # Normal for a moment on S3 (an older upload of a rolled segment);
+            # kept and re-read if the file changes.
+            state.warned_torn = True
+            log.info("%s ends in an incomplete frame at byte %d", where, state.offset)
+        return total, True
+
+    def _frames(
+        self, data: bytes, where: str, stream: str, state: _SegmentState, size: int, update: Update
+    ) -> tuple[int, int]:
+        """Decode the frames of one page into ``update``.
+
+        Returns the bytes consumed and the size of the incomplete frame after
+        them (0 when unknown).
+        """
         consumed = 0
         try:
             for frame in fmt.iter_frames(data):
@@ -240,21 +297,22 @@ class StoreReader:
                         f"{state.offset + consumed}): {problem}"
                     )
                 consumed = frame.end
-        except fmt.CorruptFrameError as err:
-            self._warn(f"skipped the rest of {where}: {err} (offset {state.offset + consumed})")
-            state.done = True
+            return consumed, fmt.frame_size(data, consumed) or 0
+        except fmt.OversizeFrameError as err:
+            # Its length is checksummed, so the frames after it can still be trusted.
+            at = state.offset + consumed
+            if state.offset + err.end > size:
+                self._warn(f"skipped the rest of {where}: {err} (offset {at})")
+                state.done = True
+                return consumed, 0
+            self._warn(f"skipped a frame of {where}: {err} (offset {at})")
+            return err.end, 0
         except fmt.StoreError as err:
-            # The frame's checksum held but its payload does not unpickle (or
-            # asks for a global): the writer is not ours, so trust nothing after.
+            # A checksum that fails, or a payload that does not unpickle (or asks
+            # for a global): the writer is not ours, so trust nothing after.
             self._warn(f"skipped the rest of {where}: {err} (offset {state.offset + consumed})")
             state.done = True
-        state.offset += consumed
-        if closed and not state.done and consumed < len(data) and not state.warned_torn:
-            # Normal for a moment on S3 (an older upload of a rolled segment);
-            # kept and re-read if the file changes.
-            state.warned_torn = True
-            log.info("%s ends in an incomplete frame at byte %d", where, state.offset)
-        return len(data)
+            return consumed, 0
 
 
 class History:
@@ -313,10 +371,24 @@ class History:
         return sum(len(cols[0]) for cols in self._series.values())
 
 
-def read_store(source: Source | str | os.PathLike[str]) -> tuple[History, StoreReader, Update]:
-    """Read a whole store once: its history, the reader (with warnings) and the last documents."""
+def read_store(
+    source: Source | str | os.PathLike[str], images: bool = True
+) -> tuple[History, StoreReader, Update]:
+    """Read a whole store once: its history, the reader (with warnings) and the last documents.
+
+    The returned update holds the meta and status documents, and every image
+    unless ``images`` is False (then memory holds only the scalars, whatever
+    the size of the image segments).
+    """
     reader = StoreReader(source)
     history = History()
-    update = reader.poll()
-    history.add(update.scalars)
-    return history, reader, update
+    update = Update()
+    while True:
+        page = reader.poll(max_bytes=READ_BYTES)
+        history.add(page.scalars)
+        if images:
+            update.images.extend(page.images)
+        update.meta = update.meta if page.meta is None else page.meta
+        update.status = update.status if page.status is None else page.status
+        if not reader.more:
+            return history, reader, update

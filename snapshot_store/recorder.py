@@ -111,6 +111,7 @@ class Recorder:
         # Names whose logged tensors were changed in place: copied at log() from then on.
         self._copied = self._columns.copied
         self._last_error_report = -float("inf")
+        fmt.remove_leftover_tmp_files(self.store_dir)  # of a write killed in an earlier session
         self._meta_path, self._started = self._write_meta(options or {}, world_size, hosts)
         self._segments = {
             stream: SegmentWriter(self.store_dir, stream, segment_bytes, segment_seconds)

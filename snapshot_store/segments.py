@@ -82,11 +82,18 @@ class SegmentWriter:
         return path
 
     def _open(self) -> io.FileIO:
-        path = self.store_dir / segment_name(self.stream, self._next_index)
-        # 'xb': never clobber a segment, even one left by another writer.
-        file = open(path, "xb", buffering=0)  # noqa: SIM115 - open across appends, closed by close()
+        while True:
+            path = self.store_dir / segment_name(self.stream, self._next_index)
+            self._next_index += 1
+            try:
+                # 'xb': never clobber a segment, even one left by another writer.
+                file = open(path, "xb", buffering=0)  # noqa: SIM115 - closed by close()
+                break
+            except FileExistsError:
+                # Another writer took this index since we looked: the next free
+                # one keeps this writer's frames, in a file of its own.
+                log.warning("%s was created by another writer; using the next index", path.name)
         self._file, self._path = file, path
-        self._next_index += 1
         self._size = 0
         self._opened_at = time.monotonic()
         return file

@@ -41,6 +41,7 @@ from .export import export_csv
 from .follower import DEFAULT_POLL_INTERVAL, Follower, NoRunsError
 from .parent import watch_parent
 from .runs import LocalRuns
+from .s3 import S3ReadError
 from .server import (
     VisdomServer,
     VisdomServerError,
@@ -204,9 +205,13 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
         parser.error(str(err))
     if args.once:
         runs = follower.runs
-        if isinstance(runs, LocalRuns) and not runs.discover():  # checked before starting visdom
-            log.error("no snapshot store found: expected %s", runs.waiting_for())
-            return ExitCode.NO_DATA
+        try:  # checked before starting visdom
+            if not runs.discover() and isinstance(runs, LocalRuns):
+                log.error("no snapshot store found: expected %s", runs.waiting_for())
+                return ExitCode.NO_DATA
+        except S3ReadError as err:
+            log.error("%s", err)
+            return err.exit_code
         return _interruptible(lambda: _run(follower, args))
     if args.parent_pid is not None:
         watch_parent(args.parent_pid, follower.stop)
@@ -231,6 +236,9 @@ def export_main(argv: list[str], prog: str | None = None) -> int:
         except FileNotFoundError as err:
             log.error("%s", err)
             return ExitCode.NO_DATA
+        except S3ReadError as err:  # bad credentials, a missing bucket, no endpoint
+            log.error("%s", err)
+            return err.exit_code
         except ValueError as err:  # a malformed s3:// URL
             parser.error(str(err))
         except BrokenPipeError:  # `export ... | head`: the reader has what it wanted
@@ -328,6 +336,9 @@ def _once(follower: Follower) -> int:
     except NoRunsError as err:
         log.error("%s", err)
         return ExitCode.NO_DATA
+    except S3ReadError as err:
+        log.error("%s", err)
+        return err.exit_code
     except (VisdomUnavailableError, VisdomRequestError) as err:
         log.error("%s", err)
         return ExitCode.UNAVAILABLE

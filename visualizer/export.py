@@ -21,7 +21,8 @@ def export_csv(pickle_dir: str, out: TextIO, s3_client: Any = None) -> int:
     """Write all runs' scalars under ``pickle_dir`` to ``out``; returns the rows written.
 
     ``tag`` is ``group/name`` as a SummaryWriter would have called it; rows are
-    sorted by run, group, name and step.
+    sorted by run, group, name and step; ``run`` is the name in the run's
+    metadata. S3 failures raise :class:`~visualizer.s3.S3ReadError`.
     """
     runs: LocalRuns | S3Runs = locate(pickle_dir, s3_client)
     specs = runs.discover()
@@ -31,7 +32,7 @@ def export_csv(pickle_dir: str, out: TextIO, s3_client: Any = None) -> int:
     writer.writerow(HEADER)
     rows = 0
     for spec in specs:
-        history, _reader, _update = read_store(spec.source)
+        history, _reader, _update = read_store(spec.source, images=False)
         for group, name in sorted(history.keys()):
             steps, epochs, times, values = history.series((group, name))
             for step, epoch, wall_time, value in zip(steps, epochs, times, values, strict=True):

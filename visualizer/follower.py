@@ -22,6 +22,7 @@ from .decimate import check_max_points
 from .display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, CompareDisplay, OnSent, RunDisplay
 from .rundata import RunData
 from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
+from .s3 import S3ReadError
 from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
 
 log = logging.getLogger(__name__)
@@ -114,18 +115,29 @@ class Follower:
         self._next_discovery = 0.0
         self._visdom_down_since: float | None = None
         self._visdom_retry_at = 0.0
+        # The last S3 failure (bad credentials, a missing bucket): --once reports
+        # it instead of calling the store empty; following logs it and retries.
+        self.source_error: S3ReadError | None = None
+        self._once = False
 
     # --- public -------------------------------------------------------------------
 
     def run_once(self) -> None:
-        """Read every run completely and draw it; raises NoRunsError if there is nothing."""
+        """Read every run completely and draw it.
+
+        Raises S3ReadError when S3 failed and nothing could be read, else
+        NoRunsError if there is nothing.
+        """
+        self._once = True  # no "retrying": the caller reports what failed
         self._discover()
-        if not self.feeds:
-            raise NoRunsError(f"no snapshot store found: waiting for {self.runs.waiting_for()}")
         now = time.time()
         for feed in self.feeds.values():
             self._poll(feed, now)
         if not any(self._has_data(f) for f in self.feeds.values()):
+            if self.source_error is not None:
+                raise self.source_error
+            if not self.feeds:
+                raise NoRunsError(f"no snapshot store found: waiting for {self.runs.waiting_for()}")
             raise NoRunsError(f"nothing to show yet at {self.runs}: the store is empty")
         self._sync(time.time(), raise_errors=True, force=True)
         self._announce_page()
@@ -182,7 +194,11 @@ class Follower:
     # --- discovery and polling -------------------------------------------------------
 
     def _discover(self) -> None:
-        specs = self.runs.discover()
+        try:
+            specs = self.runs.discover()
+        except S3ReadError as err:
+            self._source_failed(err)
+            return
         for spec in specs:
             if spec.name in self.feeds:
                 continue
@@ -236,7 +252,11 @@ class Follower:
                 if not feed.reader.more:
                     break
         except Exception as err:  # network, permissions: keep the other runs going
-            message = f"{type(err).__name__}: {err}"
+            if isinstance(err, S3ReadError):
+                self.source_error = err
+                if self._once:
+                    return
+            message = str(err) if isinstance(err, S3ReadError) else f"{type(err).__name__}: {err}"
             if message != feed.failing:
                 log.warning(
                     "run %r: can not read %s (%s); retrying",
@@ -260,6 +280,12 @@ class Follower:
                 len(feed.data.series),
                 time.perf_counter() - started,
             )
+
+    def _source_failed(self, err: S3ReadError) -> None:
+        """Log an S3 failure met finding the runs, once until it changes."""
+        if not self._once and (self.source_error is None or str(self.source_error) != str(err)):
+            log.warning("%s; retrying", err)
+        self.source_error = err
 
     @staticmethod
     def _has_data(feed: _Feed) -> bool:

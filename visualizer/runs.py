@@ -1,7 +1,13 @@
-"""Finding the runs under ``--pickle_dir``: one store, a run dir, or a directory of runs."""
+"""Finding the runs under ``--pickle_dir``: one store, a run dir, or a directory of runs.
+
+A run is named by its metadata (the ``name`` in ``meta.pickle``), so a run
+copied or downloaded anywhere reads as the same run; the directory's name is
+the fallback for a store without usable metadata.
+"""
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from dataclasses import dataclass
@@ -9,11 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from snapshot_store import frames as fmt
-from snapshot_store.reader import LocalSource, Source
+from snapshot_store.reader import MAX_DOCUMENT_BYTES, LocalSource, Source
 from transfer_plugins.s3_location import S3Location
 
 from .layout import safe_id
-from .s3 import S3Source, is_s3_url, make_client
+from .s3 import S3Source, call, is_s3_url, make_client
+
+# Longer stored names are not names a trainer wrote: the directory's is used.
+MAX_NAME_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -23,6 +32,45 @@ class RunSpec:
     name: str
     source: Source
     remote: bool  # polled with back-off (S3) rather than woken by file events
+
+
+def stored_name(source: Source) -> str | None:
+    """The run's name as its metadata records it; None without usable metadata.
+
+    S3 errors (:class:`~visualizer.s3.S3ReadError`) propagate: they are the
+    cause to report, not a run without a name.
+    """
+    try:
+        data = source.read(fmt.META_FILE, 0, MAX_DOCUMENT_BYTES)
+        name = fmt.decode_document(data, source.describe(fmt.META_FILE)).get("name")
+    except (OSError, fmt.StoreError):  # absent (yet), unreadable, or not ours
+        return None
+    if isinstance(name, str) and name.strip() and len(name) <= MAX_NAME_CHARS:
+        return name if name.isprintable() else None
+    return None
+
+
+class _RunNames:
+    """The runs found under one root, each named once and uniquely."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, RunSpec] = {}
+
+    def _named(self, key: str, folder: str, source: Source, remote: bool) -> RunSpec:
+        """The spec of the store at ``key``: named by its metadata, else after ``folder``.
+
+        Two copies of one run under the same root keep apart: the later one
+        found is named after its folder.
+        """
+        spec = self._specs.get(key)
+        if spec is None:
+            taken = {s.name for s in self._specs.values()}
+            stored = stored_name(source)
+            numbered = (f"{folder}-{i}" for i in itertools.count(2))
+            candidates = itertools.chain((stored, folder), numbered)
+            name = next(c for c in candidates if c and c not in taken)
+            spec = self._specs[key] = RunSpec(name, source, remote)
+        return spec
 
 
 def is_store(path: Path) -> bool:
@@ -37,7 +85,7 @@ def is_store(path: Path) -> bool:
         return False
 
 
-class LocalRuns:
+class LocalRuns(_RunNames):
     """Runs under a local directory, re-scanned on every call so later runs are picked up.
 
     ``root`` may be a store (``<name>/pickle``, or a SummaryWriter log dir), a run
@@ -46,9 +94,9 @@ class LocalRuns:
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
+        super().__init__()
         self.root = Path(root)
         self.multi = False  # True once the root turned out to be a directory of runs
-        self._sources: dict[Path, LocalSource] = {}
 
     def __str__(self) -> str:
         return str(self.root)
@@ -83,14 +131,14 @@ class LocalRuns:
             self.multi = True
         return found
 
-    def _spec(self, name: str, store: Path) -> RunSpec:
-        source = self._sources.get(store)
-        if source is None:
-            source = self._sources[store] = LocalSource(store)
-        return RunSpec(name, source, remote=False)
+    def _spec(self, folder: str, store: Path) -> RunSpec:
+        spec = self._specs.get(str(store))
+        if spec is not None:
+            return spec
+        return self._named(str(store), folder, LocalSource(store), remote=False)
 
 
-class S3Runs:
+class S3Runs(_RunNames):
     """Runs under an S3 prefix: one store (``.../<name>/pickle``) or a prefix of runs.
 
     A prefix of runs is listed with a delimiter (one request) to find its
@@ -99,11 +147,11 @@ class S3Runs:
     """
 
     def __init__(self, url: str, client: Any = None, rediscover_interval: float = 60.0) -> None:
+        super().__init__()
         self.location = S3Location.parse(url)
         self.client = client if client is not None else make_client()
         self.rediscover_interval = rediscover_interval
         self.multi = False
-        self._specs: dict[str, RunSpec] = {}
         self._next_discovery = 0.0
 
     def __str__(self) -> str:
@@ -123,8 +171,13 @@ class S3Runs:
         return sorted(self._specs.values(), key=lambda spec: spec.name)
 
     def _list_runs(self) -> None:
-        page = self.client.list_objects_v2(
-            Bucket=self.location.bucket, Prefix=self.location.prefix, Delimiter="/"
+        page = call(
+            self.client,
+            self.location,
+            "list_objects_v2",
+            Bucket=self.location.bucket,
+            Prefix=self.location.prefix,
+            Delimiter="/",
         )
         names = [obj["Key"][len(self.location.prefix) :] for obj in page.get("Contents", ())]
         if any(n in (fmt.META_FILE, fmt.STATUS_FILE) or fmt.parse_segment_name(n) for n in names):
@@ -136,11 +189,11 @@ class S3Runs:
                 self.multi = True
                 self._spec(name, S3Location(self.location.bucket, f"{common['Prefix']}pickle/"))
 
-    def _spec(self, name: str, location: S3Location) -> RunSpec:
-        spec = self._specs.get(name)
-        if spec is None:
-            spec = self._specs[name] = RunSpec(name, S3Source(location, self.client), remote=True)
-        return spec
+    def _spec(self, folder: str, location: S3Location) -> RunSpec:
+        spec = self._specs.get(str(location))
+        if spec is not None:
+            return spec
+        return self._named(str(location), folder, S3Source(location, self.client), remote=True)
 
 
 def locate(pickle_dir: str, s3_client: Any = None) -> LocalRuns | S3Runs:

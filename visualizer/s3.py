@@ -1,9 +1,11 @@
 """Read a snapshot store straight from S3-compatible storage (AWS, MinIO, SeaweedFS, Ceph).
 
 :class:`S3Source` implements the reader's ``Source`` protocol: one LIST per
-poll, and a ranged GET from the offset already read for a grown object, so a
-follower downloads each byte once. Credentials and the endpoint come from
-boto3's standard chain (``AWS_ENDPOINT_URL`` for non-AWS servers).
+poll, and ranged GETs of bounded size from the offset already read, so a
+follower downloads each byte once and never holds a whole object. Credentials
+and the endpoint come from boto3's standard chain (``AWS_ENDPOINT_URL`` for
+non-AWS servers). Every S3 failure becomes an :class:`S3ReadError` whose one
+line names the cause and what to check.
 """
 
 from __future__ import annotations
@@ -11,9 +13,21 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from snapshot_store.exit_codes import ExitCode
 from transfer_plugins.s3_location import SCHEME, S3Location
 
 log = logging.getLogger(__name__)
+
+_DENIED = {"403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "Forbidden"}
+_NO_BUCKET = {"NoSuchBucket"}
+
+
+class S3ReadError(RuntimeError):
+    """An S3 request failed; the message names the real cause, ``exit_code`` the status."""
+
+    def __init__(self, message: str, exit_code: ExitCode) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def is_s3_url(text: str) -> bool:
@@ -27,10 +41,87 @@ def make_client() -> Any:
     from botocore.config import Config
 
     # Path-style addressing: MinIO/SeaweedFS/Ceph endpoints are rarely set up
-    # for virtual-host buckets; AWS accepts both.
+    # for virtual-host buckets; AWS accepts both. Short connect timeout: an
+    # unreachable endpoint is reported in seconds, not minutes.
     return boto3.client(
-        "s3", config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 3})
+        "s3",
+        config=Config(
+            s3={"addressing_style": "path"},
+            retries={"max_attempts": 3},
+            connect_timeout=5,
+            read_timeout=30,
+        ),
     )
+
+
+def explain(err: Exception, location: S3Location, client: Any) -> S3ReadError:
+    """The one-line :class:`S3ReadError` for a botocore error met reading ``location``."""
+    from botocore.exceptions import (
+        ClientError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        PartialCredentialsError,
+    )
+    from botocore.exceptions import ConnectionError as BotoConnectionError
+
+    endpoint = _endpoint(client)
+    if isinstance(err, (NoCredentialsError, PartialCredentialsError)):
+        return S3ReadError(
+            f"no usable AWS credentials to read {location}: set AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
+            ExitCode.USAGE,
+        )
+    if isinstance(err, (EndpointConnectionError, BotoConnectionError)):
+        return S3ReadError(
+            f"can not reach the S3 endpoint {endpoint} ({type(err).__name__}): check "
+            "AWS_ENDPOINT_URL, the network, and that the S3 server is running",
+            ExitCode.UNAVAILABLE,
+        )
+    if isinstance(err, ClientError):
+        error = err.response.get("Error", {})
+        code = str(error.get("Code", ""))
+        status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if code in _NO_BUCKET:
+            return S3ReadError(
+                f"bucket {location.bucket!r} does not exist at {endpoint}: check the "
+                "s3:// URL (and AWS_ENDPOINT_URL)",
+                ExitCode.NO_DATA,
+            )
+        if code in _DENIED or status == 403:
+            return S3ReadError(
+                f"access denied to {location} at {endpoint} ({code or status}): check "
+                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) and that "
+                "they may list and read this bucket",
+                ExitCode.USAGE,
+            )
+        return S3ReadError(
+            f"S3 at {endpoint} answered {code or status} for {location}: "
+            f"{error.get('Message') or err}",
+            ExitCode.UNAVAILABLE,
+        )
+    return S3ReadError(f"reading {location} from {endpoint} failed: {err}", ExitCode.UNAVAILABLE)
+
+
+def _endpoint(client: Any) -> str:
+    """The client's endpoint without credentials (``user:password@``) in it."""
+    from urllib.parse import urlsplit
+
+    url = str(getattr(getattr(client, "meta", None), "endpoint_url", "") or "the S3 endpoint")
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=host).geturl()
+
+
+def call(client: Any, location: S3Location, operation: str, **kwargs: Any) -> Any:
+    """``client.<operation>(**kwargs)``; botocore errors become one-line S3ReadErrors."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return getattr(client, operation)(**kwargs)
+    except (BotoCoreError, ClientError) as err:
+        raise explain(err, location, client) from err
 
 
 class S3Source:
@@ -48,7 +139,7 @@ class S3Source:
         found: dict[str, tuple] = {}
         kwargs = {"Bucket": self.location.bucket, "Prefix": self.location.prefix, "Delimiter": "/"}
         while True:
-            page = self.client.list_objects_v2(**kwargs)
+            page = call(self.client, self.location, "list_objects_v2", **kwargs)
             for obj in page.get("Contents", ()):
                 name = obj["Key"][len(self.location.prefix) :]
                 if name and not name.startswith("."):
@@ -58,21 +149,33 @@ class S3Source:
                 return found
             kwargs["ContinuationToken"] = token
 
-    def read(self, name: str, offset: int = 0) -> bytes:
-        """Bytes of ``name`` from ``offset``: a ranged GET, so only new bytes travel."""
-        from botocore.exceptions import ClientError
+    def read(self, name: str, offset: int = 0, length: int | None = None) -> bytes:
+        """At most ``length`` bytes of ``name`` from ``offset``: a ranged GET, so only those travel."""
+        from botocore.exceptions import BotoCoreError, ClientError
 
         kwargs = {"Bucket": self.location.bucket, "Key": self.location.key(name)}
-        if offset:
+        if length is not None:
+            if length <= 0:
+                return b""
+            kwargs["Range"] = f"bytes={offset}-{offset + length - 1}"
+        elif offset:
             kwargs["Range"] = f"bytes={offset}-"
         try:
-            response = self.client.get_object(**kwargs)
-        except ClientError as err:
-            code = err.response.get("Error", {}).get("Code", "")
+            response = call(self.client, self.location, "get_object", **kwargs)
+        except S3ReadError as err:
+            cause = err.__cause__
+            code = (
+                cause.response.get("Error", {}).get("Code", "")
+                if isinstance(cause, ClientError)
+                else ""
+            )
             if code in ("NoSuchKey", "404"):
                 raise FileNotFoundError(self.describe(name)) from None
             if code in ("InvalidRange", "416"):
                 return b""  # nothing past the offset (yet)
-            raise OSError(f"{self.describe(name)}: {code or err}") from None
-        with response["Body"] as body:
-            return body.read()
+            raise
+        try:
+            with response["Body"] as body:
+                return body.read()
+        except BotoCoreError as err:  # the connection broke mid-body
+            raise explain(err, self.location, self.client) from err

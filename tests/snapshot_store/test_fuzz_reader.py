@@ -63,8 +63,8 @@ class MemorySource:
     def list(self) -> dict[str, tuple]:
         return {name: (len(data), hash(data)) for name, data in self.files.items()}
 
-    def read(self, name: str, offset: int = 0) -> bytes:
-        return self.files[name][offset:]
+    def read(self, name: str, offset: int = 0, length: int | None = None) -> bytes:
+        return self.files[name][offset : None if length is None else offset + length]
 
 
 # --- records --------------------------------------------------------------------

@@ -120,3 +120,14 @@ def test_reader_over_a_custom_warn_callback(tmp_path):
     LocalSource(tmp_path, warn=seen.append).list()
     assert seen == [f"skipped {tmp_path / SEGMENT0}: not a regular file"]
     assert StoreReader(tmp_path).poll().points == 0
+
+
+@pytest.mark.integration  # runs export in a process of its own
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero here")
+def test_a_segment_linked_to_dev_zero_is_skipped_not_read(tmp_path):
+    (tmp_path / SEGMENT0).symlink_to("/dev/zero")  # endless bytes: reading it whole never ends
+    (tmp_path / SEGMENT1).write_bytes(_batch([0]))
+    result = _export(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 2
+    assert f"skipped {tmp_path / SEGMENT0}" in result.stderr

@@ -1,14 +1,21 @@
-"""Incremental reading: torn tails, corrupt and hostile segments, following a live writer."""
+"""Incremental reading: torn tails, corrupt and hostile segments, following a live writer,
+bounded pages on files of any size."""
 
 from __future__ import annotations
 
 import os
 import pickle
+import subprocess
+import sys
 import threading
 import time
+import zlib
+
+import pytest
 
 from snapshot_store import History, Recorder, StoreReader
 from snapshot_store import frames as fmt
+from snapshot_store.reader import MAX_DOCUMENT_BYTES, READ_BYTES, LocalSource
 
 
 def _batch(name: str, steps: list[int]) -> bytes:
@@ -129,3 +136,108 @@ def test_max_bytes_pages_through_a_long_history_reading_each_byte_once(tmp_path)
     assert polls == len(segments)
     assert history.series(("train", "loss"))[0] == list(range(3_000))
     assert not reader.poll()
+
+
+class _PageLog(LocalSource):
+    """A real LocalSource that remembers how many bytes each read asked for."""
+
+    def __init__(self, root) -> None:
+        super().__init__(root)
+        self.asked: list[int | None] = []
+
+    def read(self, name: str, offset: int = 0, length: int | None = None) -> bytes:
+        self.asked.append(length)
+        return super().read(name, offset, length)
+
+
+def _image_frame(step: int, png: bytes) -> bytes:
+    return fmt.encode_image_batch([("samples", "grid", step, 0.0, 1.0, png)])
+
+
+def test_a_segment_larger_than_a_page_is_read_in_bounded_pages(tmp_path):
+    png = os.urandom(700_000)  # frames that straddle the 4 MiB pages
+    frames = [_image_frame(step, png) for step in range(20)]
+    (tmp_path / fmt.segment_name(fmt.IMAGES, 0)).write_bytes(b"".join(frames))
+    source = _PageLog(tmp_path)
+    reader = StoreReader(source)
+    steps = []
+    while True:
+        steps += [image[2] for image in reader.poll(max_bytes=1).images]
+        if not reader.more:
+            break
+    assert steps == list(range(20)) and reader.warnings == []
+    assert len(source.asked) > 3 and set(source.asked) == {READ_BYTES}, "pages, never whole"
+
+
+@pytest.mark.parametrize("max_bytes", [None, 1])
+def test_a_frame_longer_than_a_page_is_read_whole(tmp_path, max_bytes):
+    big = _image_frame(1, os.urandom(READ_BYTES + 1000))
+    (tmp_path / fmt.segment_name(fmt.IMAGES, 0)).write_bytes(big + _image_frame(2, b"x"))
+    reader, steps = StoreReader(tmp_path), []
+    for _ in range(5):  # paging makes progress with every poll
+        steps += [image[2] for image in reader.poll(max_bytes=max_bytes).images]
+        if not reader.more:
+            break
+    assert steps == [1, 2] and not reader.more
+
+
+def test_an_oversize_frame_is_skipped_unread_and_the_frames_after_it_are_kept(tmp_path, caplog):
+    length = fmt.MAX_FRAME_BYTES + 1
+    header = length.to_bytes(8, "little")
+    header += zlib.crc32(length.to_bytes(8, "little")).to_bytes(4, "little")
+    segment = tmp_path / fmt.segment_name(fmt.SCALARS, 0)
+    with segment.open("wb") as f:
+        f.write(_batch("a", [0]) + header)
+        f.truncate(f.tell() + length + 4)  # sparse: 64 MiB that nobody reads
+        f.seek(0, os.SEEK_END)
+        f.write(_batch("a", [1]))
+    source = _PageLog(tmp_path)
+    reader = StoreReader(source)
+    assert _points(reader.poll()) == [("a", 0), ("a", 1)]
+    assert len(reader.warnings) == 1 and "above the" in reader.warnings[0]
+    assert max(n for n in source.asked if n is not None) == READ_BYTES, "not allocated"
+    assert not reader.poll()
+
+
+def test_an_oversize_length_past_the_end_of_the_file_ends_the_file(tmp_path):
+    length = 2**63
+    raw = length.to_bytes(8, "little")
+    data = _batch("a", [0]) + raw + zlib.crc32(raw).to_bytes(4, "little") + b"\0" * 100
+    (tmp_path / fmt.segment_name(fmt.SCALARS, 0)).write_bytes(data)
+    (tmp_path / fmt.segment_name(fmt.SCALARS, 1)).write_bytes(_batch("a", [1]))
+    reader = StoreReader(tmp_path)
+    assert _points(reader.poll()) == [("a", 0), ("a", 1)]
+    assert len(reader.warnings) == 1 and "skipped the rest" in reader.warnings[0]
+
+
+def test_a_huge_document_is_skipped_without_reading_it(tmp_path):
+    with (tmp_path / fmt.STATUS_FILE).open("wb") as f:
+        f.truncate(MAX_DOCUMENT_BYTES + 1)
+    (tmp_path / fmt.segment_name(fmt.SCALARS, 0)).write_bytes(_batch("a", [0]))
+    source = _PageLog(tmp_path)
+    reader = StoreReader(source)
+    update = reader.poll()
+    assert update.status is None and _points(update) == [("a", 0)]
+    assert "larger than any document" in reader.warnings[0]
+    assert source.asked == [READ_BYTES]  # the segment only
+
+
+@pytest.mark.integration  # a child process, for its own peak RSS
+def test_replaying_a_segment_of_600_mb_stays_small_in_memory(tmp_path):
+    png = os.urandom(1 << 20)
+    segment = tmp_path / fmt.segment_name(fmt.IMAGES, 0)
+    with segment.open("wb") as f:
+        for step in range(600):
+            f.write(_image_frame(step, png))
+    child = (
+        "import resource, sys\n"
+        "from snapshot_store import read_store\n"
+        "history, reader, update = read_store(sys.argv[1], images=False)\n"
+        "assert not reader.warnings, reader.warnings\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", child, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    peak_mb = int(out.stdout.split()[-1])
+    assert peak_mb < 150, f"{peak_mb} MB resident to read a {segment.stat().st_size >> 20} MiB file"

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from snapshot_store import Recorder
-from snapshot_store.reader import StoreReader
+from snapshot_store import ExitCode, Recorder
+from snapshot_store.reader import MAX_DOCUMENT_BYTES, READ_BYTES, StoreReader
+from tests.fixtures.net import free_port
 from tests.visualizer.conftest import following, wait_until
 from visualizer.s3 import S3Location, S3Source, make_client
 
@@ -39,8 +44,8 @@ class CountingSource(S3Source):
         super().__init__(*args, **kwargs)
         self.bytes_read: dict[str, int] = Counter()
 
-    def read(self, name: str, offset: int = 0) -> bytes:
-        data = super().read(name, offset)
+    def read(self, name: str, offset: int = 0, length: int | None = None) -> bytes:
+        data = super().read(name, offset, length)
         self.bytes_read[name] += len(data)
         return data
 
@@ -76,7 +81,10 @@ def test_reader_gets_only_new_bytes_with_ranged_gets(tmp_path, s3_bucket):
         first = reader.poll()
         assert first.points == 50 and first.meta is not None and first.status is not None
         assert log.counts()["ListObjectsV2"] == 1
-        assert all("Range" not in h for op, h in log.requests if op == "GetObject")
+        ranges = {h["Range"] for op, h in log.requests if op == "GetObject"}
+        assert ranges == {f"bytes=0-{READ_BYTES - 1}", f"bytes=0-{MAX_DOCUMENT_BYTES - 1}"}, (
+            "every GET is bounded: a page of a segment, or a document"
+        )
         segment = store / "scalars-00000000.pickle"
         size_before = segment.stat().st_size
 
@@ -92,9 +100,10 @@ def test_reader_gets_only_new_bytes_with_ranged_gets(tmp_path, s3_bucket):
         second = reader.poll()
         assert second.points == 10
         ranged = [h["Range"] for op, h in log.requests if op == "GetObject" and "Range" in h]
-        assert ranged == [f"bytes={size_before}-"], (
-            "the grown segment is read from where the last poll stopped"
-        )
+        document = f"bytes=0-{MAX_DOCUMENT_BYTES - 1}"  # the rewritten status
+        assert [r for r in ranged if r != document] == [
+            f"bytes={size_before}-{size_before + READ_BYTES - 1}"
+        ], "the grown segment is read from where the last poll stopped"
         assert source.bytes_read[segment.name] == segment.stat().st_size, (
             "each byte downloaded once"
         )
@@ -161,3 +170,54 @@ def test_a_prefix_of_runs_gets_an_env_per_run_and_a_comparison(
         [*range(10)],
         [3.0 * s for s in range(10)],
     )
+
+
+# --- failures: one line naming the cause, an exit status, no traceback ----------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _s3_failure(case: str, bucket, env: dict[str, str]) -> tuple[str, tuple[str, ...], int]:
+    """Spoil ``env`` (or the URL) as ``case`` says; the URL, what the message must say, the status."""
+    url = bucket.uri("exp1/pickle")
+    if case == "bad credentials":
+        env["AWS_SECRET_ACCESS_KEY"] = "not-the-secret"
+        return url, ("access denied", "AWS_ACCESS_KEY_ID"), ExitCode.USAGE
+    if case == "missing bucket":
+        missing = f"no-such-{uuid.uuid4().hex[:12]}"
+        return (
+            f"s3://{missing}/exp1/pickle",
+            (f"bucket {missing!r} does not exist",),
+            ExitCode.NO_DATA,
+        )
+    env["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    return url, ("can not reach the S3 endpoint", "AWS_ENDPOINT_URL"), ExitCode.UNAVAILABLE
+
+
+@pytest.mark.parametrize("command", ["export", "--once"])
+@pytest.mark.parametrize("case", ["bad credentials", "missing bucket", "unreachable endpoint"])
+def test_s3_failures_end_in_one_line_naming_the_cause(tmp_path, s3_bucket, case, command):
+    store = tmp_path / "exp1" / "pickle"
+    with Recorder(store, flush_interval=0.05) as rec:
+        rec.log({"loss": 1.0}, step=0)
+    upload(s3_bucket, store, "exp1/pickle/")
+    env = dict(os.environ)
+    url, says, status = _s3_failure(case, s3_bucket, env)
+    args = (
+        ["export", "--pickle-dir", url]
+        if command == "export"
+        else ["--pickle-dir", url, "--once", "--no-start-server", "--port", str(free_port())]
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "visualizer", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == status, proc.stderr
+    assert "Traceback" not in proc.stderr and "store is empty" not in proc.stderr, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "ERROR" in last and all(part in last for part in says), proc.stderr
+    assert proc.stdout == ""
