@@ -22,6 +22,7 @@ from .decimate import check_max_points
 from .display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, CompareDisplay, OnSent, RunDisplay
 from .rundata import RunData
 from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
+from .view import ViewSettings
 from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,7 @@ class Follower:
         s3_client: Any = None,
         on_sent: OnSent | None = None,
         on_page: Callable[[str], None] | None = None,
+        view: ViewSettings | None = None,
     ) -> None:
         check_max_points(max_points)
         if not (math.isfinite(poll_interval) and poll_interval > 0):  # NaN would spin the loop
@@ -104,6 +106,7 @@ class Follower:
         self.use_watchdog = use_watchdog
         self.on_sent = on_sent
         self.on_page = on_page
+        self.view = view  # how every env draws its plots at first (its page can change it)
         self._announced: str | None = None
         self.feeds: dict[str, _Feed] = {}
         self.compare: CompareDisplay | None = None
@@ -194,7 +197,7 @@ class Follower:
                 spec,
                 StoreReader(spec.source),
                 RunData(spec.name),
-                RunDisplay(self.client, env, self.max_points),
+                RunDisplay(self.client, env, self.max_points, self.view),
                 schedule,
             )
             log.info(
@@ -205,7 +208,7 @@ class Follower:
             )
         if self.runs.multi and self.compare is None and len(self.feeds) >= 2:
             env = env_name("compare", self.env_prefix or Path(str(self.runs)).name, True)
-            self.compare = CompareDisplay(self.client, env, self.max_points)
+            self.compare = CompareDisplay(self.client, env, self.max_points, self.view)
             log.info("comparing the runs' train losses in visdom env %r", env)
 
     def _announce_page(self) -> None:
