@@ -39,7 +39,9 @@ MAX_REDRAW_INTERVAL = 1.0
 # The page batches what arrives within 100 ms; a pane replaced for a new axis
 # must stay replaced longer than that for the page to build a fresh plot.
 REMOUNT_GAP = 0.4
-RAW_OPACITY = 0.3  # the raw curve under a smoothed one
+# The raw curve under a smoothed one is faint through its color's alpha: visdom's
+# page resets every line trace's opacity to 1.
+RAW_ALPHA = 0.3
 # Plotly's own colors, assigned per series so a series' two traces match.
 PALETTE = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
@@ -219,10 +221,10 @@ class PlotWindow:
         color = self.colors.setdefault(label, PALETTE[len(self.colors) % len(PALETTE)])
         smoothed = self.view.smoothing > 0
         x, y = self._x(line, raw), line.series.values()[raw]
-        out = [_line(label, x, y, color, RAW_OPACITY if smoothed else 1.0, not smoothed)]
+        out = [_line(label, x, y, _faint(color) if smoothed else color, not smoothed)]
         if smoothed:
             sx, sy = self._x(line, smooth), self.smoothers[label].values()[smooth]
-            out.append(_line(label, sx, sy, color, 1.0, True) | {"meta": "smoothed"})
+            out.append(_line(label, sx, sy, color, True) | {"meta": "smoothed"})
         return out
 
     def _redraw(self, lines: dict[str, Line], env: str) -> Plan:
@@ -318,9 +320,13 @@ def _json_floats(values: np.ndarray) -> list:
     return out
 
 
-def _line(
-    label: str, x: np.ndarray, y: np.ndarray, color: str, opacity: float, legend: bool
-) -> dict[str, Any]:
+def _faint(color: str) -> str:
+    """``#rrggbb`` as an ``rgba()`` color at RAW_ALPHA."""
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{RAW_ALPHA})"
+
+
+def _line(label: str, x: np.ndarray, y: np.ndarray, color: str, legend: bool) -> dict[str, Any]:
     # Points without an x (a time that was never recorded) are left out:
     # visdom's append can not take a None x.
     keep = np.isfinite(x) if x.dtype.kind == "f" else slice(None)
@@ -332,7 +338,6 @@ def _line(
         "mode": "lines",
         "legendgroup": label,
         "showlegend": legend,
-        "opacity": opacity,
         "line": {"color": color, "width": 1.5 if legend else 1.0},
         # visdom's page reads marker.line when its "smooth lines" button is used.
         "marker": {"size": 10, "symbol": "dot", "line": {"color": "#000000", "width": 0.5}},

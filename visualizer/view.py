@@ -46,7 +46,7 @@ class ViewSettings:
 def controls_message(env: str, settings: ViewSettings) -> dict[str, Any]:
     """visdom's ``events`` message drawing the properties pane that shows ``settings``."""
     rows = [
-        {"type": "number", "name": "smoothing (0 to 0.999)", "value": f"{settings.smoothing:g}"},
+        {"type": "number", "name": "smoothing", "value": f"{settings.smoothing:g}"},
         {
             "type": "select",
             "name": "x axis",
@@ -64,7 +64,8 @@ def controls_message(env: str, settings: ViewSettings) -> dict[str, Any]:
         "data": [{"content": rows, "type": "properties"}],
         "win": CONTROLS_WIN,
         "eid": env,
-        "opts": {"title": "view"},
+        # Small: three rows, not a default 20x20 pane.
+        "opts": {"title": "view (smoothing 0 to <1)", "width": 300, "height": 125},
     }
 
 

@@ -99,8 +99,7 @@ def test_each_series_is_drawn_raw_and_faint_under_its_smoothed_curve():
     window, loss = PlotWindow(window_for_group("train"), 2000, ViewSettings(0.6)), timed(50)
     raw, smooth = window.plan({"loss": Line(loss)}, "env", 0.0).msg["data"]
     assert raw["name"] == smooth["name"] == "loss" and smooth["meta"] == "smoothed"
-    assert raw["line"]["color"] == smooth["line"]["color"]
-    assert raw["opacity"] < smooth["opacity"] == 1.0
+    assert raw["line"]["color"] == "rgba(31,119,180,0.3)" and smooth["line"]["color"] == "#1f77b4"
     assert not raw["showlegend"] and smooth["showlegend"], "one legend entry hides both"
     assert raw["y"] == pytest.approx(loss.values().tolist())
     assert smooth["y"][0] == pytest.approx(raw["y"][0], rel=1e-6), "debiased: starts at the data"
@@ -141,7 +140,7 @@ def test_a_new_weight_redraws_with_the_same_names_and_no_new_pane():
     window.commit(plan, 5.0, 0.01)
     window.set_view(ViewSettings(0.0))
     (raw,) = window.plan({"loss": Line(loss)}, "env", 10.0).msg["data"]
-    assert raw["opacity"] == 1.0 and raw["showlegend"], "no smoothing: the raw curve alone"
+    assert raw["line"]["color"] == "#1f77b4" and raw["showlegend"], "unsmoothed: raw alone"
 
 
 def test_x_as_relative_or_wall_time_and_y_on_a_log_scale():
