@@ -20,6 +20,7 @@ from snapshot_store.reader import StoreReader
 
 from .decimate import check_max_points
 from .display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, CompareDisplay, OnSent, RunDisplay
+from .index import IndexDisplay
 from .rundata import RunData
 from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
 from .view import ViewSettings
@@ -110,6 +111,7 @@ class Follower:
         self._announced: str | None = None
         self.feeds: dict[str, _Feed] = {}
         self.compare: CompareDisplay | None = None
+        self.index = IndexDisplay(client, str(self.runs))  # in visdom's main env
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._observer: Any = None
@@ -284,6 +286,9 @@ class Follower:
                     self.on_sent(feed.spec.name, dict(feed.display.sent_steps), time.time())
             if self.compare is not None:
                 self.compare.sync([f.data for f in self.feeds.values()], now, force)
+            shown = [(f.display.env, f.data) for f in self.feeds.values() if self._has_data(f)]
+            if shown:
+                self.index.sync(shown, self.compare.env if self.compare else None, now, force)
         except (VisdomUnavailableError, VisdomRequestError) as err:
             if raise_errors:
                 raise
@@ -299,6 +304,7 @@ class Follower:
             feed.display.invalidate()
         if self.compare is not None:
             self.compare.invalidate()
+        self.index.invalidate()
         if self._visdom_down_since is None:
             self._visdom_down_since = now
             log.warning("%s; will rebuild the windows when it answers", err)
