@@ -168,7 +168,8 @@ def build_parser(
         type=_max_points,
         default=DEFAULT_MAX_POINTS,
         metavar="N",
-        help=f"points drawn per trace, at least {MIN_POINTS}; the min/max envelope is kept "
+        help=f"points drawn per series (its raw and smoothed curves share them), at least "
+        f"{MIN_POINTS}; the min/max envelope is kept "
         "(default %(default)s)",
     )
     parser.add_argument(

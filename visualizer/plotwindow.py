@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import layout
-from .decimate import check_max_points, decimate_indices
+from .decimate import MIN_POINTS, check_max_points, decimate_indices
 from .series import Series
 from .smoothing import Smoother
 from .view import ViewSettings
@@ -207,6 +207,8 @@ class PlotWindow:
     def _x(self, line: Line, index: np.ndarray | slice) -> np.ndarray:
         """The x values of the points at ``index``: steps, or times as the view asks."""
         if self.view.x_axis == "step":
+            if isinstance(index, slice):
+                return line.series.steps(index.start or 0)
             return line.series.steps()[index]
         times = line.series.times(index)
         if self.view.x_axis == "relative":
@@ -214,17 +216,30 @@ class PlotWindow:
             return (times - origin) / self._unit[2]
         return _local_ms(times)
 
+    @property
+    def budget(self) -> int:
+        """Points drawn per trace: a raw and a smoothed trace share ``max_points``."""
+        return max(MIN_POINTS, self.max_points // 2) if self.view.smoothing else self.max_points
+
     def _traces_of(
-        self, label: str, line: Line, raw: np.ndarray | slice, smooth: np.ndarray | slice
+        self,
+        label: str,
+        line: Line,
+        raw: tuple[np.ndarray | slice, np.ndarray],
+        smooth: tuple[np.ndarray | slice, np.ndarray] | None,
     ) -> list[dict[str, Any]]:
-        """The raw trace of ``label`` at points ``raw``, and its smoothed one at ``smooth``."""
+        """The raw trace of ``label`` and, when smoothing, its smoothed one: (points, values) each."""
         color = self.colors.setdefault(label, PALETTE[len(self.colors) % len(PALETTE)])
-        smoothed = self.view.smoothing > 0
-        x, y = self._x(line, raw), line.series.values()[raw]
-        out = [_line(label, x, y, _faint(color) if smoothed else color, not smoothed)]
-        if smoothed:
-            sx, sy = self._x(line, smooth), self.smoothers[label].values()[smooth]
-            out.append(_line(label, sx, sy, color, True) | {"meta": "smoothed"})
+        out = [
+            _line(
+                label, self._x(line, raw[0]), raw[1], _faint(color) if smooth else color, not smooth
+            )
+        ]
+        if smooth:
+            out.append(
+                _line(label, self._x(line, smooth[0]), smooth[1], color, True)
+                | {"meta": "smoothed"}
+            )
         return out
 
     def _redraw(self, lines: dict[str, Line], env: str) -> Plan:
@@ -235,15 +250,17 @@ class PlotWindow:
         data, states = [], {}
         for label in order:
             line = lines[label]
-            n = len(line.series)
-            raw = smooth = np.arange(n)
-            if n > self.max_points:
-                raw = decimate_indices(line.series.values(), self.max_points)
-                if self.view.smoothing:
-                    smooth = decimate_indices(self.smoothers[label].values(), self.max_points)
+            raw = _thinned(line.series.values(), self.budget)
+            smooth = (
+                _thinned(self.smoothers[label].values(), self.budget)
+                if self.view.smoothing
+                else None
+            )
             traces = self._traces_of(label, line, raw, smooth)
             data += traces
-            states[label] = _Trace(n, len(traces[0]["x"]), line.series.rewinds, line.origin)
+            states[label] = _Trace(
+                len(line.series), len(traces[0]["x"]), line.series.rewinds, line.origin
+            )
         msg = {
             "data": data,
             "win": self.spec.win,
@@ -258,9 +275,12 @@ class PlotWindow:
         for label, trace in self.traces.items():
             line = lines[label]
             new = slice(trace.sent, None)
+            smooth = (
+                (new, self.smoothers[label].values(trace.sent)) if self.view.smoothing else None
+            )
             # Every trace goes in, in the server's order: visdom appends data[i]
             # to trace i. An empty one is skipped by the server.
-            traces = self._traces_of(label, line, new, new)
+            traces = self._traces_of(label, line, (new, line.series.values(trace.sent)), smooth)
             data += [{"x": t["x"], "y": t["y"], "name": t["name"]} for t in traces]
             shown = trace.shown + len(traces[0]["x"])
             states[label] = _Trace(len(line.series), shown, trace.rewinds, trace.origin)
@@ -318,6 +338,14 @@ def _json_floats(values: np.ndarray) -> list:
         for i in np.flatnonzero(~finite).tolist():
             out[i] = None
     return out
+
+
+def _thinned(values: np.ndarray, budget: int) -> tuple[np.ndarray | slice, np.ndarray]:
+    """(points, values) to draw of ``values``: all of them, or at most ``budget`` (min/max kept)."""
+    if len(values) <= budget:
+        return slice(None), values
+    index = decimate_indices(values, budget)
+    return index, values[index]
 
 
 def _faint(color: str) -> str:
