@@ -20,6 +20,7 @@ from .visdom_client import VisdomClient
 INDEX_ENV = "main"
 # The table is rebuilt at most this often; it is re-sent only when it changed.
 REFRESH_S = 2.0
+_CELL = ' style="padding: 2px 16px 2px 0; text-align: left"'
 
 
 def last_report(run: RunData) -> float | None:
@@ -72,6 +73,7 @@ class IndexDisplay:
         if self._html is not None and now - self._built < REFRESH_S and not force:
             return False
         self._built = now
+        runs = list(runs)
         page = self.html(runs, compare_env, now)
         if page == self._html:
             return False
@@ -79,7 +81,12 @@ class IndexDisplay:
             "data": [{"content": page, "type": "text"}],
             "win": self.win,
             "eid": INDEX_ENV,
-            "opts": {"title": f"runs: {self.name}", "width": 560, "height": 320},
+            # As tall as its rows, up to a screenful (then it scrolls).
+            "opts": {
+                "title": f"runs: {self.name}",
+                "width": 560,
+                "height": min(600, 90 + 22 * len(runs)),
+            },
         }
         self.client.post("events", message)
         self._html = page
@@ -92,10 +99,12 @@ class IndexDisplay:
         def link(env: str, text: str) -> str:
             return f'<a href="{html.escape(endpoint.env_url(env))}">{html.escape(text)}</a>'
 
+        def row(cells: list[str], tag: str = "td") -> str:
+            return "<tr>" + "".join(f"<{tag}{_CELL}>{c}</{tag}>" for c in cells) + "</tr>"
+
         rows = "".join(
-            f"<tr><td>{link(env, run.name)}</td><td>{html.escape(_state(run, now))}</td>"
-            f"<td>{_when(last_report(run))}</td></tr>"
+            row([link(env, run.name), html.escape(_state(run, now)), _when(last_report(run))])
             for env, run in sorted(runs, key=lambda item: item[1].name)
         )
         head = f"<p>All runs overlaid: {link(compare_env, compare_env)}</p>" if compare_env else ""
-        return f"{head}<table><tr><th>run</th><th>state</th><th>last update</th></tr>{rows}</table>"
+        return f"{head}<table>{row(['run', 'state', 'last update'], 'th')}{rows}</table>"

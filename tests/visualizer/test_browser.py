@@ -315,3 +315,24 @@ def test_a_new_axis_takes_effect_on_a_zoomed_plot(
         assert plot["x_axis"]["autorange"] is True, "the old zoom is gone with the old axis"
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         assert driver.save_screenshot(str(ARTIFACTS / "visualizer_log_y_after_zoom.png"))
+
+
+def test_the_bare_url_lists_the_runs_and_links_to_them(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    """visdom's main env (the server's bare URL) indexes the runs; a link opens a run's plots."""
+    runs = tmp_path / run_name
+    log_losses(runs / "first" / "pickle", 1.0)
+    log_losses(runs / "second" / "pickle", 2.0)
+    Follower(str(runs), VisdomClient(visdom_server.endpoint)).run_once()
+    driver = chromium_driver
+    driver.get(visdom_server.url)
+    wait = WebDriverWait(driver, BROWSER_WAIT_S)
+    link = wait.until(lambda d: d.find_element(By.LINK_TEXT, "second"))
+    assert "finished" in driver.page_source
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    assert driver.save_screenshot(str(ARTIFACTS / "visualizer_main_index.png"))
+    link.click()
+    wait.until(lambda d: d.current_url.endswith("/env/second"))
+    plot = wait.until(lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2 and p)
+    assert plot["y_last"][0] == 2.0 / 50
