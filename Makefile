@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# constraints.txt for installs and for build environments (visdom's needs setuptools<81):
+# pip up to 25 applies PIP_CONSTRAINT to both, pip 26 reads PIP_BUILD_CONSTRAINT for builds.
+PIP_ENV := PIP_CONSTRAINT=$(CURDIR)/constraints.txt PIP_BUILD_CONSTRAINT=$(CURDIR)/constraints.txt
 
 .PHONY: install demo test unit lint bench clean
 
@@ -12,8 +15,8 @@ install: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt scripts/provision_visdom_assets.py visualizer/assets.py
 	$(PYTHON) -m venv $(VENV)
 	# torch first, pinned: the CPU build from local disk, not a multi-GB CUDA download.
-	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/pip install -q --disable-pip-version-check torch==2.13.0
-	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/pip install -q --disable-pip-version-check -e '.[all,test,bench,lint]'
+	$(PIP_ENV) $(BIN)/pip install -q --disable-pip-version-check torch==2.13.0
+	$(PIP_ENV) $(BIN)/pip install -q --disable-pip-version-check -e '.[all,test,bench,lint]'
 	$(BIN)/python scripts/provision_visdom_assets.py
 	touch $(STAMP)
 

@@ -217,10 +217,9 @@ def _replay(root: Path, endpoint: VisdomEndpoint) -> dict:
     ours["wall_seconds"] = time.perf_counter() - wall  # interpreter start included
     window = VisdomClient(endpoint).window_data("replay-1m", "train")
     last = REPLAY_POINTS // REPLAY_SERIES - 1
-    ours["fully_displayed"] = (
-        all(t["x"][-1] == last for t in window["content"]["data"])
-        and len(window["content"]["data"]) == REPLAY_SERIES
-    )
+    traces = window["content"]["data"]
+    raw = [t for t in traces if t.get("meta") != "smoothed"]  # each series' smoothed curve too
+    ours["fully_displayed"] = all(t["x"][-1] == last for t in traces) and len(raw) == REPLAY_SERIES
     logdir = root / "tensorboard-1m"
     _write_tensorboard(logdir)
     tb = _subprocess_json(_TENSORBOARD_CHILD.format(logdir=str(logdir)), timeout=1200)

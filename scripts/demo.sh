@@ -89,9 +89,20 @@ cat <<EOF
     #  Live plots:  $URL
     ################################################################
 
-    (Training progress: tail -f $TRAIN_LOG)
+    (Progress below every few seconds; the full log: tail -f $TRAIN_LOG)
 EOF
 
+# Progress while it trains: the trainer's latest "(epoch E, step S, ...) loss L" line.
+started=$SECONDS
+shown=""
+while kill -0 "$train_pid" 2>/dev/null; do
+    line=$(grep -a '(epoch ' "$TRAIN_LOG" 2>/dev/null | tail -n 1 | sed 's/^.*(epoch /(epoch /' || true)
+    if [[ -n "$line" && "$line" != "$shown" ]]; then
+        printf '    %4ds  %s\n' "$((SECONDS - started))" "$line"
+        shown=$line
+    fi
+    sleep 5
+done
 set +e
 wait "$train_pid"
 status=$?
@@ -105,5 +116,12 @@ else
     grep -E 'validation|done:' "$TRAIN_LOG" | tail -n 3
 fi
 
-say "the plots stay at $URL until you press Ctrl-C"
+cat <<EOF
+
+    ################################################################
+    #  Live plots:  $URL
+    ################################################################
+
+    They stay there until you press Ctrl-C.
+EOF
 wait "$vis_pid" || true

@@ -49,6 +49,8 @@ from .server import (
     page_asset_failures,
     visdom_answers,
 )
+from .smoothing import DEFAULT_SMOOTHING, check_smoothing
+from .view import X_AXES, ViewSettings
 from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
 
 log = logging.getLogger("visualizer")
@@ -104,6 +106,24 @@ def _max_points(text: str) -> int:
     return points
 
 
+def _smoothing(text: str) -> float:
+    """argparse type of ``--smoothing``: a weight in [0, 1)."""
+    try:
+        return check_smoothing(float(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a smoothing weight: at least 0 and below 1 (0 turns it off; "
+            f"TensorBoard's default is {DEFAULT_SMOOTHING})"
+        ) from None
+
+
+def _x_axis(text: str) -> str:
+    """argparse type of ``--x-axis``: step, relative or wall."""
+    if text not in X_AXES:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(X_AXES)}")
+    return text
+
+
 def build_parser(
     prog: str | None = None, usage: str | None = None, epilog: str | None = None
 ) -> argparse.ArgumentParser:
@@ -149,8 +169,30 @@ def build_parser(
         type=_max_points,
         default=DEFAULT_MAX_POINTS,
         metavar="N",
-        help=f"points drawn per trace, at least {MIN_POINTS}; the min/max envelope is kept "
+        help=f"points drawn per series (its raw and smoothed curves share them), at least "
+        f"{MIN_POINTS}; the min/max envelope is kept "
         "(default %(default)s)",
+    )
+    parser.add_argument(
+        "--smoothing",
+        type=_smoothing,
+        default=DEFAULT_SMOOTHING,
+        metavar="W",
+        help="weight of TensorBoard's smoothing (debiased moving average over every point), "
+        "in [0, 1); 0 draws the raw curve only; changeable on the page (default %(default)s)",
+    )
+    parser.add_argument(
+        "--x-axis",
+        type=_x_axis,
+        default="step",
+        metavar="|".join(X_AXES),
+        help="x axis of every plot at first: step, time since the run started, or wall-clock "
+        "time; changeable on the page (default %(default)s)",
+    )
+    parser.add_argument(
+        "--log-y",
+        action="store_true",
+        help="plot values on a log scale at first; changeable on the page",
     )
     parser.add_argument(
         "--no-start-server",
@@ -192,17 +234,20 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
         endpoint = VisdomEndpoint.parse(args.server, args.port)
     except ValueError as err:
         parser.error(f"argument --server: {err}")
+    client = VisdomClient(endpoint)
     try:
         follower = Follower(
             args.pickle_dir,
-            VisdomClient(endpoint),
+            client,
             env=args.env,
             poll_interval=args.poll_interval,
             max_points=args.max_points,
             on_page=lambda env: print(f"visdom: {endpoint.env_url(env)}", flush=True),
+            view=ViewSettings(args.smoothing, args.x_axis, args.log_y),
         )
     except ValueError as err:  # a malformed s3:// URL, a too small --max-points
         parser.error(str(err))
+    client.events.on_event = follower.wake  # a change made on the page is drawn at once
     if args.once:
         runs = follower.runs
         try:  # checked before starting visdom
@@ -291,6 +336,7 @@ def _run(follower: Follower, args: argparse.Namespace) -> int:
         follower.run()  # until SIGTERM, or until --parent-pid's process ends
         return ExitCode.OK
     finally:
+        follower.client.close()  # stop listening for page events
         if server is not None:
             server.stop()
 

@@ -15,34 +15,24 @@ from __future__ import annotations
 
 import base64
 import logging
+import queue
 import struct
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from . import layout
-from .decimate import check_max_points, decimate_indices
+from .plotwindow import MIN_REDRAW_INTERVAL as MIN_REDRAW_INTERVAL  # the follow loop paces by it
+from .plotwindow import Line, Plan, PlotWindow
 from .rundata import RunData, SeriesKey
 from .series import Series
 from .status import status_view
+from .view import CONTROLS_WIN, ViewSettings, apply_event, controls_message
 from .visdom_client import VisdomClient
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_POINTS = 2000
-# visdom 0.2.4 turns every append into a deepcopy plus jsonpatch.make_patch of the
-# whole window, so an append costs in proportion to the points already drawn and
-# soon costs far more than redrawing the window outright. So a window is appended
-# to only while it is small (appends also keep browser traffic small); a bigger one
-# is redrawn, at most every few times its last redraw took, so one busy window can
-# not saturate the visdom server. The README's benchmark table has the figures.
-APPEND_MAX_SHOWN = 800
-REDRAW_COST_FACTOR = 4.0
-MIN_REDRAW_INTERVAL = 0.1
-MAX_REDRAW_INTERVAL = 1.0
 # How often an env that has nothing new is still checked for a visdom restart.
 PROBE_INTERVAL = 2.0
 # Status panels show ages in seconds: refresh a running run's panel every second,
@@ -51,149 +41,35 @@ STATUS_REFRESH_RUNNING = 1.0
 STATUS_REFRESH_IDLE = 30.0
 
 
-# A run's window: its spec, its traces' series by label, and each label's series key.
-_RunWindow = tuple[layout.WindowSpec, dict[str, Series], dict[str, SeriesKey]]
-
-
-@dataclass
-class _Trace:
-    """How much of a series one drawn trace shows."""
-
-    sent: int  # series points represented on the server (an index into the series)
-    shown: int  # points actually drawn after decimation
-    rewinds: int  # the series' rewind count when drawn
-
-
-@dataclass
-class _Plan:
-    """One message for one window and the trace states it leaves on the server."""
-
-    route: str  # visdom route: "events" (redraw) or "update" (append)
-    msg: dict[str, Any]
-    traces: dict[str, _Trace]
-    redraw: bool
-
-
-class PlotWindow:
-    """One line-plot window: decides between appending and redrawing, and when."""
-
-    def __init__(self, spec: layout.WindowSpec, max_points: int) -> None:
-        check_max_points(max_points)
-        self.spec = spec
-        self.max_points = max_points
-        self.traces: dict[str, _Trace] = {}  # label -> state, in the server's trace order
-        self.drawn = False
-        self.deferred = False  # new points wait for the next redraw slot
-        self._next_redraw = 0.0
-        self.redraws = 0  # messages sent, by kind
-        self.appends = 0
-
-    def invalidate(self) -> None:
-        """Forget what the server shows: the next plan redraws the window."""
-        self.drawn = False
-        self.traces = {}
-
-    def plan(
-        self, series: dict[str, Series], env: str, now: float, force: bool = False
-    ) -> _Plan | None:
-        """The message that brings the window up to date; None when it is, or must wait.
-
-        ``force`` skips the wait for a redraw slot (a last sync before exiting).
-        """
-        self.deferred = False
-        if not series:
-            return None
-        if self._stale(series):
-            return self._redraw(series, env)
-        fresh = {label: len(series[label]) - trace.sent for label, trace in self.traces.items()}
-        if not any(fresh.values()):
-            return None
-        within_max = all(
-            t.shown + fresh[label] <= self.max_points for label, t in self.traces.items()
-        )
-        if (
-            within_max
-            and sum(t.shown for t in self.traces.values()) + sum(fresh.values()) <= APPEND_MAX_SHOWN
-        ):
-            return self._append(series, env)
-        if now < self._next_redraw and not force:
-            self.deferred = True
-            return None
-        return self._redraw(series, env)
-
-    def commit(self, plan: _Plan, now: float, seconds: float) -> None:
-        """Record that ``plan`` reached the server, taking ``seconds``."""
-        self.traces = plan.traces
-        self.drawn = True
-        if plan.redraw:
-            self.redraws += 1
-            pause = min(MAX_REDRAW_INTERVAL, max(MIN_REDRAW_INTERVAL, REDRAW_COST_FACTOR * seconds))
-            self._next_redraw = now + pause
-        else:
-            self.appends += 1
-
-    def _stale(self, series: dict[str, Series]) -> bool:
-        """True when what the server shows is wrong, not just behind: redraw at once."""
-        if not self.drawn or set(series) != set(self.traces):
-            return True
-        return any(
-            series[label].rewinds != trace.rewinds or len(series[label]) < trace.sent
-            for label, trace in self.traces.items()
-        )
-
-    def _redraw(self, series: dict[str, Series], env: str) -> _Plan:
-        order = [label for label in self.traces if label in series] + [
-            label for label in series if label not in self.traces
-        ]
-        data, states = [], {}
-        for label in order:
-            s = series[label]
-            x, y = s.steps(), s.values()
-            if len(x) > self.max_points:
-                idx = decimate_indices(y, self.max_points)
-                x, y = x[idx], y[idx]
-            data.append(_line(label, x, y, full=True))
-            states[label] = _Trace(sent=len(s), shown=len(x), rewinds=s.rewinds)
-        msg = {
-            "data": data,
-            "win": self.spec.win,
-            "eid": env,
-            "layout": _plot_layout(self.spec),
-            "opts": {"title": self.spec.title, "showlegend": True},
-        }
-        return _Plan("events", msg, states, redraw=True)
-
-    def _append(self, series: dict[str, Series], env: str) -> _Plan:
-        data, states = [], {}
-        for label, trace in self.traces.items():
-            s = series[label]
-            x, y = s.steps(trace.sent), s.values(trace.sent)
-            # Every trace goes in, in the server's order: visdom appends data[i]
-            # to trace i. An empty one is skipped by the server.
-            data.append(_line(label, x, y))
-            states[label] = _Trace(sent=len(s), shown=trace.shown + len(x), rewinds=trace.rewinds)
-        msg: dict[str, Any] = {
-            "data": data,
-            "win": self.spec.win,
-            "eid": env,
-            "name": None,
-            "append": True,
-            "opts": {},
-            "layout": {},
-        }
-        return _Plan("update", msg, states, redraw=False)
+# A run's window: its spec, its traces' lines by label, and each label's series key.
+_RunWindow = tuple[layout.WindowSpec, dict[str, Line], dict[str, SeriesKey]]
+_Windows = list[tuple[layout.WindowSpec, dict[str, Line]]]
 
 
 class EnvDisplay:
-    """The windows of one visdom env and the checks that keep them true to the data."""
+    """The windows of one visdom env and the checks that keep them true to the data.
 
-    def __init__(self, client: VisdomClient, env: str, max_points: int, sentinel: str) -> None:
+    Its plots follow the env's :class:`ViewSettings`, which the env's controls
+    pane (a visdom properties pane) changes while the page is open.
+    """
+
+    def __init__(
+        self,
+        client: VisdomClient,
+        env: str,
+        max_points: int,
+        sentinel: str,
+        view: ViewSettings | None = None,
+    ) -> None:
         self.client = client
         self.env = env
         self.max_points = max_points
         self.sentinel = sentinel  # a window always present once drawn: gone means the env is gone
+        self.view = view if view is not None else ViewSettings()
         self.plots: dict[str, PlotWindow] = {}
+        self.colors: dict[str, str] = {}  # trace label -> color, the same in every window
         self.sentinel_drawn = False
+        self.controls_drawn = False
         self._last_probe = 0.0
 
     def invalidate(self) -> None:
@@ -201,18 +77,37 @@ class EnvDisplay:
         for window in self.plots.values():
             window.invalidate()
         self.sentinel_drawn = False
+        self.controls_drawn = False
 
     @property
     def pending(self) -> bool:
         """True when a window holds back new points until its next redraw slot."""
         return any(window.deferred for window in self.plots.values())
 
-    def _sync_plots(
-        self,
-        windows: list[tuple[layout.WindowSpec, dict[str, Series]]],
-        now: float,
-        force: bool = False,
-    ) -> bool:
+    def _sync_controls(self) -> bool:
+        """Apply the page's changes to the view; draw the controls pane if it is not there."""
+        events = self.client.events.subscribe(self.env, CONTROLS_WIN)
+        while True:
+            try:
+                event = events.get_nowait()
+            except queue.Empty:
+                break
+            if event.get("event_type") != "PropertyUpdate":
+                continue
+            view = apply_event(self.view, event)
+            self.controls_drawn = False  # show what is in use, also when a value was refused
+            if view != self.view:
+                log.info("env %r: view changed from the page to %s", self.env, view)
+                self.view = view
+                for window in self.plots.values():
+                    window.set_view(view)
+        if self.controls_drawn:
+            return False
+        self.client.post("events", controls_message(self.env, self.view))
+        self.controls_drawn = True
+        return True
+
+    def _sync_plots(self, windows: _Windows, now: float, force: bool = False) -> bool:
         """Bring every plot window up to date; True when something was sent."""
         plans = self._plan_all(windows, now, force)
         appending = [win for win, plan in plans.items() if not plan.redraw]
@@ -239,18 +134,14 @@ class EnvDisplay:
             self.plots[win].commit(plan, now, time.perf_counter() - started)
         return bool(plans)
 
-    def _plan_all(
-        self,
-        windows: list[tuple[layout.WindowSpec, dict[str, Series]]],
-        now: float,
-        force: bool = False,
-    ) -> dict[str, _Plan]:
+    def _plan_all(self, windows: _Windows, now: float, force: bool = False) -> dict[str, Plan]:
         plans = {}
-        for spec, series in windows:
+        for spec, lines in windows:
             window = self.plots.get(spec.win)
             if window is None:
-                window = self.plots[spec.win] = PlotWindow(spec, self.max_points)
-            plan = window.plan(series, self.env, now, force)
+                window = PlotWindow(spec, self.max_points, self.view, self.colors)
+                self.plots[spec.win] = window
+            plan = window.plan(lines, self.env, now, force)
             if plan is not None:
                 plans[spec.win] = plan
         return plans
@@ -270,8 +161,10 @@ class EnvDisplay:
 class RunDisplay(EnvDisplay):
     """A run's env: a plot window per group, the latest images, the status panel."""
 
-    def __init__(self, client: VisdomClient, env: str, max_points: int) -> None:
-        super().__init__(client, env, max_points, sentinel=layout.STATUS_WIN)
+    def __init__(
+        self, client: VisdomClient, env: str, max_points: int, view: ViewSettings | None = None
+    ) -> None:
+        super().__init__(client, env, max_points, layout.STATUS_WIN, view)
         self.images_drawn: dict[SeriesKey, int] = {}  # key -> step drawn
         self._status_html: str | None = None
         self._status_at = 0.0
@@ -286,7 +179,8 @@ class RunDisplay(EnvDisplay):
         """Send whatever of ``run`` the server does not show yet; True if anything was sent."""
         now = time.time() if now is None else now
         windows = self._windows(run)
-        sent = self._sync_plots([(spec, series) for spec, series, _ in windows], now, force)
+        sent = self._sync_controls()
+        sent |= self._sync_plots([(spec, lines) for spec, lines, _ in windows], now, force)
         sent |= self._sync_images(run)
         sent |= self._sync_status(run, now)
         self.sentinel_drawn = True
@@ -300,12 +194,13 @@ class RunDisplay(EnvDisplay):
             window = self.plots.get(spec.win)
             for label, trace in (window.traces if window else {}).items():
                 if trace.sent and label in series:
-                    out[keys[label]] = series[label].step_at(trace.sent - 1)
+                    out[keys[label]] = series[label].series.step_at(trace.sent - 1)
         return out
 
     @staticmethod
     def _windows(run: RunData) -> list[_RunWindow]:
         """The windows that show ``run``, in display order."""
+        origin = run_start(run)
         by_win: dict[str, tuple[layout.WindowSpec, dict[SeriesKey, Series]]] = {}
         for (group, name), series in run.series.items():
             spec = layout.window_for_group(group)
@@ -318,7 +213,7 @@ class RunDisplay(EnvDisplay):
             out.append(
                 (
                     spec,
-                    {labels[key]: s for key, s in members.items()},
+                    {labels[key]: Line(s, origin) for key, s in members.items()},
                     {label: key for key, label in labels.items()},
                 )
             )
@@ -358,8 +253,10 @@ class CompareDisplay(EnvDisplay):
 
     SENTINEL = "runs"
 
-    def __init__(self, client: VisdomClient, env: str, max_points: int) -> None:
-        super().__init__(client, env, max_points, sentinel=self.SENTINEL)
+    def __init__(
+        self, client: VisdomClient, env: str, max_points: int, view: ViewSettings | None = None
+    ) -> None:
+        super().__init__(client, env, max_points, self.SENTINEL, view)
         self._runs_listed: list[str] | None = None
 
     def invalidate(self) -> None:
@@ -370,16 +267,18 @@ class CompareDisplay(EnvDisplay):
         """Overlay the ``train`` series of ``runs``; True if anything was sent."""
         now = time.time() if now is None else now
         runs = sorted(runs, key=lambda r: r.name)
-        windows: dict[str, tuple[layout.WindowSpec, dict[str, Series]]] = {}
+        windows: dict[str, tuple[layout.WindowSpec, dict[str, Line]]] = {}
         for run in runs:
+            origin = run_start(run)  # runs started at different times overlay in relative time
             for (group, name), series in run.series.items():
                 if layout.window_for_group(group).win != "train":
                     continue
                 spec = layout.WindowSpec(
                     f"compare_{layout.safe_id(name)}", f"train {name}: all runs", name, 0
                 )
-                windows.setdefault(spec.win, (spec, {}))[1][run.name] = series
-        sent = self._sync_plots(sorted(windows.values(), key=lambda w: w[0].win), now, force)
+                windows.setdefault(spec.win, (spec, {}))[1][run.name] = Line(series, origin)
+        sent = self._sync_controls()
+        sent |= self._sync_plots(sorted(windows.values(), key=lambda w: w[0].win), now, force)
         names = [run.name for run in runs]
         if names != self._runs_listed:
             items = "".join(f"<li>{n}</li>" for n in names)
@@ -393,38 +292,10 @@ class CompareDisplay(EnvDisplay):
 # --- messages ------------------------------------------------------------------
 
 
-def _json_floats(values: np.ndarray) -> list:
-    """Values as a JSON-safe list: NaN and +/-inf become None (a gap in the line)."""
-    finite = np.isfinite(values)
-    out = values.tolist()
-    if not finite.all():
-        for i in np.flatnonzero(~finite).tolist():
-            out[i] = None
-    return out
-
-
-def _line(label: str, x: np.ndarray, y: np.ndarray, full: bool = False) -> dict[str, Any]:
-    trace = {
-        "x": x.tolist(),
-        "y": _json_floats(y),
-        "name": label,
-        "type": "scatter",
-        "mode": "lines",
-    }
-    if full:
-        # visdom's page reads marker.line when its "smooth lines" button is used.
-        trace["marker"] = {"size": 10, "symbol": "dot", "line": {"color": "#000000", "width": 0.5}}
-    return trace
-
-
-def _plot_layout(spec: layout.WindowSpec) -> dict[str, Any]:
-    return {
-        "title": spec.title,
-        "showlegend": True,
-        "margin": {"l": 60, "r": 60, "t": 60, "b": 60},
-        "xaxis": {"title": "step"},
-        "yaxis": {"title": spec.ylabel},
-    }
+def run_start(run: RunData) -> float | None:
+    """When ``run`` started, as far as its series know: relative time counts from there."""
+    starts = [s.first_time for s in run.series.values() if s.first_time is not None]
+    return min(starts, default=None)
 
 
 def _png_size(png: bytes) -> tuple[int, int] | None:

@@ -20,9 +20,11 @@ from snapshot_store.reader import StoreReader
 
 from .decimate import check_max_points
 from .display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, CompareDisplay, OnSent, RunDisplay
+from .index import IndexDisplay
 from .rundata import RunData
 from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
 from .s3 import S3ReadError
+from .view import ViewSettings
 from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
 
 log = logging.getLogger(__name__)
@@ -90,6 +92,7 @@ class Follower:
         s3_client: Any = None,
         on_sent: OnSent | None = None,
         on_page: Callable[[str], None] | None = None,
+        view: ViewSettings | None = None,
     ) -> None:
         check_max_points(max_points)
         if not (math.isfinite(poll_interval) and poll_interval > 0):  # NaN would spin the loop
@@ -105,9 +108,11 @@ class Follower:
         self.use_watchdog = use_watchdog
         self.on_sent = on_sent
         self.on_page = on_page
+        self.view = view  # how every env draws its plots at first (its page can change it)
         self._announced: str | None = None
         self.feeds: dict[str, _Feed] = {}
         self.compare: CompareDisplay | None = None
+        self.index = IndexDisplay(client, str(self.runs))  # in visdom's main env
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._observer: Any = None
@@ -210,7 +215,7 @@ class Follower:
                 spec,
                 StoreReader(spec.source),
                 RunData(spec.name),
-                RunDisplay(self.client, env, self.max_points),
+                RunDisplay(self.client, env, self.max_points, self.view),
                 schedule,
             )
             log.info(
@@ -221,7 +226,7 @@ class Follower:
             )
         if self.runs.multi and self.compare is None and len(self.feeds) >= 2:
             env = env_name("compare", self.env_prefix or Path(str(self.runs)).name, True)
-            self.compare = CompareDisplay(self.client, env, self.max_points)
+            self.compare = CompareDisplay(self.client, env, self.max_points, self.view)
             log.info("comparing the runs' train losses in visdom env %r", env)
 
     def _announce_page(self) -> None:
@@ -307,6 +312,9 @@ class Follower:
                     self.on_sent(feed.spec.name, dict(feed.display.sent_steps), time.time())
             if self.compare is not None:
                 self.compare.sync([f.data for f in self.feeds.values()], now, force)
+            shown = [(f.display.env, f.data) for f in self.feeds.values() if self._has_data(f)]
+            if shown:
+                self.index.sync(shown, self.compare.env if self.compare else None, now, force)
         except (VisdomUnavailableError, VisdomRequestError) as err:
             if raise_errors:
                 raise
@@ -322,6 +330,7 @@ class Follower:
             feed.display.invalidate()
         if self.compare is not None:
             self.compare.invalidate()
+        self.index.invalidate()
         if self._visdom_down_since is None:
             self._visdom_down_since = now
             log.warning("%s; will rebuild the windows when it answers", err)

@@ -42,11 +42,11 @@ class RunData:
 
     def apply(self, update: Update) -> bool:
         """Merge one reader update; True when anything is new."""
-        for group, name, steps, _epochs, _times, values in update.scalars:
+        for group, name, steps, _epochs, times, values in update.scalars:
             series = self.series.get((group, name))
             if series is None:
                 series = self.series[(group, name)] = Series()
-            series.extend(steps, values)
+            series.extend(steps, values, times)
         for group, name, step, _epoch, _time, png in update.images:
             # The last one logged wins, as for scalars: a resumed run's newest image.
             self.images[(group, name)] = ImageSnapshot(group, name, step, png)

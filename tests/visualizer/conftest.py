@@ -51,9 +51,13 @@ class VisdomReader:
             )
 
     def traces(self, env: str, win: str) -> dict[str, tuple[list, list]]:
-        """Trace name -> (x, y) of a plot window."""
+        """Trace name -> (x, y) of a plot window's raw traces (smoothed ones left out)."""
         data = json.loads(self.viz.get_window_data(win, env))
-        return {t["name"]: (t["x"], t["y"]) for t in data["content"]["data"]}
+        return {
+            t["name"]: (t["x"], t["y"])
+            for t in data["content"]["data"]
+            if t.get("meta") != "smoothed"
+        }
 
     def windows(self, env: str) -> dict[str, Any]:
         """Window id -> window JSON for every window of ``env``."""

@@ -1,4 +1,5 @@
-"""A headless Chromium shows the follower's plots, including points appended while it watches."""
+"""A headless Chromium shows the follower's plots, including points appended while it watches,
+and the view controls on the page (smoothing, log y, time axes) act live and survive updates."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
@@ -23,10 +26,19 @@ BROWSER_WAIT_S = 60  # a bound on waiting, not a speed expectation
 # Per plot on the page: its title, points per trace as plotly computed them for
 # drawing (calcdata), and how many line paths were actually drawn with a shape.
 PLOTS_JS = """
+const title = t => t && (t.text || t);
 return Array.from(document.querySelectorAll('.js-plotly-plot')).map(div => ({
-  title: div.layout && div.layout.title && (div.layout.title.text || div.layout.title),
+  title: div.layout && title(div.layout.title),
   names: (div.data || []).map(t => t.name),
+  smoothed: (div.data || []).map(t => t.meta === 'smoothed'),
+  visible: (div.data || []).map(t => t.visible === undefined ? true : t.visible),
   points: (div.calcdata || []).map(c => c.length),
+  lengths: (div.data || []).map(t => t.x.length),
+  x_last: (div.data || []).map(t => t.x[t.x.length - 1]),
+  y_last: (div.data || []).map(t => t.y[t.y.length - 1]),
+  x_axis: {type: div._fullLayout.xaxis.type, title: title(div._fullLayout.xaxis.title),
+           range: div._fullLayout.xaxis.range, autorange: div._fullLayout.xaxis.autorange},
+  y_axis: {type: div._fullLayout.yaxis.type, autorange: div._fullLayout.yaxis.autorange},
   drawn: Array.from(div.querySelectorAll('.scatterlayer .trace path.js-line'))
               .filter(p => (p.getAttribute('d') || '').length > 20).length,
 }));
@@ -57,9 +69,11 @@ def test_chromium_renders_the_runs_plots_and_live_appends(
     driver = chromium_driver
     driver.get(f"{visdom_server.url}/env/{run_name}")
     wait = WebDriverWait(driver, BROWSER_WAIT_S)
-    plot = wait.until(lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2 and p)
-    assert sorted(plot["names"]) == ["aux", "loss"] and plot["points"] == [120, 120]
-    assert wait.until(lambda d: (p := _plot(d, "learning rate")) and p["points"] == [120])
+    # Each series twice: raw (faint) and smoothed, under one name.
+    plot = wait.until(lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 4 and p)
+    assert sorted(plot["names"]) == ["aux", "aux", "loss", "loss"] and plot["points"] == [120] * 4
+    assert plot["smoothed"] == [False, True, False, True]
+    assert wait.until(lambda d: (p := _plot(d, "learning rate")) and p["points"] == [120, 120])
 
     # The page stays open while the run goes on: appended points reach the browser.
     with following(store, visdom_server.endpoint):
@@ -67,9 +81,9 @@ def test_chromium_renders_the_runs_plots_and_live_appends(
             for step in range(120, 180):
                 rec.log({"loss": 0.1, "aux": 0.2}, step=step)
         plot = wait.until(
-            lambda d: (p := _plot(d, "train losses")) and p["points"] == [180, 180] and p
+            lambda d: (p := _plot(d, "train losses")) and p["points"] == [180] * 4 and p
         )
-    assert plot["drawn"] == 2
+    assert plot["drawn"] == 4
     images = driver.execute_script(
         "return document.querySelectorAll('img[src^=\"data:image/png\"]').length"
     )
@@ -110,9 +124,9 @@ def test_the_printed_url_opens_the_runs_page(tmp_path, visdom_server, chromium_d
 
     chromium_driver.get(url)
     plot = WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(
-        lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 1 and p
+        lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2 and p
     )
-    assert plot["names"] == ["loss"] and plot["points"] == [50]
+    assert plot["names"] == ["loss", "loss"] and plot["points"] == [50, 50]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     assert chromium_driver.save_screenshot(str(ARTIFACTS / "visualizer_printed_url_run.png"))
     assert [e for e in chromium_driver.get_log("browser") if e["level"] == "SEVERE"] == []
@@ -130,9 +144,195 @@ def test_the_printed_url_of_several_runs_opens_the_comparison(
 
     chromium_driver.get(url)
     plot = WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(
-        lambda d: (p := _plot(d, "train loss: all runs")) and p["drawn"] == 2 and p
+        lambda d: (p := _plot(d, "train loss: all runs")) and p["drawn"] == 4 and p
     )
-    assert sorted(plot["names"]) == ["a", "b"] and plot["points"] == [50, 50]
+    assert sorted(plot["names"]) == ["a", "a", "b", "b"] and plot["points"] == [50] * 4
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     assert chromium_driver.save_screenshot(str(ARTIFACTS / "visualizer_printed_url_compare.png"))
     assert [e for e in chromium_driver.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+# --- the view controls -----------------------------------------------------------------
+
+CONTROL_XPATH = (
+    "//td[contains(@class,'table-properties-name') and normalize-space(text())='{name}']"
+    "/following-sibling::td//{tag}"
+)
+
+
+def _choose(driver, name: str, choice: str) -> None:
+    """Pick ``choice`` in the controls pane's select ``name``, as a person would."""
+    select = WebDriverWait(driver, BROWSER_WAIT_S).until(
+        lambda d: d.find_element(By.XPATH, CONTROL_XPATH.format(name=name, tag="select"))
+    )
+    Select(select).select_by_visible_text(choice)
+
+
+def _type(driver, name: str, text: str) -> None:
+    """Type ``text`` into the controls pane's field ``name`` and press Enter."""
+    field = driver.find_element(By.XPATH, CONTROL_XPATH.format(name=name, tag="input"))
+    field.click()
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys(text, Keys.ENTER)
+
+
+def tensorboard_smoothed_last(values: list[float], weight: float) -> float:
+    """TensorBoard's debiased EMA over all ``values``, computed point by point, its last value."""
+    last = 0.0
+    for value in values:
+        last = last * weight + (1 - weight) * value
+    return last / (1 - weight ** len(values))
+
+
+class LiveRun:
+    """A run that logs a burst of points on demand while the page watches."""
+
+    def __init__(self, store: Path) -> None:
+        self.store, self.step, self.values = store, 0, []
+        self.rng = np.random.default_rng(11)
+
+    def log(self, n: int) -> int:
+        with Recorder(self.store, flush_interval=0.05) as rec:
+            for _ in range(n):
+                value = float(self.rng.exponential(0.3) + 2.0 / (1 + self.step / 50))
+                rec.log({"loss": value}, step=self.step)
+                self.values.append(value)
+                self.step += 1
+        return self.step - 1
+
+
+def _live_updates(driver, run: LiveRun, check, updates: int = 3) -> dict:
+    """Log ``updates`` bursts, wait for each to reach the page, and ``check`` the plot after each."""
+    wait = WebDriverWait(driver, BROWSER_WAIT_S)
+    plot = None
+    for _ in range(updates):
+        last = run.log(40)
+        plot = wait.until(
+            lambda d, last=last: (p := _plot(d, "train losses")) and len(p["names"]) == 2
+            and p["lengths"][0] == last + 1 and p
+        )  # fmt: skip
+        check(plot)
+    assert plot is not None
+    return plot
+
+
+def test_log_y_relative_time_zoom_and_hidden_traces_survive_live_updates(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    store = tmp_path / run_name / "pickle"
+    run = LiveRun(store)
+    run.log(200)
+    driver = chromium_driver
+    wait = WebDriverWait(driver, BROWSER_WAIT_S)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with following(store, visdom_server.endpoint):
+        driver.get(f"{visdom_server.url}/env/{run_name}")
+        wait.until(lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2)
+
+        # Smoothing from the page: the smoothed trace's last value is TensorBoard's EMA
+        # over every point at the new weight.
+        _type(driver, "smoothing", "0.9")
+        plot = wait.until(
+            lambda d: (p := _plot(d, "train losses"))
+            and abs(p["y_last"][1] - tensorboard_smoothed_last(run.values, 0.9))
+            <= 1e-6 * abs(p["y_last"][1]) and p
+        )  # fmt: skip
+        assert plot["smoothed"] == [False, True]
+
+        _choose(driver, "y axis", "log")
+        wait.until(lambda d: (p := _plot(d, "train losses")) and p["y_axis"]["type"] == "log")
+        _choose(driver, "x axis", "relative time")
+        wait.until(
+            lambda d: (
+                (p := _plot(d, "train losses"))
+                and p["x_axis"]["title"].startswith("time since start")
+                and p["drawn"] == 2
+            )
+        )
+
+        def axes_kept(plot: dict) -> None:
+            assert plot["y_axis"]["type"] == "log"
+            assert plot["x_axis"]["title"].startswith("time since start"), plot["x_axis"]
+            assert plot["x_last"][0] < 600, "x is seconds or minutes since the start, not a step"
+
+        _live_updates(driver, run, axes_kept)
+        assert driver.save_screenshot(str(ARTIFACTS / "visualizer_log_y_relative_time.png"))
+
+        # Zoom into the first part of the run, hide the curve, and keep logging.
+        _choose(driver, "x axis", "step")
+        wait.until(lambda d: (p := _plot(d, "train losses")) and p["x_axis"]["title"] == "step")
+        zoom = [10, 90]
+        driver.execute_script(
+            "const div = Array.from(document.querySelectorAll('.js-plotly-plot'))"
+            "  .find(d => d.layout.title === 'train losses' || "
+            "             (d.layout.title && d.layout.title.text === 'train losses'));"
+            "return Plotly.relayout(div, {'xaxis.range': arguments[0]});",
+            zoom,
+        )
+
+        def zoom_kept(plot: dict) -> None:
+            assert plot["x_axis"]["range"] == zoom and plot["x_axis"]["autorange"] is False
+            assert plot["y_axis"]["type"] == "log"
+
+        _live_updates(driver, run, zoom_kept)
+        assert driver.save_screenshot(str(ARTIFACTS / "visualizer_zoom_kept.png"))
+
+        driver.execute_script(  # what a click on the legend entry does
+            "const div = Array.from(document.querySelectorAll('.js-plotly-plot'))"
+            "  .find(d => (d.layout.title.text || d.layout.title) === 'train losses');"
+            "return Plotly.restyle(div, {visible: 'legendonly'}, [0, 1]);"
+        )
+
+        def hidden_kept(plot: dict) -> None:
+            assert plot["visible"] == ["legendonly", "legendonly"]
+
+        _live_updates(driver, run, hidden_kept)
+    severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert severe == []
+
+
+def test_a_new_axis_takes_effect_on_a_zoomed_plot(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    """A zoom is kept across updates, but a new y scale must still show (and resets the zoom)."""
+    store = tmp_path / run_name / "pickle"
+    LiveRun(store).log(300)
+    driver = chromium_driver
+    wait = WebDriverWait(driver, BROWSER_WAIT_S)
+    with following(store, visdom_server.endpoint):
+        driver.get(f"{visdom_server.url}/env/{run_name}")
+        wait.until(lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2)
+        driver.execute_script(
+            "const div = Array.from(document.querySelectorAll('.js-plotly-plot'))"
+            "  .find(d => (d.layout.title.text || d.layout.title) === 'train losses');"
+            "return Plotly.relayout(div, {'xaxis.range': [5, 50], 'yaxis.range': [0.5, 1.5]});"
+        )
+        _choose(driver, "y axis", "log")
+        plot = wait.until(
+            lambda d: (p := _plot(d, "train losses")) and p["y_axis"]["type"] == "log"
+            and p["drawn"] == 2 and p
+        )  # fmt: skip
+        assert plot["x_axis"]["autorange"] is True, "the old zoom is gone with the old axis"
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        assert driver.save_screenshot(str(ARTIFACTS / "visualizer_log_y_after_zoom.png"))
+
+
+def test_the_bare_url_lists_the_runs_and_links_to_them(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    """visdom's main env (the server's bare URL) indexes the runs; a link opens a run's plots."""
+    runs = tmp_path / run_name
+    log_losses(runs / "first" / "pickle", 1.0)
+    log_losses(runs / "second" / "pickle", 2.0)
+    Follower(str(runs), VisdomClient(visdom_server.endpoint)).run_once()
+    driver = chromium_driver
+    driver.get(visdom_server.url)
+    wait = WebDriverWait(driver, BROWSER_WAIT_S)
+    link = wait.until(lambda d: d.find_element(By.LINK_TEXT, "second"))
+    assert "finished" in driver.page_source
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    assert driver.save_screenshot(str(ARTIFACTS / "visualizer_main_index.png"))
+    link.click()
+    wait.until(lambda d: d.current_url.endswith("/env/second"))
+    plot = wait.until(lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2 and p)
+    assert plot["y_last"][0] == 2.0 / 50

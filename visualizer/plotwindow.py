@@ -1,0 +1,372 @@
+"""One line-plot window: its traces, and whether to append to it or redraw it.
+
+Each series is drawn twice when smoothing is on: the raw points, faint, and
+above them TensorBoard's debiased moving average computed from every stored
+point (:mod:`visualizer.smoothing`) before display decimation. Both traces of a
+series share its name, color and legend entry, so hiding it hides both.
+
+What the page keeps across updates is visdom's doing: its plot pane carries a
+user's zoom (an axis whose ``autorange`` is false) and hidden traces (by trace
+name) from one drawing to the next, so updates never set ``autorange``. A new
+x axis or y scale needs the opposite, a fresh pane: the window is briefly
+replaced by an empty text pane, then drawn anew (see :meth:`PlotWindow.set_view`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import layout
+from .decimate import MIN_POINTS, check_max_points, decimate_indices
+from .series import Series
+from .smoothing import Smoother
+from .view import ViewSettings
+
+# visdom 0.2.4 turns every append into a deepcopy plus jsonpatch.make_patch of the
+# whole window, so an append costs in proportion to the points already drawn and
+# soon costs far more than redrawing the window outright. So a window is appended
+# to only while it is small (appends also keep browser traffic small); a bigger one
+# is redrawn, at most every few times its last redraw took, so one busy window can
+# not saturate the visdom server. The README's benchmark table has the figures.
+APPEND_MAX_SHOWN = 800
+REDRAW_COST_FACTOR = 4.0
+MIN_REDRAW_INTERVAL = 0.1
+MAX_REDRAW_INTERVAL = 1.0
+# The page batches what arrives within 100 ms; a pane replaced for a new axis
+# must stay replaced longer than that for the page to build a fresh plot.
+REMOUNT_GAP = 0.4
+# The raw curve under a smoothed one is faint through its color's alpha: visdom's
+# page resets every line trace's opacity to 1.
+RAW_ALPHA = 0.3
+# Plotly's own colors, assigned per series so a series' two traces match.
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+)  # fmt: skip
+# Relative time is shown in the largest unit the run's span fills (span bound, unit, seconds).
+_TIME_UNITS = ((180.0, "s", 1.0), (3 * 3600.0, "min", 60.0), (float("inf"), "h", 3600.0))
+
+
+@dataclass(frozen=True)
+class Line:
+    """What a trace draws: a series, and the wall time its relative time counts from."""
+
+    series: Series
+    origin: float | None = None
+
+
+@dataclass
+class _Trace:
+    """How much of a series one drawn trace shows."""
+
+    sent: int  # series points represented on the server (an index into the series)
+    shown: int  # raw points actually drawn after decimation (its smoothed trace draws as many)
+    rewinds: int  # the series' rewind count when drawn
+    origin: float | None  # where relative time started when drawn
+
+
+@dataclass
+class Plan:
+    """One message for one window and the trace states it leaves on the server."""
+
+    route: str  # visdom route: "events" (redraw) or "update" (append)
+    msg: dict[str, Any]
+    traces: dict[str, _Trace]
+    redraw: bool
+
+
+class PlotWindow:
+    """One line-plot window: decides between appending and redrawing, and when."""
+
+    def __init__(
+        self,
+        spec: layout.WindowSpec,
+        max_points: int,
+        view: ViewSettings | None = None,
+        colors: dict[str, str] | None = None,
+    ) -> None:
+        check_max_points(max_points)
+        self.spec = spec
+        self.max_points = max_points
+        self.view = view if view is not None else ViewSettings()
+        self.colors = colors if colors is not None else {}  # label -> color, shared by an env
+        self.traces: dict[str, _Trace] = {}  # label -> state, in the server's trace order
+        self.smoothers: dict[str, Smoother] = {}
+        self.drawn = False
+        self.deferred = False  # new points wait for the next redraw slot
+        self._next_redraw = 0.0
+        self._remount = False  # the page must drop its plot before the next drawing
+        self._hold_until = 0.0
+        self._unit = _TIME_UNITS[0]
+        self.redraws = 0  # messages sent, by kind
+        self.appends = 0
+
+    def invalidate(self) -> None:
+        """Forget what the server shows: the next plan redraws the window."""
+        self.drawn = False
+        self.traces = {}
+
+    def set_view(self, view: ViewSettings) -> None:
+        """Draw with ``view`` from now on (a redraw; a new axis also resets the page's zoom)."""
+        if view == self.view:
+            return
+        if view.axes() != self.view.axes() and self.drawn:
+            self._remount = True
+        if view.smoothing != self.view.smoothing:
+            self.smoothers.clear()
+        self.view = view
+        self.invalidate()
+
+    def plan(
+        self, lines: dict[str, Line], env: str, now: float, force: bool = False
+    ) -> Plan | None:
+        """The message that brings the window up to date; None when it is, or must wait.
+
+        ``force`` skips the wait for a redraw slot (a last sync before exiting).
+        """
+        self.deferred = False
+        if not lines:
+            return None
+        if self._remount:
+            self._remount = False
+            self._hold_until = now + REMOUNT_GAP
+            return self._placeholder(env)
+        if now < self._hold_until and not force:
+            self.deferred = True  # the page is still swapping the pane out
+            return None
+        self._smooth(lines)
+        if self._stale(lines):
+            return self._redraw(lines, env)
+        fresh = {label: len(lines[label].series) - t.sent for label, t in self.traces.items()}
+        if not any(fresh.values()):
+            return None
+        within_max = all(
+            t.shown + fresh[label] <= self.max_points for label, t in self.traces.items()
+        )
+        per_point = 2 if self.view.smoothing else 1  # a raw and a smoothed trace
+        shown = sum(t.shown for t in self.traces.values()) + sum(fresh.values())
+        if within_max and per_point * shown <= APPEND_MAX_SHOWN:
+            return self._append(lines, env)
+        if now < self._next_redraw and not force:
+            self.deferred = True
+            return None
+        return self._redraw(lines, env)
+
+    def commit(self, plan: Plan, now: float, seconds: float) -> None:
+        """Record that ``plan`` reached the server, taking ``seconds``."""
+        self.traces = plan.traces
+        self.drawn = bool(plan.traces)
+        if not plan.traces:
+            return  # the placeholder of a remount
+        if plan.redraw:
+            self.redraws += 1
+            pause = min(MAX_REDRAW_INTERVAL, max(MIN_REDRAW_INTERVAL, REDRAW_COST_FACTOR * seconds))
+            self._next_redraw = now + pause
+        else:
+            self.appends += 1
+
+    def _smooth(self, lines: dict[str, Line]) -> None:
+        if not self.view.smoothing:
+            return
+        for label, line in lines.items():
+            smoother = self.smoothers.get(label)
+            if smoother is None:
+                smoother = self.smoothers[label] = Smoother(self.view.smoothing)
+            smoother.update(line.series)  # only the points added since the last plan
+
+    def _stale(self, lines: dict[str, Line]) -> bool:
+        """True when what the server shows is wrong, not just behind: redraw at once."""
+        if not self.drawn or set(lines) != set(self.traces):
+            return True
+        if self.view.x_axis == "relative" and self._relative_moved(lines):
+            return True
+        return any(
+            lines[label].series.rewinds != t.rewinds or len(lines[label].series) < t.sent
+            for label, t in self.traces.items()
+        )
+
+    def _relative_moved(self, lines: dict[str, Line]) -> bool:
+        """True when relative times drawn no longer hold: a new unit, or a run's start moved."""
+        return self._time_unit(lines) != self._unit or any(
+            lines[label].origin != t.origin for label, t in self.traces.items()
+        )
+
+    def _time_unit(self, lines: dict[str, Line]) -> tuple[float, str, float]:
+        spans = [
+            line.series.last_time - line.origin
+            for line in lines.values()
+            if line.origin is not None and line.series.last_time is not None
+        ]
+        span = max(spans, default=0.0)
+        return next(unit for unit in _TIME_UNITS if span < unit[0])
+
+    def _x(self, line: Line, index: np.ndarray | slice) -> np.ndarray:
+        """The x values of the points at ``index``: steps, or times as the view asks."""
+        if self.view.x_axis == "step":
+            if isinstance(index, slice):
+                return line.series.steps(index.start or 0)
+            return line.series.steps()[index]
+        times = line.series.times(index)
+        if self.view.x_axis == "relative":
+            origin = line.origin if line.origin is not None else np.nan
+            return (times - origin) / self._unit[2]
+        return _local_ms(times)
+
+    @property
+    def budget(self) -> int:
+        """Points drawn per trace: a raw and a smoothed trace share ``max_points``."""
+        return max(MIN_POINTS, self.max_points // 2) if self.view.smoothing else self.max_points
+
+    def _traces_of(
+        self,
+        label: str,
+        line: Line,
+        raw: tuple[np.ndarray | slice, np.ndarray],
+        smooth: tuple[np.ndarray | slice, np.ndarray] | None,
+    ) -> list[dict[str, Any]]:
+        """The raw trace of ``label`` and, when smoothing, its smoothed one: (points, values) each."""
+        color = self.colors.setdefault(label, PALETTE[len(self.colors) % len(PALETTE)])
+        out = [
+            _line(
+                label, self._x(line, raw[0]), raw[1], _faint(color) if smooth else color, not smooth
+            )
+        ]
+        if smooth:
+            out.append(
+                _line(label, self._x(line, smooth[0]), smooth[1], color, True)
+                | {"meta": "smoothed"}
+            )
+        return out
+
+    def _redraw(self, lines: dict[str, Line], env: str) -> Plan:
+        order = [label for label in self.traces if label in lines] + [
+            label for label in lines if label not in self.traces
+        ]
+        self._unit = self._time_unit(lines)
+        data, states = [], {}
+        for label in order:
+            line = lines[label]
+            raw = _thinned(line.series.values(), self.budget)
+            smooth = (
+                _thinned(self.smoothers[label].values(), self.budget)
+                if self.view.smoothing
+                else None
+            )
+            traces = self._traces_of(label, line, raw, smooth)
+            data += traces
+            states[label] = _Trace(
+                len(line.series), len(traces[0]["x"]), line.series.rewinds, line.origin
+            )
+        msg = {
+            "data": data,
+            "win": self.spec.win,
+            "eid": env,
+            "layout": self._layout(),
+            "opts": {"title": self.spec.title, "showlegend": True},
+        }
+        return Plan("events", msg, states, redraw=True)
+
+    def _append(self, lines: dict[str, Line], env: str) -> Plan:
+        data, states = [], {}
+        for label, trace in self.traces.items():
+            line = lines[label]
+            new = slice(trace.sent, None)
+            smooth = (
+                (new, self.smoothers[label].values(trace.sent)) if self.view.smoothing else None
+            )
+            # Every trace goes in, in the server's order: visdom appends data[i]
+            # to trace i. An empty one is skipped by the server.
+            traces = self._traces_of(label, line, (new, line.series.values(trace.sent)), smooth)
+            data += [{"x": t["x"], "y": t["y"], "name": t["name"]} for t in traces]
+            shown = trace.shown + len(traces[0]["x"])
+            states[label] = _Trace(len(line.series), shown, trace.rewinds, trace.origin)
+        msg: dict[str, Any] = {
+            "data": data,
+            "win": self.spec.win,
+            "eid": env,
+            "name": None,
+            "append": True,
+            "opts": {},
+            "layout": {},
+        }
+        return Plan("update", msg, states, redraw=False)
+
+    def _placeholder(self, env: str) -> Plan:
+        """A text pane in the window's place, so the page forgets the plot's zoom."""
+        msg = {
+            "data": [{"content": "redrawing for the new axes...", "type": "text"}],
+            "win": self.spec.win,
+            "eid": env,
+            "opts": {"title": self.spec.title},
+        }
+        return Plan("events", msg, {}, redraw=True)
+
+    def _layout(self) -> dict[str, Any]:
+        x_axis = {
+            "step": {"title": "step", "type": "linear"},
+            "relative": {"title": f"time since start ({self._unit[1]})", "type": "linear"},
+            "wall": {"title": "wall time", "type": "date"},
+        }[self.view.x_axis]
+        return {
+            "title": self.spec.title,
+            "showlegend": True,
+            "margin": {"l": 60, "r": 60, "t": 60, "b": 60},
+            "xaxis": x_axis,
+            "yaxis": {"title": self.spec.ylabel, "type": "log" if self.view.log_y else "linear"},
+        }
+
+
+def _local_ms(times: np.ndarray) -> np.ndarray:
+    """Wall times as Plotly date values: milliseconds of the local clock.
+
+    Plotly shows a date axis in UTC; shifting each time by the local UTC offset
+    of that moment (daylight saving included) makes the axis read local time.
+    """
+    offsets = [time.localtime(t).tm_gmtoff if np.isfinite(t) else 0 for t in times.tolist()]
+    return (times + np.asarray(offsets, dtype=np.float64)) * 1000.0
+
+
+def _json_floats(values: np.ndarray) -> list:
+    """Values as a JSON-safe list: NaN and +/-inf become None (a gap in the line)."""
+    finite = np.isfinite(values)
+    out = values.tolist()
+    if not finite.all():
+        for i in np.flatnonzero(~finite).tolist():
+            out[i] = None
+    return out
+
+
+def _thinned(values: np.ndarray, budget: int) -> tuple[np.ndarray | slice, np.ndarray]:
+    """(points, values) to draw of ``values``: all of them, or at most ``budget`` (min/max kept)."""
+    if len(values) <= budget:
+        return slice(None), values
+    index = decimate_indices(values, budget)
+    return index, values[index]
+
+
+def _faint(color: str) -> str:
+    """``#rrggbb`` as an ``rgba()`` color at RAW_ALPHA."""
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{RAW_ALPHA})"
+
+
+def _line(label: str, x: np.ndarray, y: np.ndarray, color: str, legend: bool) -> dict[str, Any]:
+    # Points without an x (a time that was never recorded) are left out:
+    # visdom's append can not take a None x.
+    keep = np.isfinite(x) if x.dtype.kind == "f" else slice(None)
+    return {
+        "x": x[keep].tolist(),
+        "y": _json_floats(y[keep]),
+        "name": label,
+        "type": "scatter",
+        "mode": "lines",
+        "legendgroup": label,
+        "showlegend": legend,
+        "line": {"color": color, "width": 1.5 if legend else 1.0},
+        # visdom's page reads marker.line when its "smooth lines" button is used.
+        "marker": {"size": 10, "symbol": "dot", "line": {"color": "#000000", "width": 0.5}},
+    }
