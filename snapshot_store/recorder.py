@@ -299,8 +299,10 @@ class Recorder:
         if exc_type is None:
             self.close("finished")
             return
+        # Ctrl-C ends a run someone chose to stop; anything else failed it.
+        outcome = "stopped" if issubclass(exc_type, KeyboardInterrupt) else "failed"
         try:
-            self.close("failed")
+            self.close(outcome)
         except RecorderError as err:
             # The body's own exception (a Ctrl-C, a training error) must propagate unchanged.
             log.error("%s", err)

@@ -103,9 +103,12 @@ def _redact_login(match: re.Match[str]) -> str:
 
 
 def _redact_assignment(match: re.Match[str]) -> str:
-    if not match["value"] or not is_secret_name(match["name"]):
+    value = match["value"]
+    quote = value[0] if value[:1] in ("'", '"') else ""
+    if not value or not is_secret_name(match["name"]):
+        if quote:  # a quoted value may hold assignments of its own: 'env?token=...'
+            return f"{match['name']}{match['sep']}{quote}{redact_text(value[1:-1])}{quote}"
         return match[0]
-    quote = match["value"][0] if match["value"][0] in "'\"" else ""
     return f"{match['name']}{match['sep']}{quote}{REDACTED}{quote}"
 
 

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+from snapshot_store.values import redact_text
 
 AMP_MODES = ("off", "bf16", "fp16")
 MONITOR_MODES = ("min", "max")
@@ -29,7 +33,8 @@ class ConfigError(ValueError):
 
     def __init__(self, name: str, value: Any, problem: str) -> None:
         self.name, self.value, self.problem = name, value, problem
-        super().__init__(f"{name}={value!r}: {problem}")
+        # The message is printed and logged: a refused value may hold a password or a token.
+        super().__init__(redact_text(f"{name}={value!r}: {problem}"))
 
 
 # --- checks ------------------------------------------------------------------------------------
@@ -82,6 +87,22 @@ def plain_name(value: Any) -> str | None:
     if not isinstance(value, str) or value in ("", ".", "..") or "/" in value or "\\" in value:
         return "must be a plain directory name (no '/', not '.' or '..')"
     return None
+
+
+def server_without_login(value: Any) -> str | None:
+    """A visdom host or ``http://host[:port]`` without ``user:password@`` (it would be logged)."""
+    if not isinstance(value, str) or not value.strip():
+        return "must be a host or http://host[:port]"
+    if "@" in urlsplit(value if "://" in value else f"http://{value}").netloc:
+        return "carries a login: set VISDOM_USERNAME and VISDOM_PASSWORD instead"
+    return None
+
+
+def env_name(value: Any) -> str | None:
+    """None (the run's name) or a visdom env name that a URL shows as it is."""
+    if value is None or (isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", value)):
+        return None
+    return "must be letters, digits, '_', '-' or '.'"
 
 
 def gpu_ids(value: Any) -> str | None:
@@ -246,7 +267,11 @@ class RunConfig(Checked):
         metavar="MODULE.FUNC",
     )
     display_server: str = option(
-        "127.0.0.1", "visdom server for live plots (--remote False)", group="logging"
+        "127.0.0.1",
+        "visdom server for live plots (--remote False); its login comes from VISDOM_USERNAME "
+        "and VISDOM_PASSWORD",
+        server_without_login,
+        group="logging",
     )
     display_port: int = option(
         8097,
@@ -256,7 +281,7 @@ class RunConfig(Checked):
         kind=int,
     )
     display_env: str | None = option(
-        None, "visdom env for live plots (default: NAME)", group="logging"
+        None, "visdom env for live plots (default: NAME)", env_name, group="logging"
     )
     system_metrics_interval: float = option(
         10.0,

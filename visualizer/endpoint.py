@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
+from snapshot_store.values import redact_text
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8097
 # visdom's own names for its login; its server reads them too (see server.py).
@@ -72,9 +74,10 @@ class VisdomEndpoint:
         is accepted, for anything else.
         """
         host, url_port = _split_server(server)
+        shown = redact_text(server)  # messages are printed: never the login
         if port is not None and url_port is not None and port != url_port:
             raise ValueError(
-                f"{server!r} names port {url_port} but --port is {port}: give one of them"
+                f"{shown!r} names port {url_port} but --port is {port}: give one of them"
             )
         chosen = next((p for p in (url_port, port) if p is not None), DEFAULT_PORT)
         if not 0 < chosen < 65536:
@@ -86,6 +89,7 @@ class VisdomEndpoint:
 def _split_server(server: str) -> tuple[str, int | None]:
     """``(host, port or None)`` of a ``--server`` value; ValueError when it names no host."""
     text = server.strip()
+    shown = redact_text(server)  # messages are printed: never the login
     bare = text[1:-1] if text.startswith("[") and text.endswith("]") else text
     if _is_ip(bare):  # 127.0.0.1, ::1, [::1]
         return bare, None
@@ -93,20 +97,18 @@ def _split_server(server: str) -> tuple[str, int | None]:
         parts = urlsplit(text if "://" in text else f"http://{text}")  # host, host:port
         url_port = parts.port  # ValueError when not a number in 0-65535
     except ValueError as err:
-        raise ValueError(
-            f"{server!r} is not a valid URL ({err}); expected {SERVER_FORMS}"
-        ) from None
+        raise ValueError(f"{shown!r} is not a valid URL ({err}); expected {SERVER_FORMS}") from None
     if parts.scheme != "http":
-        raise ValueError(f"{server!r}: visdom is reached over http://, not {parts.scheme}://")
+        raise ValueError(f"{shown!r}: visdom is reached over http://, not {parts.scheme}://")
     if parts.username is not None or parts.password is not None:
         raise ValueError(
-            f"{server!r} carries a login: set {USERNAME_VAR} and {PASSWORD_VAR} instead"
+            f"{shown!r} carries a login: set {USERNAME_VAR} and {PASSWORD_VAR} instead"
         )
     if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise ValueError(f"{server!r}: give only http://host[:port], without a path")
+        raise ValueError(f"{shown!r}: give only http://host[:port], without a path")
     host = parts.hostname or ""
     if not (_is_ip(host) or _HOSTNAME.fullmatch(host)):
-        raise ValueError(f"{server!r} names no valid host; expected {SERVER_FORMS}")
+        raise ValueError(f"{shown!r} names no valid host; expected {SERVER_FORMS}")
     return host, url_port
 
 

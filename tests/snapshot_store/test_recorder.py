@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -311,3 +312,15 @@ def test_a_value_that_breaks_conversion_stops_the_writer_instead_of_losing_batch
     with pytest.raises(RecorderError):
         rec.close()
     assert read_store(tmp_path)[2].status["state"] == "failed"
+
+
+@pytest.mark.parametrize(
+    ("error", "state"), [(KeyboardInterrupt, "stopped"), (ValueError, "failed"), (None, "finished")]
+)
+def test_the_context_manager_marks_how_the_run_ended(tmp_path, error, state):
+    expected = pytest.raises(error) if error else contextlib.nullcontext()
+    with expected, Recorder(tmp_path, world_size=1) as rec:
+        rec.log({"train/loss": 1.0}, step=0)
+        if error:
+            raise error()
+    assert read_store(tmp_path)[2].status["state"] == state

@@ -40,12 +40,27 @@ def test_defaults_are_the_documented_ones():
         ("save_latest_freq", 0.5, "must be a whole number"),
         ("seed", 1.5, "must be a whole number"),
         ("display_port", 70000, "1 to 65535"),
+        ("display_server", "", "a host or http://host"),
+        ("display_env", "run/1", "letters, digits"),
     ],
 )
 def test_a_bad_value_names_the_option_and_the_problem(field, value, problem):
     with pytest.raises(ConfigError, match=problem) as err:
         RunConfig(**{field: value})
     assert err.value.name == field and str(err.value).startswith(f"{field}={value!r}")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("display_server", "http://alice:PW-canary@host:8097"),
+        ("display_env", "env?token=PW-canary"),
+    ],
+)
+def test_a_refused_secret_is_named_but_never_quoted(field, value):
+    with pytest.raises(ConfigError, match="VISDOM_PASSWORD|letters, digits") as err:
+        RunConfig(**{field: value})
+    assert err.value.name == field and "PW-canary" not in str(err.value)
 
 
 @pytest.mark.parametrize("value", [0.0, -0.1, math.inf, math.nan])
