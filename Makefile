@@ -42,4 +42,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) checkpoints datasets test-artifacts
+	rm -rf $(VENV) checkpoints data datasets test-artifacts

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -91,7 +90,9 @@ def _child(mode: str, where: str) -> dict:
         found = len(S3Source(loc).client.get_object(Bucket=loc.bucket, Key=key)["Body"].read())
     else:
         found = len((Path(where) / fmt.segment_name(fmt.IMAGES, 0)).read_bytes())
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    # VmHWM is this process image's own peak; ru_maxrss keeps the parent's across fork+exec.
+    status = Path("/proc/self/status").read_text()
+    peak_kb = int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1])
     return {"found": found, "peak_mb": peak_kb / 1024}
 
 

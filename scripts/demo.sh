@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-.venv/bin/python}
-DATA=datasets/demo
+DATA=data/demo
 NAME=demo
 CHECKPOINTS=checkpoints
 RUN_DIR=$CHECKPOINTS/$NAME

@@ -126,9 +126,9 @@ def test_missing_assets_are_provisioned_into_the_cache(tmp_path, chromium_driver
         assert len(copies) == 1 and missing_assets(copies[0]) == []
         chromium_driver.get(url)
         plot = WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(
-            lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 1 and p
+            lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2 and p
         )
-        assert plot["points"] == [20]
+        assert plot["points"] == [20, 20] and plot["smoothed"] == [False, True]  # raw, smoothed
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         assert chromium_driver.save_screenshot(str(ARTIFACTS / "visualizer_cached_assets.png"))
         severe = [e for e in chromium_driver.get_log("browser") if e["level"] == "SEVERE"]
