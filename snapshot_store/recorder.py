@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import Any
 
 from . import frames as fmt
+from . import kinds
 from .images import encode_png, make_grid, to_hwc_uint8, to_numpy
 from .rank import global_rank
 from .scalar_columns import ScalarColumns, ScalarRecord
@@ -38,6 +39,11 @@ log = logging.getLogger(__name__)
 # (group, name, step, epoch, wall_time, HWC uint8 pixels or PNG bytes).
 PendingImage = tuple[str, str, int, float, float, Any]
 OnFile = Callable[[Path, bool], None]
+# Turns what the caller handed over into a kind's data dict (PNG bytes for "image"),
+# on the writer thread; ValueError or TypeError skips that record with a warning.
+Encoder = Callable[[Any], Any]
+# (kind, tag, step, wall_time, raw value, encoder or None).
+PendingExtra = tuple[str, str, int, float, Any, "Encoder | None"]
 
 _now = time.time  # bound once: log() is the hot path
 # Seconds between two reports of the same full disk, and between status rewrites
@@ -102,6 +108,7 @@ class Recorder:
         self._scalars: collections.deque[ScalarRecord] = collections.deque()
         self._append_scalars = self._scalars.append  # bound once: log() is the hot path
         self._images: collections.deque[PendingImage] = collections.deque()
+        self._extras: collections.deque[PendingExtra] = collections.deque()
         self._status_fields: dict[str, Any] = {}
         self._flush_waiters: collections.deque[threading.Event] = collections.deque()
         self._epoch = 0.0
@@ -238,6 +245,32 @@ class Recorder:
         if epoch is not None:
             self._epoch = float(epoch)
         self._images.append((group, name, step, self._epoch, wall_time or _now(), pixels))
+
+    def log_record(
+        self,
+        kind: str,
+        tag: str,
+        value: Any,
+        step: int,
+        wall_time: float | None = None,
+        encode: Encoder | None = None,
+    ) -> None:
+        """Record one value of an extra ``kind`` (see :mod:`.kinds`) under ``tag``.
+
+        ``encode(value)``, when given, runs on the writer thread and returns the
+        kind's data dict (for ``kind="image"``: PNG bytes, stored as an image);
+        so ``value`` must not change after this call: hand over a copy. A value
+        that fails to encode or breaks the kind's schema is skipped with one
+        warning naming ``tag``.
+        """
+        if not self._live:
+            self._raise_if_failed()
+            return
+        if kind != "image" and kind not in kinds.SCHEMAS:
+            raise ValueError(
+                f"unknown record kind {kind!r}; expected one of {sorted(kinds.SCHEMAS)}"
+            )
+        self._extras.append((kind, tag, int(step), wall_time or _now(), value, encode))
 
     def set_status(self, **fields: Any) -> None:
         """Add fields to the status document (e.g. ``total_steps`` for an ETA)."""
@@ -424,11 +457,15 @@ class Recorder:
         if scalars:
             self._retry_frames[fmt.SCALARS].append(fmt.encode_scalar_batch(columns))
             self._step, self._last_log_time = scalars[-1][1], scalars[-1][3]
-        images = [self._images.popleft() for _ in range(len(self._images))]
+        images = self._encode_images([self._images.popleft() for _ in range(len(self._images))])
+        extras = self._encode_extras([self._extras.popleft() for _ in range(len(self._extras))])
+        images += [
+            (fmt.IMAGES, tag, step, self._epoch, wall, png) for tag, step, wall, png in extras[1]
+        ]
         if images:
-            self._retry_frames[fmt.IMAGES].append(
-                fmt.encode_image_batch(self._encode_images(images))
-            )
+            self._retry_frames[fmt.IMAGES].append(fmt.encode_image_batch(images))
+        if extras[0]:
+            self._retry_frames[fmt.EXTRAS].append(kinds.encode_extra_batch(extras[0]))
         for stream, frames in self._retry_frames.items():
             while frames:
                 try:
@@ -476,6 +513,27 @@ class Recorder:
             png = pixels if isinstance(pixels, bytes) else encode_png(pixels)
             out.append((group, name, int(step), float(epoch), wall_time, png))
         return out
+
+    def _encode_extras(
+        self, pending: list[PendingExtra]
+    ) -> tuple[list[kinds.ExtraRecord], list[tuple[str, int, float, bytes]]]:
+        """Encode pending extras: (valid extra records, (tag, step, wall, PNG) images)."""
+        records, images = [], []
+        for kind, tag, step, wall_time, value, encode in pending:
+            try:
+                data = encode(value) if encode is not None else value
+            except (ValueError, TypeError, OSError) as err:  # bad input costs only itself
+                log.warning("skipped %s %r at step %d: %s", kind, tag, step, err)
+                continue
+            if kind == "image":
+                images.append((tag, step, wall_time, data))
+                continue
+            record = (kind, tag, step, float(wall_time), data)
+            if problem := kinds.record_problem(record):
+                log.warning("skipped %s %r at step %d: %s", kind, tag, step, problem)
+            else:
+                records.append(record)
+        return records, images
 
     def _write_status(self, now: float) -> None:
         status = {
