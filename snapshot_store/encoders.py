@@ -11,13 +11,51 @@ by :func:`~.images.to_numpy`, which duck-types them.
 from __future__ import annotations
 
 import io
+import logging
 import wave
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from PIL import Image, ImageDraw
 
+from . import frames as fmt
+from . import kinds
 from .images import encode_png, make_grid, to_hwc_uint8, to_numpy
+
+log = logging.getLogger(__name__)
+
+# Turns what the caller handed over into a kind's data dict (PNG bytes for "image");
+# ValueError or TypeError skips that record with a warning.
+Encoder = Callable[[Any], Any]
+# (kind, tag, step, wall_time, raw value, encoder or None), as Recorder.log_record queues it.
+PendingExtra = tuple[str, str, int, float, Any, "Encoder | None"]
+
+
+def encode_pending(
+    pending: list[PendingExtra], epoch: float
+) -> tuple[list[kinds.ExtraRecord], list[fmt.ImageRecord]]:
+    """Writer thread: the valid extra records of ``pending``, and its images (group "images").
+
+    A value that fails to encode or breaks its kind's schema costs only itself:
+    one warning naming its kind, tag and step.
+    """
+    records, images = [], []
+    for kind, tag, step, wall_time, value, encode in pending:
+        try:
+            data = encode(value) if encode is not None else value
+        except (ValueError, TypeError, OSError) as err:
+            log.warning("skipped %s %r at step %d: %s", kind, tag, step, err)
+            continue
+        if kind == "image":
+            images.append((fmt.IMAGES, tag, step, epoch, float(wall_time), data))
+            continue
+        record = (kind, tag, step, float(wall_time), data)
+        if problem := kinds.record_problem(record):
+            log.warning("skipped %s %r at step %d: %s", kind, tag, step, problem)
+        else:
+            records.append(record)
+    return records, images
 
 
 def _default_bins() -> list[float]:

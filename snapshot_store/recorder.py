@@ -27,6 +27,7 @@ from typing import Any
 
 from . import frames as fmt
 from . import kinds
+from .encoders import Encoder, PendingExtra, encode_pending
 from .images import encode_png, make_grid, to_hwc_uint8, to_numpy
 from .rank import global_rank
 from .scalar_columns import ScalarColumns, ScalarRecord
@@ -39,11 +40,6 @@ log = logging.getLogger(__name__)
 # (group, name, step, epoch, wall_time, HWC uint8 pixels or PNG bytes).
 PendingImage = tuple[str, str, int, float, float, Any]
 OnFile = Callable[[Path, bool], None]
-# Turns what the caller handed over into a kind's data dict (PNG bytes for "image"),
-# on the writer thread; ValueError or TypeError skips that record with a warning.
-Encoder = Callable[[Any], Any]
-# (kind, tag, step, wall_time, raw value, encoder or None).
-PendingExtra = tuple[str, str, int, float, Any, "Encoder | None"]
 
 _now = time.time  # bound once: log() is the hot path
 # Seconds between two reports of the same full disk, and between status rewrites
@@ -458,14 +454,14 @@ class Recorder:
             self._retry_frames[fmt.SCALARS].append(fmt.encode_scalar_batch(columns))
             self._step, self._last_log_time = scalars[-1][1], scalars[-1][3]
         images = self._encode_images([self._images.popleft() for _ in range(len(self._images))])
-        extras = self._encode_extras([self._extras.popleft() for _ in range(len(self._extras))])
-        images += [
-            (fmt.IMAGES, tag, step, self._epoch, wall, png) for tag, step, wall, png in extras[1]
-        ]
+        extras, extra_images = encode_pending(
+            [self._extras.popleft() for _ in range(len(self._extras))], self._epoch
+        )
+        images += extra_images
         if images:
             self._retry_frames[fmt.IMAGES].append(fmt.encode_image_batch(images))
-        if extras[0]:
-            self._retry_frames[fmt.EXTRAS].append(kinds.encode_extra_batch(extras[0]))
+        if extras:
+            self._retry_frames[fmt.EXTRAS].append(kinds.encode_extra_batch(extras))
         for stream, frames in self._retry_frames.items():
             while frames:
                 try:
@@ -513,27 +509,6 @@ class Recorder:
             png = pixels if isinstance(pixels, bytes) else encode_png(pixels)
             out.append((group, name, int(step), float(epoch), wall_time, png))
         return out
-
-    def _encode_extras(
-        self, pending: list[PendingExtra]
-    ) -> tuple[list[kinds.ExtraRecord], list[tuple[str, int, float, bytes]]]:
-        """Encode pending extras: (valid extra records, (tag, step, wall, PNG) images)."""
-        records, images = [], []
-        for kind, tag, step, wall_time, value, encode in pending:
-            try:
-                data = encode(value) if encode is not None else value
-            except (ValueError, TypeError, OSError) as err:  # bad input costs only itself
-                log.warning("skipped %s %r at step %d: %s", kind, tag, step, err)
-                continue
-            if kind == "image":
-                images.append((tag, step, wall_time, data))
-                continue
-            record = (kind, tag, step, float(wall_time), data)
-            if problem := kinds.record_problem(record):
-                log.warning("skipped %s %r at step %d: %s", kind, tag, step, problem)
-            else:
-                records.append(record)
-        return records, images
 
     def _write_status(self, now: float) -> None:
         status = {

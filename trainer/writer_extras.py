@@ -30,10 +30,15 @@ F = TypeVar("F", bound=Callable[..., None])
 
 
 def skips_bad_input(method: F) -> F:
-    """Turn a ValueError or TypeError of ``method`` into one warning naming the tag: the run goes on."""
+    """Turn a ValueError or TypeError of ``method`` into one warning naming the tag: the run goes on.
+
+    On a rank other than 0 the method does nothing at all.
+    """
 
     @functools.wraps(method)
     def guarded(self: Any, *args: Any, **kwargs: Any) -> None:
+        if not self.recorder.enabled:  # another rank writes nothing: copy and convert nothing
+            return
         try:
             method(self, *args, **kwargs)
         except (ValueError, TypeError) as err:

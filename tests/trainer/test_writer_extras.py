@@ -263,3 +263,10 @@ def test_images_take_any_layout_tensorboard_takes_and_its_float_scaling(
         writer.add_image("img", np.full(shape, 0.5), 0, dataformats=dataformats)
     pixels = decode_png(read_store(tmp_path)[2].images[0][5])
     assert pixels.shape[:2] == expected[:2] and (pixels == 127).all()  # 0.5 * 255, truncated
+
+
+def test_another_rank_stores_nothing_and_raises_nothing(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING), SummaryWriter(tmp_path / "run", rank=1) as writer:
+        call_every_method(writer, tmp_path / "missing.onnx")
+        writer.add_image("five_channels", torch.rand(5, 4, 4), 0)
+    assert not (tmp_path / "run").exists() and caplog.text == ""
