@@ -122,6 +122,20 @@ def record_problem(item: object) -> str | None:
         return f"{tag}: {kind} lists {_SAME_LENGTH[kind]} differ in length"
     if kind == "points" and len(data["labels"]) not in (0, len(data["x"])):
         return f"{tag}: points have {len(data['labels'])} labels for {len(data['x'])} points"
+    if kind == "mesh":
+        return _mesh_problem(tag, data)
+    return None
+
+
+def _mesh_problem(tag: str, data: dict) -> str | None:
+    """Why a mesh's flat lists do not describe whole vertices, faces and colors, or None."""
+    vertices, faces, colors = data["vertices"], data["faces"], data["colors"]
+    if len(vertices) % 3 or len(faces) % 3:
+        return f"{tag}: mesh vertices and faces must come in threes"
+    if colors and len(colors) != len(vertices):
+        return f"{tag}: mesh has {len(colors) // 3} colors for {len(vertices) // 3} vertices"
+    if faces and not 0 <= min(faces) <= max(faces) < len(vertices) // 3:
+        return f"{tag}: mesh faces index vertices that do not exist"
     return None
 
 

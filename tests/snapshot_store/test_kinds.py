@@ -79,6 +79,15 @@ def test_each_kind_has_a_schema_its_valid_records_pass(record):
         ),
         (("layout", "l", 0, 1.0, {"layout": {"c": {"t": ["Pie", ["a"]]}}}), "'layout'"),
         (("text", "t", 0, 1.0), "5-tuple"),
+        (("mesh", "m", 0, 1.0, {"vertices": [0.0] * 4, "faces": [], "colors": []}), "in threes"),
+        (
+            ("mesh", "m", 0, 1.0, {"vertices": [0.0] * 6, "faces": [0, 1, 2], "colors": []}),
+            "do not exist",
+        ),
+        (
+            ("mesh", "m", 0, 1.0, {"vertices": [0.0] * 6, "faces": [], "colors": [1, 2, 3]}),
+            "1 colors for 2",
+        ),
     ],
 )
 def test_records_breaking_their_schema_are_named(record, why):

@@ -6,12 +6,22 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from snapshot_store.kinds import SCHEMAS, record_problem
 from tests.trainer.test_writer_extras import call_every_method
 from tests.visualizer.conftest import following, wait_until
 from trainer import SummaryWriter
-from visualizer.extra_windows import HPARAMS_WIN, ExtraData, extra_window, percentiles
+from visualizer.extra_windows import (
+    HPARAMS_WIN,
+    ExtraData,
+    ExtraWindows,
+    extra_window,
+    percentiles,
+)
 from visualizer.layout import image_window
+from visualizer.rundata import RunData
 
 HIST = {"min": 0.0, "max": 4.0, "num": 4, "sum": 6.0, "sum_squares": 14.0}
 
@@ -79,3 +89,96 @@ def test_every_method_with_a_pane_shows_in_visdom(tmp_path, visdom_server, reade
     assert chart == {"twse/0050": ([1, 2, 3], [1.0, 2.0, 3.0])}
     points = reader.traces(run_name, extra_window("points", "default"))["default"]
     assert len(points[0]) == 100
+
+
+NUMBER = st.one_of(st.floats(), st.integers(-(2**63), 2**63 - 1))
+SMALL_INT = st.integers(-3, 12)
+SCALAR = st.one_of(st.none(), st.booleans(), NUMBER, st.text(max_size=3))
+FIELD = st.one_of(
+    st.lists(NUMBER, max_size=12),
+    st.lists(SMALL_INT, max_size=12),
+    st.lists(st.text(max_size=3), max_size=6),
+    SCALAR,
+    st.binary(max_size=8),
+    st.dictionaries(st.text(max_size=3), SCALAR, max_size=3),
+    st.dictionaries(
+        st.text(max_size=3),
+        st.dictionaries(
+            st.text(max_size=3),
+            st.tuples(
+                st.sampled_from(["Multiline", "Margin", "x"]), st.lists(st.text(max_size=3))
+            ).map(list),
+            max_size=2,
+        ),
+        max_size=2,
+    ),
+)
+
+
+LAYOUT = st.dictionaries(
+    st.text(max_size=3),
+    st.dictionaries(
+        st.text(max_size=3),
+        st.tuples(st.sampled_from(["Multiline", "Margin", "x"]), st.lists(st.text(max_size=3))).map(
+            list
+        ),
+        max_size=2,
+    ),
+    max_size=2,
+)
+
+
+def _field(name: str, n: int) -> st.SearchStrategy:
+    """Values of the type field ``name`` holds (lists of one length ``n``), usually."""
+    numbers = st.lists(NUMBER, min_size=n, max_size=n)
+    typed = {
+        "text": st.text(max_size=5),
+        "dtype": st.text(max_size=5),
+        "labels": st.lists(st.text(max_size=3), min_size=n, max_size=n),
+        "shape": st.lists(SMALL_INT, max_size=3),
+        "faces": st.lists(SMALL_INT, max_size=9),
+        "colors": st.lists(SMALL_INT, min_size=n, max_size=n),
+        "num_thresholds": SMALL_INT,
+        "wav": st.binary(max_size=8),
+        "gif": st.binary(max_size=8),
+        "hparams": st.dictionaries(st.text(max_size=3), SCALAR, max_size=3),
+        "metrics": st.dictionaries(st.text(max_size=3), NUMBER, max_size=3),
+        "layout": LAYOUT,
+    }
+    lists = {
+        "limits",
+        "counts",
+        "x",
+        "y",
+        "values",
+        "vertices",
+        "tp",
+        "fp",
+        "tn",
+        "fn",
+        "precision",
+        "recall",
+    }
+    own = numbers if name in lists else typed.get(name, NUMBER)
+    return st.one_of(own, own, own, FIELD)
+
+
+@st.composite
+def records(draw):
+    kind = draw(st.sampled_from([*SCHEMAS, "nope"]))
+    n = draw(st.sampled_from([0, 1, 3, 6]))
+    data = {name: draw(_field(name, n)) for name in SCHEMAS.get(kind, {"x": None})}
+    return (kind, draw(st.text(max_size=4)), draw(SMALL_INT), draw(st.floats()), data)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(records(), max_size=6))
+def test_any_record_the_schema_passes_can_be_drawn(batch):
+    """Whatever a store holds, a record either fails its schema or the viewer draws it."""
+    valid = [r for r in batch if record_problem(r) is None]
+    run = RunData("fuzz")
+    run.extras.apply(valid)
+    sent: list[dict] = []
+    windows = ExtraWindows(lambda route, msg: sent.append(msg), "fuzz")
+    windows.sync(run, now=100.0)
+    assert len(sent) >= len({(r[0], r[1]) for r in valid if r[0] not in ("hparams", "layout")})
