@@ -9,6 +9,7 @@ Layout of a store directory (``<checkpoints_dir>/<name>/pickle/``)::
     status.pickle               state + heartbeat, one frame, replaced atomically
     scalars-00000000.pickle     append-only log of scalar batches, one frame per batch
     images-00000000.pickle      append-only log of PNG image snapshots
+    extras-00000000.pickle      text, histograms, hparams and the other kinds of kinds.py
 
 Segments roll by size and age; a segment with a higher number exists only once
 the lower one is closed, so closed segments never change again.
@@ -35,7 +36,7 @@ import struct
 import tempfile
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,14 +44,17 @@ from typing import Any, BinaryIO
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+# 2: the ``extras`` stream (text, histograms, hparams, ... see kinds.py). Version 1
+# stores have no such segment and read unchanged.
+FORMAT_VERSION = 2
 
 META_FILE = "meta.pickle"
 STATUS_FILE = "status.pickle"
 SCALARS = "scalars"
 IMAGES = "images"
-STREAMS = (SCALARS, IMAGES)
-SEGMENT_RE = re.compile(r"^(scalars|images)-(\d{8})\.pickle$")
+EXTRAS = "extras"  # the record kinds of kinds.py
+STREAMS = (SCALARS, IMAGES, EXTRAS)
+SEGMENT_RE = re.compile(r"^(scalars|images|extras)-(\d{8})\.pickle$")
 
 # Pickle protocol 4 is readable by every Python the visualizer supports.
 PICKLE_PROTOCOL = 4
@@ -454,42 +458,38 @@ def image_problem(item: object) -> str | None:
     return None
 
 
-def scalar_records(payload: bytes, source: str) -> tuple[list[SeriesColumns], list[str]]:
-    """The valid series of one scalar frame, and why each invalid one was left out.
+def records_of(
+    payload: bytes, source: str, key: str, what: str, problem_of: Callable[[object], str | None]
+) -> tuple[list, list[str]]:
+    """The records under ``key`` of one ``what`` frame that ``problem_of`` passes, and why
+    each other one was left out.
 
     Raises StoreError only when the payload does not unpickle; a payload that
     unpickles to the wrong shape is one bad record, not a broken file.
     """
     doc = loads(payload, source)
-    series = doc.get("series") if isinstance(doc, dict) else None
-    if not isinstance(series, list):
-        return [], ["scalar frame without a 'series' list"]
-    good: list[SeriesColumns] = []
+    items = doc.get(key) if isinstance(doc, dict) else None
+    if not isinstance(items, list):
+        return [], [f"{what} frame without a {key!r} list"]
+    good: list = []
     problems: list[str] = []
-    for item in series:
-        problem = series_problem(item)
+    for item in items:
+        problem = problem_of(item)
         if problem is None:
             good.append(item)
         else:
             problems.append(problem)
     return good, problems
+
+
+def scalar_records(payload: bytes, source: str) -> tuple[list[SeriesColumns], list[str]]:
+    """The valid series of one scalar frame, and why each invalid one was left out."""
+    return records_of(payload, source, "series", "scalar", series_problem)
 
 
 def image_records(payload: bytes, source: str) -> tuple[list[ImageRecord], list[str]]:
     """The valid records of one image frame, and why each invalid one was left out."""
-    doc = loads(payload, source)
-    images = doc.get("images") if isinstance(doc, dict) else None
-    if not isinstance(images, list):
-        return [], ["image frame without an 'images' list"]
-    good: list[ImageRecord] = []
-    problems: list[str] = []
-    for item in images:
-        problem = image_problem(item)
-        if problem is None:
-            good.append(item)
-        else:
-            problems.append(problem)
-    return good, problems
+    return records_of(payload, source, "images", "image", image_problem)
 
 
 def decode_scalar_batch(payload: bytes, source: str) -> list[SeriesColumns]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import frames as fmt
+from . import kinds
 
 log = logging.getLogger(__name__)
 
@@ -122,11 +123,18 @@ class Update:
 
     scalars: list[fmt.SeriesColumns] = field(default_factory=list)
     images: list[fmt.ImageRecord] = field(default_factory=list)
+    extras: list[kinds.ExtraRecord] = field(default_factory=list)  # text, histograms, ...
     meta: dict[str, Any] | None = None
     status: dict[str, Any] | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.scalars or self.images or self.meta is not None or self.status is not None)
+        return bool(
+            self.scalars
+            or self.images
+            or self.extras
+            or self.meta is not None
+            or self.status is not None
+        )
 
     @property
     def points(self) -> int:
@@ -286,9 +294,12 @@ class StoreReader:
                 if stream == fmt.SCALARS:
                     scalars, problems = fmt.scalar_records(frame.payload, where)
                     update.scalars.extend(scalars)
-                else:
+                elif stream == fmt.IMAGES:
                     images, problems = fmt.image_records(frame.payload, where)
                     update.images.extend(images)
+                else:
+                    extras, problems = kinds.extra_records(frame.payload, where)
+                    update.extras.extend(extras)
                 for problem in problems:
                     # A bad record costs only itself: its neighbours and later
                     # frames are kept, and the offset moves past its frame.
@@ -377,7 +388,7 @@ def read_store(
     """Read a whole store once: its history, the reader (with warnings) and the last documents.
 
     The returned update holds the meta and status documents, and every image
-    unless ``images`` is False (then memory holds only the scalars, whatever
+    and extra record (text, histograms, ...) unless ``images`` is False (then memory holds only the scalars, whatever
     the size of the image segments).
     """
     reader = StoreReader(source)
@@ -388,6 +399,7 @@ def read_store(
         history.add(page.scalars)
         if images:
             update.images.extend(page.images)
+            update.extras.extend(page.extras)
         update.meta = update.meta if page.meta is None else page.meta
         update.status = update.status if page.status is None else page.status
         if not reader.more:

@@ -26,6 +26,8 @@ from types import TracebackType
 from typing import Any
 
 from . import frames as fmt
+from . import kinds
+from .encoders import Encoder, PendingExtra, encode_pending
 from .images import encode_png, make_grid, to_hwc_uint8, to_numpy
 from .rank import global_rank
 from .scalar_columns import ScalarColumns, ScalarRecord
@@ -102,6 +104,7 @@ class Recorder:
         self._scalars: collections.deque[ScalarRecord] = collections.deque()
         self._append_scalars = self._scalars.append  # bound once: log() is the hot path
         self._images: collections.deque[PendingImage] = collections.deque()
+        self._extras: collections.deque[PendingExtra] = collections.deque()
         self._status_fields: dict[str, Any] = {}
         self._flush_waiters: collections.deque[threading.Event] = collections.deque()
         self._epoch = 0.0
@@ -238,6 +241,32 @@ class Recorder:
         if epoch is not None:
             self._epoch = float(epoch)
         self._images.append((group, name, step, self._epoch, wall_time or _now(), pixels))
+
+    def log_record(
+        self,
+        kind: str,
+        tag: str,
+        value: Any,
+        step: int,
+        wall_time: float | None = None,
+        encode: Encoder | None = None,
+    ) -> None:
+        """Record one value of an extra ``kind`` (see :mod:`.kinds`) under ``tag``.
+
+        ``encode(value)``, when given, runs on the writer thread and returns the
+        kind's data dict (for ``kind="image"``: PNG bytes, stored as an image);
+        so ``value`` must not change after this call: hand over a copy. A value
+        that fails to encode or breaks the kind's schema is skipped with one
+        warning naming ``tag``.
+        """
+        if not self._live:
+            self._raise_if_failed()
+            return
+        if kind != "image" and kind not in kinds.SCHEMAS:
+            raise ValueError(
+                f"unknown record kind {kind!r}; expected one of {sorted(kinds.SCHEMAS)}"
+            )
+        self._extras.append((kind, tag, int(step), wall_time or _now(), value, encode))
 
     def set_status(self, **fields: Any) -> None:
         """Add fields to the status document (e.g. ``total_steps`` for an ETA)."""
@@ -426,11 +455,15 @@ class Recorder:
         if scalars:
             self._retry_frames[fmt.SCALARS].append(fmt.encode_scalar_batch(columns))
             self._step, self._last_log_time = scalars[-1][1], scalars[-1][3]
-        images = [self._images.popleft() for _ in range(len(self._images))]
+        images = self._encode_images([self._images.popleft() for _ in range(len(self._images))])
+        extras, extra_images = encode_pending(
+            [self._extras.popleft() for _ in range(len(self._extras))], self._epoch
+        )
+        images += extra_images
         if images:
-            self._retry_frames[fmt.IMAGES].append(
-                fmt.encode_image_batch(self._encode_images(images))
-            )
+            self._retry_frames[fmt.IMAGES].append(fmt.encode_image_batch(images))
+        if extras:
+            self._retry_frames[fmt.EXTRAS].append(kinds.encode_extra_batch(extras))
         for stream, frames in self._retry_frames.items():
             while frames:
                 try:

@@ -1,4 +1,4 @@
-"""A drop-in for the scalar and image methods of ``torch.utils.tensorboard.SummaryWriter``.
+"""A drop-in for ``torch.utils.tensorboard.SummaryWriter``: every method, same signatures.
 
 Switching a script that logs to TensorBoard takes one import::
 
@@ -6,10 +6,12 @@ Switching a script that logs to TensorBoard takes one import::
 
 Tags map to the store's groups the way TensorBoard groups its charts: the part
 before the first ``/`` is the group (one visdom window), the rest the trace name.
+The methods beyond scalars and images are in :mod:`trainer.writer_extras`.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from datetime import datetime
@@ -18,7 +20,15 @@ from typing import Any
 
 from snapshot_store import Recorder
 
+from .image_formats import tensorboard_pixels
 from .interrupts import close_at_exit, outcome_of
+from .writer_extras import WriterExtras, skips_bad_input
+
+log = logging.getLogger(__name__)
+
+# Our writer thread writes at least this often whatever ``flush_secs`` says: the
+# point is a live view (TensorBoard's 120 s default only bounds the delay).
+_LIVE_SECONDS = 0.1
 
 
 def _split_tag(tag: str) -> tuple[str, str]:
@@ -26,14 +36,25 @@ def _split_tag(tag: str) -> tuple[str, str]:
     return (group, name) if sep and name else ("scalars", tag)
 
 
-class SummaryWriter:
-    """Writes the snapshot store directly in ``log_dir`` (rank 0 only)."""
+class SummaryWriter(WriterExtras):
+    """Writes the snapshot store directly in ``log_dir`` (rank 0 only).
+
+    TensorBoard's arguments are accepted with its defaults; ``flush_secs`` bounds
+    the delay to disk (we write every 0.1 s or sooner), and ``purge_step``,
+    ``max_queue`` and ``filename_suffix`` change nothing: a step logged again
+    replaces the earlier value, the queue is unbounded and there is no event
+    file. Other keyword arguments go to :class:`~snapshot_store.Recorder`
+    (``options``, ``world_size``, ``on_file``, ``rank``, ``flush_interval``...).
+    """
 
     def __init__(
         self,
         log_dir: str | os.PathLike[str] | None = None,
         comment: str = "",
-        flush_secs: float = 0.1,
+        purge_step: int | None = None,
+        max_queue: int = 10,
+        flush_secs: float = 120,
+        filename_suffix: str = "",
         **recorder_kwargs: Any,
     ) -> None:
         if log_dir is None:  # TensorBoard's default: runs/<date>_<host><comment>
@@ -42,21 +63,37 @@ class SummaryWriter:
             stamp = datetime.now().strftime("%b%d_%H-%M-%S")
             log_dir = Path("runs") / f"{stamp}_{socket.gethostname()}{comment}"
         self.log_dir = str(log_dir)
-        self.recorder = Recorder(log_dir, flush_interval=flush_secs, **recorder_kwargs)
-        close_at_exit(self, self.recorder.close)
-        self._default_step = 0
-        self._log_scalar = self.recorder.log_scalar  # bound once: add_scalar is the hot path
+        recorder_kwargs.setdefault("flush_interval", min(float(flush_secs), _LIVE_SECONDS))
+        self._recorder_kwargs = recorder_kwargs
         self._tags: dict[str, tuple[str, str]] = {}  # tag -> (group, name), split once
+        self.recorder = self._new_recorder()
+
+    def _new_recorder(self) -> Recorder:
+        recorder = Recorder(self.log_dir, **self._recorder_kwargs)
+        close_at_exit(self, recorder.close)
+        self._log_scalar = recorder.log_scalar  # bound once: add_scalar is the hot path
+        return recorder
+
+    def _open_recorder(self) -> Recorder:
+        """The recorder, reopened (a new session of the same store) after :meth:`close`."""
+        if self.recorder.closed:
+            log.info("%s: writing again after close(), as TensorBoard does", self.log_dir)
+            self.recorder = self._new_recorder()
+        return self.recorder
+
+    def _log_scalar_reopening(
+        self, name: str, value: Any, step: int, group: str, wall_time: float | None
+    ) -> None:
+        """``_log_scalar`` between close() and the next call: reopen, then log."""
+        self._open_recorder().log_scalar(name, value, step, group, wall_time)
 
     def get_logdir(self) -> str:
         """The directory this writer writes to."""
         return self.log_dir
 
     def _step(self, global_step: int | None) -> int:
-        if global_step is None:
-            return self._default_step
-        self._default_step = int(global_step)
-        return self._default_step
+        """TensorBoard's step: an event without one has step 0."""
+        return 0 if global_step is None else int(global_step)
 
     def add_scalar(
         self,
@@ -72,10 +109,7 @@ class SummaryWriter:
         split = self._tags.get(tag)
         if split is None:
             split = self._tags[tag] = _split_tag(tag)
-        if global_step is None:
-            global_step = self._default_step
-        else:
-            self._default_step = global_step = int(global_step)
+        global_step = 0 if global_step is None else int(global_step)  # TensorBoard's default
         self._log_scalar(split[1], scalar_value, global_step, split[0], walltime)
 
     def add_scalars(
@@ -86,10 +120,11 @@ class SummaryWriter:
         walltime: float | None = None,
     ) -> None:
         """Record several scalars as traces of one window, ``main_tag``."""
-        self.recorder.log(
+        self._open_recorder().log(
             tag_scalar_dict, self._step(global_step), group=main_tag, wall_time=walltime
         )
 
+    @skips_bad_input
     def add_image(
         self,
         tag: str,
@@ -98,11 +133,13 @@ class SummaryWriter:
         walltime: float | None = None,
         dataformats: str = "CHW",
     ) -> None:
-        """Record one image (CHW by default, as TensorBoard)."""
-        self.recorder.log_image(
-            tag, img_tensor, self._step(global_step), dataformats=dataformats, wall_time=walltime
+        """Record one image (CHW by default; any layout and scaling TensorBoard accepts)."""
+        pixels, layout = tensorboard_pixels(img_tensor, dataformats)
+        self._open_recorder().log_image(
+            tag, pixels, self._step(global_step), dataformats=layout, wall_time=walltime
         )
 
+    @skips_bad_input
     def add_images(
         self,
         tag: str,
@@ -112,20 +149,20 @@ class SummaryWriter:
         dataformats: str = "NCHW",
     ) -> None:
         """Record a batch of images, tiled into one grid."""
-        self.recorder.log_image(
-            tag, img_tensor, self._step(global_step), dataformats=dataformats, wall_time=walltime
-        )
+        self.add_image(tag, img_tensor, global_step, walltime, dataformats)
 
     def flush(self) -> None:
         """Block until everything recorded so far is on disk."""
         self.recorder.flush()
 
     def close(self) -> None:
-        """Flush and mark the run finished."""
+        """Flush and mark the run finished; a later ``add_*`` reopens the store, as TensorBoard."""
         self.recorder.close()
+        self._log_scalar = self._log_scalar_reopening  # type: ignore[assignment]
 
     def __enter__(self) -> SummaryWriter:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self.recorder.close(outcome_of(exc))
+    def __exit__(self, exc_type, exc_val, exc_tb) -> None:
+        self.recorder.close(outcome_of(exc_val))
+        self._log_scalar = self._log_scalar_reopening  # type: ignore[assignment]

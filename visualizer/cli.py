@@ -37,7 +37,7 @@ from .assets import fix_command
 from .decimate import MIN_POINTS
 from .display import DEFAULT_MAX_POINTS
 from .endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS, VisdomEndpoint
-from .export import export_csv
+from .export import add_kind_argument, export
 from .follower import DEFAULT_POLL_INTERVAL, Follower, NoRunsError
 from .parent import watch_parent
 from .runs import LocalRuns
@@ -269,15 +269,16 @@ def export_main(argv: list[str], prog: str | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Print every scalar (latest value per step) as CSV: "
-        "run,group,tag,step,epoch,wall_time,value.",
+        "run,group,tag,step,epoch,wall_time,value; with --kind, other records as JSON lines.",
     )
     add_source_argument(parser)
+    add_kind_argument(parser)  # issue 13: the extra record kinds as JSON lines
     args = parser.parse_args(argv)
     configure_logging("WARNING")
 
-    def export() -> int:
+    def export_records() -> int:
         try:
-            export_csv(args.pickle_dir, sys.stdout)
+            export(args.pickle_dir, sys.stdout, args.kind)
         except FileNotFoundError as err:
             log.error("%s", err)
             return ExitCode.NO_DATA
@@ -291,7 +292,7 @@ def export_main(argv: list[str], prog: str | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return ExitCode.OK
 
-    return _interruptible(export)
+    return _interruptible(export_records)
 
 
 def _interruptible(command: Callable[[], int]) -> int:

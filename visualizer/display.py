@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import layout
+from .extra_windows import ExtraWindows
 from .plotwindow import MIN_REDRAW_INTERVAL as MIN_REDRAW_INTERVAL  # the follow loop paces by it
 from .plotwindow import Line, Plan, PlotWindow
 from .rundata import RunData, SeriesKey
@@ -169,9 +170,11 @@ class RunDisplay(EnvDisplay):
         self._status_html: str | None = None
         self._status_at = 0.0
         self.sent_steps: dict[SeriesKey, int] = {}  # last step on the server per series
+        self.extra = ExtraWindows(client.post, env)  # issue 13: text, histograms, hparams...
 
     def invalidate(self) -> None:
         super().invalidate()
+        self.extra.invalidate()
         self.images_drawn.clear()
         self._status_html = None
 
@@ -182,6 +185,7 @@ class RunDisplay(EnvDisplay):
         sent = self._sync_controls()
         sent |= self._sync_plots([(spec, lines) for spec, lines, _ in windows], now, force)
         sent |= self._sync_images(run)
+        sent |= self.extra.sync(run, now)
         sent |= self._sync_status(run, now)
         self.sentinel_drawn = True
         self.sent_steps = self._sent_steps(windows)

@@ -7,6 +7,7 @@ from typing import Any
 
 from snapshot_store.reader import Update
 
+from .extra_windows import ExtraData
 from .series import Series
 from .status import EtaEstimator
 
@@ -37,6 +38,7 @@ class RunData:
         self.meta: dict[str, Any] | None = None
         self.status: dict[str, Any] | None = None
         self.eta = EtaEstimator()
+        self.extras = ExtraData()  # text, histograms, hparams... (extra_windows.py)
         self.changed_images: set[SeriesKey] = set()
         self.status_changed = False
 
@@ -51,6 +53,7 @@ class RunData:
             # The last one logged wins, as for scalars: a resumed run's newest image.
             self.images[(group, name)] = ImageSnapshot(group, name, step, png)
             self.changed_images.add((group, name))
+        self.extras.apply(update.extras)
         if update.meta is not None:
             self.meta = update.meta
             self.status_changed = True

@@ -11,6 +11,7 @@ from transformers.integrations import TensorBoardCallback
 
 from integrations._run import UnsupportedVersionError
 from integrations.transformers import MonitorCallback
+from snapshot_store import read_store
 from tests.integrations.helpers import EXAMPLES, read, run_example
 from trainer import SummaryWriter
 
@@ -61,11 +62,6 @@ def test_only_world_process_zero_writes_and_saves_go_through_the_hook(tmp_path, 
     assert meta["options"]["output_dir"] == str(tmp_path / "run")
 
 
-@pytest.mark.xfail(
-    raises=AttributeError,
-    strict=True,
-    reason="trainer.SummaryWriter has no add_text yet (the whole-SummaryWriter part of issue 13)",
-)
 def test_tensorboard_callback_accepts_our_writer(tmp_path):
     writer = SummaryWriter(tmp_path / "tb")
     callback = TensorBoardCallback(tb_writer=writer)
@@ -76,6 +72,10 @@ def test_tensorboard_callback_accepts_our_writer(tmp_path):
     history, _, _ = read(tmp_path / "tb")
     assert history.series(("train", "loss"))[3] == [0.5]
     assert history.series(("eval", "loss"))[3] == [0.7]
+    extras = {
+        (kind, tag): data for kind, tag, _s, _w, data in read_store(tmp_path / "tb")[2].extras
+    }
+    assert '"output_dir"' in extras[("text", "args")]["text"]  # TensorBoardCallback's add_text
 
 
 def test_an_unsupported_transformers_is_refused_at_construction(monkeypatch):

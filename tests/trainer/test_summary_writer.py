@@ -41,16 +41,16 @@ def test_scalar_and_image_methods_write_the_store_in_log_dir(tmp_path):
     assert update.status["state"] == "finished" and reader.warnings == []
 
 
-def test_add_scalar_without_a_step_reuses_the_last_and_defers_tensors(tmp_path, caplog):
+def test_add_scalar_without_a_step_is_step_zero_and_defers_tensors(tmp_path, caplog):
     loss = torch.tensor(2.0)
     with SummaryWriter(tmp_path, flush_secs=60) as writer:
+        writer.add_scalar("Loss/train", 1.5)  # step 0, as TensorBoard's event without a step
         writer.add_scalar("Loss/train", loss, np.int64(3))
-        writer.add_scalar("Loss/train", 1.5)  # step 3 again, as TensorBoard
         loss.mul_(10)  # changed in place after add_scalar: that value is dropped, not 20
         writer.flush()
         writer.add_scalar("Loss/train", loss, 4)  # copied at the call from now on
         loss.zero_()
-    assert read_store(tmp_path)[0].series(("Loss", "train"))[::3] == ([3, 4], [1.5, 20.0])
+    assert read_store(tmp_path)[0].series(("Loss", "train"))[::3] == ([0, 4], [1.5, 20.0])
     assert "Loss/train" in caplog.text and "changed in place" in caplog.text
 
 
