@@ -30,8 +30,6 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from snapshot_store import frames as fmt
-from snapshot_store import redact
 from trainer import SummaryWriter
 from transfer_plugins.runner import TransferRunner, resolve_hook
 
@@ -153,18 +151,8 @@ class MonitorRun:
             self.recorder.log(values, step, epoch=epoch, group=name)
 
     def set_options(self, options: Mapping[str, Any]) -> None:
-        """Make ``options`` the run's options in the store's metadata, after it opened.
-
-        Lightning opens its logger's writer before it logs the hyperparameters.
-        The recorder writes ``meta.pickle`` once, while it opens, so this
-        atomic rewrite does not race it.
-        """
-        path = self.recorder.store_dir / fmt.META_FILE
-        meta = fmt.decode_document(path.read_bytes(), path)
-        meta["options"] = redact(options)
-        fmt.write_atomic(path, fmt.encode_document(meta))
-        if self.transfer is not None:
-            self.transfer.submit(path, closed=True)
+        """Make ``options`` the run's options in the store's metadata, after it opened."""
+        self.recorder.set_options(options)
 
     def send(self, paths: list[Path]) -> None:
         """Hand finished files (checkpoints) to the transfer hook, if one is set."""

@@ -386,6 +386,15 @@ class Recorder:
 
     # --- setup -----------------------------------------------------------------
 
+    def set_options(self, options: Mapping[str, Any]) -> None:
+        """Replace the run's options in ``meta.pickle`` (redacted), for callers that learn
+        them after the store opened (Lightning logs hyperparameters after its writer exists)."""
+        self._raise_if_failed()
+        meta = fmt.decode_document(self._meta_path.read_bytes(), self._meta_path)
+        meta["options"] = redact(options)
+        fmt.write_atomic(self._meta_path, fmt.encode_document(meta))
+        self._announce(self._meta_path, closed=True)
+
     def _write_meta(
         self, options: Mapping[str, Any], world_size: int | None, hosts: list[str] | None
     ) -> tuple[Path, float]:

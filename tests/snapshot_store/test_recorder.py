@@ -324,3 +324,12 @@ def test_the_context_manager_marks_how_the_run_ended(tmp_path, error, state):
         if error:
             raise error()
     assert read_store(tmp_path)[2].status["state"] == state
+
+
+def test_options_set_after_opening_replace_the_stored_ones_redacted(tmp_path):
+    sent = []
+    with Recorder(tmp_path, options={"lr": 0.1}, on_file=lambda p, closed: sent.append(p)) as rec:
+        rec.set_options({"lr": 0.2, "api_key": "PW-canary"})
+    meta = read_store(tmp_path)[2].meta
+    assert meta["options"] == {"lr": 0.2, "api_key": REDACTED}
+    assert sent.count(tmp_path / "meta.pickle") == 2  # at open, and after the change
