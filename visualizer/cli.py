@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from snapshot_store.exit_codes import ExitCode
 
 from .assets import fix_command
+from .compare import Selection, compile_runs, parse_sort_by
 from .decimate import MIN_POINTS
 from .display import DEFAULT_MAX_POINTS
 from .endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS, VisdomEndpoint
@@ -124,6 +125,23 @@ def _x_axis(text: str) -> str:
     return text
 
 
+def _runs(text: str) -> str:
+    """argparse type of ``--runs``: a regular expression that compiles."""
+    try:
+        compile_runs(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{err} (e.g. 'lr-0\\.01' or '^sweep3-')") from None
+    return text
+
+
+def _sort_by(text: str) -> tuple[str, str]:
+    """argparse type of ``--sort-by``: GROUP/NAME of a series."""
+    try:
+        return parse_sort_by(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def build_parser(
     prog: str | None = None, usage: str | None = None, epilog: str | None = None
 ) -> argparse.ArgumentParser:
@@ -195,6 +213,27 @@ def build_parser(
         help="plot values on a log scale at first; changeable on the page",
     )
     parser.add_argument(
+        "--runs",
+        type=_runs,
+        default="",
+        metavar="REGEX",
+        help="follow and compare only the runs whose name matches REGEX (searched, as re.search); "
+        "the comparison page can narrow them further (default: every run)",
+    )
+    parser.add_argument(
+        "--sort-by",
+        type=_sort_by,
+        default=None,
+        metavar="GROUP/NAME",
+        help="sort the comparison's runs table by the last value of this series, e.g. val/loss "
+        "(--sort-descending for the largest first; default: by run name)",
+    )
+    parser.add_argument(
+        "--sort-descending",
+        action="store_true",
+        help="with --sort-by: the largest last value first (accuracy) instead of the smallest",
+    )
+    parser.add_argument(
         "--no-start-server",
         action="store_true",
         help="never start a visdom server; wait for one instead (--once: fail)",
@@ -244,6 +283,7 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
             max_points=args.max_points,
             on_page=lambda env: print(f"visdom: {endpoint.env_url(env)}", flush=True),
             view=ViewSettings(args.smoothing, args.x_axis, args.log_y),
+            selection=Selection(args.runs, args.sort_by, args.sort_descending),
         )
     except ValueError as err:  # a malformed s3:// URL, a too small --max-points
         parser.error(str(err))

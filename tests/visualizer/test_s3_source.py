@@ -165,7 +165,9 @@ def test_a_prefix_of_runs_gets_an_env_per_run_and_a_comparison(
     with following(
         s3_bucket.uri(f"{run_name}/"), visdom_server.endpoint, env=run_name, poll_interval=0.05
     ):
-        wait_until(lambda: set(reader.traces(f"{run_name}_compare", "compare_loss")) == {"a", "b"})
+        wait_until(
+            lambda: set(reader.traces(f"{run_name}_compare", "compare_train_loss")) == {"a", "b"}
+        )
     assert reader.traces(f"{run_name}_b", "train")["loss"] == (
         [*range(10)],
         [3.0 * s for s in range(10)],
