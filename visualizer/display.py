@@ -209,6 +209,7 @@ class RunDisplay(EnvDisplay):
     ) -> None:
         super().__init__(client, env, max_points, layout.STATUS_WIN, view)
         self.images = ImagePanes(client, env)
+        self.download = ""  # HTML over the options: how to get the run's scalars as CSV
         self._status_at = 0.0
         self.sent_steps: dict[SeriesKey, int] = {}  # last step on the server per series
 
@@ -237,7 +238,7 @@ class RunDisplay(EnvDisplay):
         sent |= self._sync_controls()
         sent |= self._text(
             layout.OPTIONS_WIN,
-            run_table(run),
+            self.download + run_table(run),
             f"{run.name}: options",
             width=560,
             height=layout.HEADER_HEIGHT,

@@ -7,6 +7,7 @@ Lustre, FUSE). S3 stores are polled, backing off while nothing changes.
 
 from __future__ import annotations
 
+import html
 import logging
 import math
 import threading
@@ -21,6 +22,7 @@ from snapshot_store.reader import StoreReader
 from .compare import CompareDisplay, Selection
 from .decimate import check_max_points
 from .display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, OnSent, RunDisplay
+from .download import CsvDownloads
 from .index import IndexDisplay
 from .rundata import RunData
 from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
@@ -96,6 +98,7 @@ class Follower:
         on_page: Callable[[str], None] | None = None,
         view: ViewSettings | None = None,
         selection: Selection | None = None,
+        downloads: CsvDownloads | None = None,
     ) -> None:
         check_max_points(max_points)
         if not (math.isfinite(poll_interval) and poll_interval > 0):  # NaN would spin the loop
@@ -114,6 +117,7 @@ class Follower:
         # --runs: only matching runs are followed; the comparison page can narrow them further.
         self.selection = selection if selection is not None else Selection()
         self.unmatched: set[str] = set()  # runs found that --runs leaves out
+        self.downloads = downloads  # serves each run's CSV while following
         self._announced: str | None = None
         self.feeds: dict[str, _Feed] = {}
         self.compare: CompareDisplay | None = None
@@ -226,12 +230,10 @@ class Follower:
             schedule = PollSchedule(
                 self.poll_interval, self.max_idle_interval if spec.remote else self.poll_interval
             )
+            display = RunDisplay(self.client, env, self.max_points, self.view)
+            display.download = self._download_link(spec)
             self.feeds[spec.name] = _Feed(
-                spec,
-                StoreReader(spec.source),
-                RunData(spec.name),
-                RunDisplay(self.client, env, self.max_points, self.view),
-                schedule,
+                spec, StoreReader(spec.source), RunData(spec.name), display, schedule
             )
             log.info(
                 "following run %r from %s in visdom env %r",
@@ -251,6 +253,16 @@ class Follower:
         if self.compare is not None:
             for name, feed in self.feeds.items():
                 self.compare.links[name] = self.client.endpoint.env_url(feed.display.env)
+
+    def _download_link(self, spec: RunSpec) -> str:
+        """HTML getting the run's scalars as CSV: a link while following, else the command."""
+        store = spec.source.describe("")
+        if self.downloads is None:
+            command = f"python -m visualizer export --pickle-dir {store} > {spec.name}.csv"
+            return f"<p>scalars as CSV: <code>{html.escape(command)}</code></p>"
+        self.downloads.stores[spec.name] = store
+        url = html.escape(self.downloads.url(spec.name))
+        return f'<p><a href="{url}" download>download the scalars as CSV</a></p>'
 
     def _announce_page(self) -> None:
         env = self.page_env
