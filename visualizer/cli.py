@@ -224,8 +224,12 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
     if args.once:
         runs = follower.runs
         try:  # checked before starting visdom
-            if not runs.discover() and isinstance(runs, LocalRuns):
+            specs = runs.discover()
+            if not specs and isinstance(runs, LocalRuns):
                 log.error("no snapshot store found: expected %s", runs.waiting_for())
+                return ExitCode.NO_DATA
+            if specs and not any(follower.selection.matches(spec.name) for spec in specs):
+                log.error("%s", follower.selection.none_match(runs, (s.name for s in specs)))
                 return ExitCode.NO_DATA
         except S3ReadError as err:
             log.error("%s", err)

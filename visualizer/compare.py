@@ -65,6 +65,12 @@ class Selection:
         """True when run ``name`` is compared."""
         return re.search(self.runs, name) is not None
 
+    def none_match(self, where: object, names: Iterable[str]) -> str:
+        """The message for runs ``names`` found at ``where``, none of which ``--runs`` selects."""
+        names = sorted(names)
+        found = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+        return f"no run at {where} matches --runs {self.runs!r} (found: {found})"
+
 
 def run_color(index: int) -> str:
     """The color of the ``index``-th run: Plotly's ten, then hues spread by the golden angle."""

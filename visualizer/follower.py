@@ -151,12 +151,7 @@ class Follower:
             if self.source_error is not None:
                 raise self.source_error
             if not self.feeds and self.unmatched:
-                found = ", ".join(sorted(self.unmatched)[:5]) + (
-                    ", ..." if len(self.unmatched) > 5 else ""
-                )
-                raise NoRunsError(
-                    f"no run at {self.runs} matches --runs {self.selection.runs!r} (found: {found})"
-                )
+                raise NoRunsError(self.selection.none_match(self.runs, self.unmatched))
             if not self.feeds:
                 raise NoRunsError(f"no snapshot store found: waiting for {self.runs.waiting_for()}")
             raise NoRunsError(f"nothing to show yet at {self.runs}: the store is empty")
