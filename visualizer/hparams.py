@@ -25,7 +25,9 @@ def options_of(run: RunData) -> dict[str, str]:
     options = (run.meta or {}).get("options")
     if not isinstance(options, dict):
         return {}
-    return {str(key): _text(value) for key, value in sorted(options.items(), key=str)}
+    return {
+        str(key): _text(value) for key, value in sorted(options.items(), key=lambda kv: str(kv[0]))
+    }
 
 
 def _text(value: Any) -> str:

@@ -12,7 +12,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from snapshot_store import Recorder
 from tests.visualizer.conftest import following, wait_until
-from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _plot
+from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _choose, _plot, _type
 from visualizer.compare import Selection
 from visualizer.follower import Follower
 from visualizer.visdom_client import VisdomClient
@@ -178,3 +178,44 @@ def test_windows_come_in_the_same_order_live_and_replayed(
             f"{run_name}: options",
         ]
         assert titles[3] == "train losses", titles
+
+
+def test_the_compare_pane_selects_runs_and_sorts_and_relative_time_overlays_them(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    runs = tmp_path / run_name
+    log_run(runs / "lr-0.1" / "pickle", 0.1, 16, images=0)
+    log_run(runs / "lr-0.01" / "pickle", 0.01, 32, images=0)
+    log_run(runs / "lr-0.05" / "pickle", 0.05, 16, images=0)
+    driver = chromium_driver
+    wait = WebDriverWait(driver, BROWSER_WAIT_S)
+    with following(runs, visdom_server.endpoint):
+        driver.get(f"{visdom_server.url}/env/{run_name}_compare")
+        wait.until(lambda d: (p := _plot(d, "train/loss: all runs")) and len(p["names"]) == 6)
+
+        _type(driver, "runs (regex)", "0\\.0")  # lr-0.01 and lr-0.05
+        plot = wait.until(
+            lambda d: (p := _plot(d, "train/loss: all runs")) and len(p["names"]) == 4 and p
+        )
+        assert sorted(set(plot["names"])) == ["lr-0.01", "lr-0.05"]
+        assert wait.until(lambda d: "runs compared (2)" in d.page_source)
+
+        _choose(driver, "sort table by", "val/loss")
+        _choose(driver, "order", "descending")
+        first = wait.until(
+            lambda d: (
+                (rows := d.find_elements(By.XPATH, "//table[.//th[text()='lr']]//tr"))
+                and "val/loss" in rows[0].text
+                and rows[1].text
+            )
+        )
+        assert first.startswith("lr-0.05"), first  # the larger last val/loss first
+
+        _choose(driver, "x axis", "relative time")
+        plot = wait.until(
+            lambda d: (p := _plot(d, "val/loss: all runs"))
+            and p["x_axis"]["title"].startswith("time since start") and p["drawn"] == 4 and p
+        )  # fmt: skip
+        assert max(plot["x_last"]) < 600, "each run counts from its own start"
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        assert driver.save_screenshot(str(ARTIFACTS / "visualizer_compare_pane.png"))
