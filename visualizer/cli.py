@@ -23,19 +23,21 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from snapshot_store.exit_codes import ExitCode
 
+from . import argtypes
 from .assets import fix_command
+from .compare import Selection
 from .decimate import MIN_POINTS
 from .display import DEFAULT_MAX_POINTS
+from .download import CsvDownloads
 from .endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS, VisdomEndpoint
 from .export import add_kind_argument, export
 from .follower import DEFAULT_POLL_INTERVAL, Follower, NoRunsError
@@ -49,7 +51,7 @@ from .server import (
     page_asset_failures,
     visdom_answers,
 )
-from .smoothing import DEFAULT_SMOOTHING, check_smoothing
+from .smoothing import DEFAULT_SMOOTHING
 from .view import X_AXES, ViewSettings
 from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
 
@@ -69,59 +71,6 @@ def add_source_argument(parser: argparse.ArgumentParser) -> None:
         help="a run's snapshot store (<checkpoints>/<name>/pickle), a directory of runs, "
         "or s3://bucket/prefix/<name>/pickle",
     )
-
-
-def _pid(text: str) -> int:
-    """argparse type of ``--parent-pid``: a positive process id."""
-    try:
-        pid = int(text)
-    except ValueError:
-        pid = 0
-    if pid <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a process id")
-    return pid
-
-
-def _seconds(text: str) -> float:
-    """argparse type of ``--poll-interval``: a finite number of seconds above zero."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0 (e.g. 0.5)")
-    return seconds
-
-
-def _max_points(text: str) -> int:
-    """argparse type of ``--max-points``: a whole number of at least MIN_POINTS."""
-    try:
-        points = int(text)
-    except ValueError:
-        points = 0
-    if points < MIN_POINTS:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a whole number of points, at least {MIN_POINTS}"
-        )
-    return points
-
-
-def _smoothing(text: str) -> float:
-    """argparse type of ``--smoothing``: a weight in [0, 1)."""
-    try:
-        return check_smoothing(float(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a smoothing weight: at least 0 and below 1 (0 turns it off; "
-            f"TensorBoard's default is {DEFAULT_SMOOTHING})"
-        ) from None
-
-
-def _x_axis(text: str) -> str:
-    """argparse type of ``--x-axis``: step, relative or wall."""
-    if text not in X_AXES:
-        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(X_AXES)}")
-    return text
 
 
 def build_parser(
@@ -158,7 +107,7 @@ def build_parser(
     )
     parser.add_argument(
         "--poll-interval",
-        type=_seconds,
+        type=argtypes.seconds,
         default=DEFAULT_POLL_INTERVAL,
         metavar="SECONDS",
         help="polling fallback for filesystems without file events, and the fastest S3 poll; "
@@ -166,7 +115,7 @@ def build_parser(
     )
     parser.add_argument(
         "--max-points",
-        type=_max_points,
+        type=argtypes.max_points,
         default=DEFAULT_MAX_POINTS,
         metavar="N",
         help=f"points drawn per series (its raw and smoothed curves share them), at least "
@@ -175,7 +124,7 @@ def build_parser(
     )
     parser.add_argument(
         "--smoothing",
-        type=_smoothing,
+        type=argtypes.smoothing,
         default=DEFAULT_SMOOTHING,
         metavar="W",
         help="weight of TensorBoard's smoothing (debiased moving average over every point), "
@@ -183,7 +132,7 @@ def build_parser(
     )
     parser.add_argument(
         "--x-axis",
-        type=_x_axis,
+        type=argtypes.x_axis,
         default="step",
         metavar="|".join(X_AXES),
         help="x axis of every plot at first: step, time since the run started, or wall-clock "
@@ -195,6 +144,27 @@ def build_parser(
         help="plot values on a log scale at first; changeable on the page",
     )
     parser.add_argument(
+        "--runs",
+        type=argtypes.runs,
+        default="",
+        metavar="REGEX",
+        help="follow and compare only the runs whose name matches REGEX (searched, as re.search); "
+        "the comparison page can narrow them further (default: every run)",
+    )
+    parser.add_argument(
+        "--sort-by",
+        type=argtypes.sort_by,
+        default=None,
+        metavar="GROUP/NAME",
+        help="sort the comparison's runs table by the last value of this series, e.g. val/loss "
+        "(--sort-descending for the largest first; default: by run name)",
+    )
+    parser.add_argument(
+        "--sort-descending",
+        action="store_true",
+        help="with --sort-by: the largest last value first (accuracy) instead of the smallest",
+    )
+    parser.add_argument(
         "--no-start-server",
         action="store_true",
         help="never start a visdom server; wait for one instead (--once: fail)",
@@ -204,7 +174,7 @@ def build_parser(
     )
     parser.add_argument(
         "--parent-pid",
-        type=_pid,
+        type=argtypes.pid,
         default=None,
         metavar="PID",
         help="while following, stop (after a last pass) when process PID has ended",
@@ -235,6 +205,7 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
     except ValueError as err:
         parser.error(f"argument --server: {err}")
     client = VisdomClient(endpoint)
+    downloads = None if args.once else CsvDownloads()  # the CSV links live as long as we do
     try:
         follower = Follower(
             args.pickle_dir,
@@ -244,6 +215,8 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
             max_points=args.max_points,
             on_page=lambda env: print(f"visdom: {endpoint.env_url(env)}", flush=True),
             view=ViewSettings(args.smoothing, args.x_axis, args.log_y),
+            selection=Selection(args.runs, args.sort_by, args.sort_descending),
+            downloads=downloads,
         )
     except ValueError as err:  # a malformed s3:// URL, a too small --max-points
         parser.error(str(err))
@@ -251,8 +224,12 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
     if args.once:
         runs = follower.runs
         try:  # checked before starting visdom
-            if not runs.discover() and isinstance(runs, LocalRuns):
+            specs = runs.discover()
+            if not specs and isinstance(runs, LocalRuns):
                 log.error("no snapshot store found: expected %s", runs.waiting_for())
+                return ExitCode.NO_DATA
+            if specs and not any(follower.selection.matches(spec.name) for spec in specs):
+                log.error("%s", follower.selection.none_match(runs, (s.name for s in specs)))
                 return ExitCode.NO_DATA
         except S3ReadError as err:
             log.error("%s", err)
@@ -260,7 +237,7 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
         return _interruptible(lambda: _run(follower, args))
     if args.parent_pid is not None:
         watch_parent(args.parent_pid, follower.stop)
-    with _stop_on_sigterm(follower):
+    with downloads or nullcontext(), _stop_on_sigterm(follower):
         return _interruptible(lambda: _run(follower, args))
 
 

@@ -13,16 +13,17 @@ to: no lost and no duplicated points.
 
 from __future__ import annotations
 
-import base64
 import logging
 import queue
-import struct
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from . import layout
 from .extra_windows import ExtraWindows
+from .hparams import run_table
+from .images import ImagePanes
 from .plotwindow import MIN_REDRAW_INTERVAL as MIN_REDRAW_INTERVAL  # the follow loop paces by it
 from .plotwindow import Line, Plan, PlotWindow
 from .rundata import RunData, SeriesKey
@@ -72,6 +73,9 @@ class EnvDisplay:
         self.sentinel_drawn = False
         self.controls_drawn = False
         self._last_probe = 0.0
+        self._texts: dict[str, str] = {}  # text pane -> HTML on the server
+        self._shown: list[str] = []  # windows on the server, in the page's order
+        self.header_height = layout.HEADER_HEIGHT
 
     def invalidate(self) -> None:
         """Forget everything on the server; the next sync rebuilds the env."""
@@ -79,22 +83,53 @@ class EnvDisplay:
             window.invalidate()
         self.sentinel_drawn = False
         self.controls_drawn = False
+        self._texts.clear()
+        self._shown = []
+
+    def _keep_order(self, wanted: list[str]) -> None:
+        """Make the server's windows come in the order of ``wanted`` once this sync draws them.
+
+        The page lays windows out in the order they were created. A window that
+        is new and ranks before windows already there (a group that appears late
+        in a live run) gets its place by closing those and drawing them again
+        after it, so a live run, its replay, local or S3, look the same.
+        """
+        rank = {win: i for i, win in enumerate(wanted)}
+        new = [rank[win] for win in wanted if win not in self._shown]
+        first_new = min(new, default=len(wanted))
+        closing = [win for win in self._shown if rank.get(win, -1) > first_new or win not in rank]
+        for win in closing:
+            self.client.post("close", {"eid": self.env, "win": win})
+            self._forget(win)
+        self._shown = list(wanted)
+
+    def _forget(self, win: str) -> None:
+        """Window ``win`` was closed: the next sync draws it anew."""
+        if win in self.plots:
+            self.plots[win].invalidate()
+        self._texts.pop(win, None)
+        if win == CONTROLS_WIN:
+            self.controls_drawn = False
 
     @property
     def pending(self) -> bool:
         """True when a window holds back new points until its next redraw slot."""
         return any(window.deferred for window in self.plots.values())
 
-    def _sync_controls(self) -> bool:
-        """Apply the page's changes to the view; draw the controls pane if it is not there."""
-        events = self.client.events.subscribe(self.env, CONTROLS_WIN)
+    def _property_updates(self, win: str) -> Iterator[dict[str, Any]]:
+        """The changes made on the page to properties pane ``win`` since the last look."""
+        events = self.client.events.subscribe(self.env, win)
         while True:
             try:
                 event = events.get_nowait()
             except queue.Empty:
-                break
-            if event.get("event_type") != "PropertyUpdate":
-                continue
+                return
+            if event.get("event_type") == "PropertyUpdate":
+                yield event
+
+    def _sync_controls(self) -> bool:
+        """Apply the page's changes to the view; draw the controls pane if it is not there."""
+        for event in self._property_updates(CONTROLS_WIN):
             view = apply_event(self.view, event)
             self.controls_drawn = False  # show what is in use, also when a value was refused
             if view != self.view:
@@ -104,7 +139,9 @@ class EnvDisplay:
                     window.set_view(view)
         if self.controls_drawn:
             return False
-        self.client.post("events", controls_message(self.env, self.view))
+        message = controls_message(self.env, self.view)
+        message["opts"]["height"] = self.header_height  # as tall as the first row's panes
+        self.client.post("events", message)
         self.controls_drawn = True
         return True
 
@@ -142,51 +179,76 @@ class EnvDisplay:
             if window is None:
                 window = PlotWindow(spec, self.max_points, self.view, self.colors)
                 self.plots[spec.win] = window
+            window.spec = spec  # its y label names the series it has now
             plan = window.plan(lines, self.env, now, force)
             if plan is not None:
                 plans[spec.win] = plan
         return plans
 
-    def _text(self, win: str, html: str, title: str) -> None:
+    def _text(self, win: str, html: str, title: str, **size: int) -> bool:
+        """Show ``html`` in text pane ``win`` (``width``, ``height`` in pixels); False if it does."""
+        if self._texts.get(win) == html:
+            return False
         self.client.post(
             "events",
             {
                 "data": [{"content": html, "type": "text"}],
                 "win": win,
                 "eid": self.env,
-                "opts": {"title": title},
+                "opts": {"title": title, **size},
             },
         )
+        self._texts[win] = html
+        return True
 
 
 class RunDisplay(EnvDisplay):
-    """A run's env: a plot window per group, the latest images, the status panel."""
+    """A run's env: status, view pane, options, a plot window per group, images, in that order."""
 
     def __init__(
         self, client: VisdomClient, env: str, max_points: int, view: ViewSettings | None = None
     ) -> None:
         super().__init__(client, env, max_points, layout.STATUS_WIN, view)
-        self.images_drawn: dict[SeriesKey, int] = {}  # key -> step drawn
-        self._status_html: str | None = None
+        self.images = ImagePanes(client, env)
+        self.download = ""  # HTML over the options: how to get the run's scalars as CSV
         self._status_at = 0.0
         self.sent_steps: dict[SeriesKey, int] = {}  # last step on the server per series
         self.extra = ExtraWindows(client.post, env)  # issue 13: text, histograms, hparams...
 
     def invalidate(self) -> None:
         super().invalidate()
+        self.images.invalidate()
         self.extra.invalidate()
-        self.images_drawn.clear()
-        self._status_html = None
+
+    def _forget(self, win: str) -> None:
+        super()._forget(win)
+        self.images.forget(win)
 
     def sync(self, run: RunData, now: float | None = None, force: bool = False) -> bool:
         """Send whatever of ``run`` the server does not show yet; True if anything was sent."""
         now = time.time() if now is None else now
         windows = self._windows(run)
-        sent = self._sync_controls()
+        self._keep_order(
+            [
+                layout.STATUS_WIN,
+                CONTROLS_WIN,
+                layout.OPTIONS_WIN,
+                *(spec.win for spec, _, _ in windows),
+                *self.images.windows(run),
+            ]
+        )
+        sent = self._sync_status(run, now)
+        sent |= self._sync_controls()
+        sent |= self._text(
+            layout.OPTIONS_WIN,
+            self.download + run_table(run),
+            f"{run.name}: options",
+            width=560,
+            height=layout.HEADER_HEIGHT,
+        )
         sent |= self._sync_plots([(spec, lines) for spec, lines, _ in windows], now, force)
-        sent |= self._sync_images(run)
+        sent |= self.images.sync(run)
         sent |= self.extra.sync(run, now)
-        sent |= self._sync_status(run, now)
         self.sentinel_drawn = True
         self.sent_steps = self._sent_steps(windows)
         return sent
@@ -216,81 +278,25 @@ class RunDisplay(EnvDisplay):
             labels = {key: key[1] if len(groups) == 1 else f"{key[0]}/{key[1]}" for key in members}
             out.append(
                 (
-                    spec,
+                    replace(spec, ylabel=layout.ylabel(spec, list(labels.values()))),
                     {labels[key]: Line(s, origin) for key, s in members.items()},
                     {label: key for key, label in labels.items()},
                 )
             )
         return out
 
-    def _sync_images(self, run: RunData) -> bool:
-        sent = False
-        for key, image in run.images.items():
-            if key in self.images_drawn and key not in run.changed_images:
-                continue
-            self.client.post(
-                "events", _image_message(self.env, image.group, image.name, image.step, image.png)
-            )
-            self.images_drawn[key] = image.step
-            run.changed_images.discard(key)
-            sent = True
-        return sent
-
     def _sync_status(self, run: RunData, now: float) -> bool:
         running = (run.status or {}).get("state") == "running"
         refresh = STATUS_REFRESH_RUNNING if running else STATUS_REFRESH_IDLE
-        if not (
-            run.status_changed or self._status_html is None or now - self._status_at >= refresh
-        ):
+        drawn = layout.STATUS_WIN in self._texts
+        if drawn and not run.status_changed and now - self._status_at < refresh:
             return False
         html = status_view(run.status, run.meta, run.eta, now).html()
         run.status_changed = False
-        if html == self._status_html:
-            return False
-        self._text(layout.STATUS_WIN, html, f"{run.name}: status")
-        self._status_html, self._status_at = html, now
-        return True
-
-
-class CompareDisplay(EnvDisplay):
-    """One env overlaying every run's train losses: a window per loss, a trace per run."""
-
-    SENTINEL = "runs"
-
-    def __init__(
-        self, client: VisdomClient, env: str, max_points: int, view: ViewSettings | None = None
-    ) -> None:
-        super().__init__(client, env, max_points, self.SENTINEL, view)
-        self._runs_listed: list[str] | None = None
-
-    def invalidate(self) -> None:
-        super().invalidate()
-        self._runs_listed = None
-
-    def sync(self, runs: Iterable[RunData], now: float | None = None, force: bool = False) -> bool:
-        """Overlay the ``train`` series of ``runs``; True if anything was sent."""
-        now = time.time() if now is None else now
-        runs = sorted(runs, key=lambda r: r.name)
-        windows: dict[str, tuple[layout.WindowSpec, dict[str, Line]]] = {}
-        for run in runs:
-            origin = run_start(run)  # runs started at different times overlay in relative time
-            for (group, name), series in run.series.items():
-                if layout.window_for_group(group).win != "train":
-                    continue
-                spec = layout.WindowSpec(
-                    f"compare_{layout.safe_id(name)}", f"train {name}: all runs", name, 0
-                )
-                windows.setdefault(spec.win, (spec, {}))[1][run.name] = Line(series, origin)
-        sent = self._sync_controls()
-        sent |= self._sync_plots(sorted(windows.values(), key=lambda w: w[0].win), now, force)
-        names = [run.name for run in runs]
-        if names != self._runs_listed:
-            items = "".join(f"<li>{n}</li>" for n in names)
-            self._text(self.SENTINEL, f"<b>runs compared</b><ul>{items}</ul>", "runs")
-            self._runs_listed = names
-            sent = True
-        self.sentinel_drawn = True
-        return sent
+        self._status_at = now
+        return self._text(
+            layout.STATUS_WIN, html, f"{run.name}: status", width=360, height=layout.HEADER_HEIGHT
+        )
 
 
 # --- messages ------------------------------------------------------------------
@@ -300,30 +306,6 @@ def run_start(run: RunData) -> float | None:
     """When ``run`` started, as far as its series know: relative time counts from there."""
     starts = [s.first_time for s in run.series.values() if s.first_time is not None]
     return min(starts, default=None)
-
-
-def _png_size(png: bytes) -> tuple[int, int] | None:
-    """(width, height) from a PNG's IHDR chunk, without decoding the image."""
-    if len(png) >= 24 and png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR":
-        return struct.unpack(">II", png[16:24])
-    return None
-
-
-def _image_message(env: str, group: str, name: str, step: int, png: bytes) -> dict[str, Any]:
-    caption = f"{name} @ step {step}"
-    opts: dict[str, Any] = {"title": f"{group}/{name}" if group != "images" else name}
-    size = _png_size(png)
-    if size:
-        # Small images (MNIST's 28 px) get a readable pane; big ones a bounded one.
-        scale = min(max(1.0, 240 / max(min(size), 1)), 640 / max(max(size), 1))
-        opts["width"], opts["height"] = int(size[0] * scale), int(size[1] * scale)
-    src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-    return {
-        "data": [{"content": {"src": src, "caption": caption}, "type": "image"}],
-        "win": layout.image_window(group, name),
-        "eid": env,
-        "opts": opts,
-    }
 
 
 OnSent = Callable[[str, dict[SeriesKey, int], float], None]

@@ -7,6 +7,7 @@ Lustre, FUSE). S3 stores are polled, backing off while nothing changes.
 
 from __future__ import annotations
 
+import html
 import logging
 import math
 import threading
@@ -18,14 +19,17 @@ from typing import Any
 
 from snapshot_store.reader import StoreReader
 
+from .compare import CompareDisplay, Selection
 from .decimate import check_max_points
-from .display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, CompareDisplay, OnSent, RunDisplay
+from .display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, OnSent, RunDisplay
+from .download import CsvDownloads
 from .index import IndexDisplay
 from .rundata import RunData
 from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
 from .s3 import S3ReadError
 from .view import ViewSettings
 from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
+from .watch import FileEvents
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +97,8 @@ class Follower:
         on_sent: OnSent | None = None,
         on_page: Callable[[str], None] | None = None,
         view: ViewSettings | None = None,
+        selection: Selection | None = None,
+        downloads: CsvDownloads | None = None,
     ) -> None:
         check_max_points(max_points)
         if not (math.isfinite(poll_interval) and poll_interval > 0):  # NaN would spin the loop
@@ -105,17 +111,20 @@ class Follower:
         self.poll_interval = poll_interval
         self.max_points = max_points
         self.max_idle_interval = max_idle_interval
-        self.use_watchdog = use_watchdog
         self.on_sent = on_sent
         self.on_page = on_page
         self.view = view  # how every env draws its plots at first (its page can change it)
+        # --runs: only matching runs are followed; the comparison page can narrow them further.
+        self.selection = selection if selection is not None else Selection()
+        self.unmatched: set[str] = set()  # runs found that --runs leaves out
+        self.downloads = downloads  # serves each run's CSV while following
         self._announced: str | None = None
         self.feeds: dict[str, _Feed] = {}
         self.compare: CompareDisplay | None = None
         self.index = IndexDisplay(client, str(self.runs))  # in visdom's main env
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._observer: Any = None
+        self._watch = FileEvents(self.runs, self._wake, poll_interval, enabled=use_watchdog)
         self._last_wait_log = -WAIT_LOG_INTERVAL
         self._next_discovery = 0.0
         self._visdom_down_since: float | None = None
@@ -141,6 +150,8 @@ class Follower:
         if not any(self._has_data(f) for f in self.feeds.values()):
             if self.source_error is not None:
                 raise self.source_error
+            if not self.feeds and self.unmatched:
+                raise NoRunsError(self.selection.none_match(self.runs, self.unmatched))
             if not self.feeds:
                 raise NoRunsError(f"no snapshot store found: waiting for {self.runs.waiting_for()}")
             raise NoRunsError(f"nothing to show yet at {self.runs}: the store is empty")
@@ -157,14 +168,14 @@ class Follower:
                 if now >= self._next_discovery:  # new runs show up within a second
                     self._next_discovery = now + min(TICK, self.poll_interval)
                     self._discover()
-                self._start_watch()
+                self._watch.start()
                 self._poll_due(now, woken)
                 self._sync(time.time())
                 self._announce_page()
                 self._wake.wait(self._timeout(time.time()))
             self._final_pass()
         finally:
-            self._stop_watch()
+            self._watch.stop()
 
     def _final_pass(self) -> None:
         # What a trainer wrote just before asking us to stop (its final status,
@@ -205,18 +216,19 @@ class Follower:
             self._source_failed(err)
             return
         for spec in specs:
+            if not self.selection.matches(spec.name):
+                self.unmatched.add(spec.name)
+                continue
             if spec.name in self.feeds:
                 continue
             env = env_name(spec.name, self.env_prefix, self.runs.multi)
             schedule = PollSchedule(
                 self.poll_interval, self.max_idle_interval if spec.remote else self.poll_interval
             )
+            display = RunDisplay(self.client, env, self.max_points, self.view)
+            display.download = self._download_link(spec)
             self.feeds[spec.name] = _Feed(
-                spec,
-                StoreReader(spec.source),
-                RunData(spec.name),
-                RunDisplay(self.client, env, self.max_points, self.view),
-                schedule,
+                spec, StoreReader(spec.source), RunData(spec.name), display, schedule
             )
             log.info(
                 "following run %r from %s in visdom env %r",
@@ -226,8 +238,26 @@ class Follower:
             )
         if self.runs.multi and self.compare is None and len(self.feeds) >= 2:
             env = env_name("compare", self.env_prefix or Path(str(self.runs)).name, True)
-            self.compare = CompareDisplay(self.client, env, self.max_points, self.view)
-            log.info("comparing the runs' train losses in visdom env %r", env)
+            links = {
+                name: self.client.endpoint.env_url(f.display.env) for name, f in self.feeds.items()
+            }
+            self.compare = CompareDisplay(
+                self.client, env, self.max_points, self.view, self.selection, links
+            )
+            log.info("comparing the runs in visdom env %r", env)
+        if self.compare is not None:
+            for name, feed in self.feeds.items():
+                self.compare.links[name] = self.client.endpoint.env_url(feed.display.env)
+
+    def _download_link(self, spec: RunSpec) -> str:
+        """HTML getting the run's scalars as CSV: a link while following, else the command."""
+        store = spec.source.describe("")
+        if self.downloads is None:
+            command = f"python -m visualizer export --pickle-dir {store} > {spec.name}.csv"
+            return f"<p>scalars as CSV: <code>{html.escape(command)}</code></p>"
+        self.downloads.stores[spec.name] = store
+        url = html.escape(self.downloads.url(spec.name))
+        return f'<p><a href="{url}" download>download the scalars as CSV</a></p>'
 
     def _announce_page(self) -> None:
         env = self.page_env
@@ -346,50 +376,3 @@ class Follower:
         if any(d.pending for d in displays):
             timeout = min(timeout, MIN_REDRAW_INTERVAL / 2)  # held-back points go out on time
         return max(0.005, timeout)
-
-    # --- file events --------------------------------------------------------------
-
-    def _start_watch(self) -> None:
-        if (
-            not self.use_watchdog
-            or self._observer is not None
-            or not isinstance(self.runs, LocalRuns)
-        ):
-            return
-        if not self.runs.root.is_dir():
-            return  # polled until it appears; then watched
-        try:
-            from watchdog.events import FileSystemEventHandler
-            from watchdog.observers import Observer
-        except ImportError:
-            log.info("watchdog is not installed: polling every %.1f s", self.poll_interval)
-            self.use_watchdog = False
-            return
-
-        wake = self._wake
-
-        class _Wake(FileSystemEventHandler):
-            def on_any_event(self, event: Any) -> None:
-                if event.event_type != "opened" and event.event_type != "closed_no_write":
-                    wake.set()
-
-        observer = Observer()
-        try:
-            observer.schedule(_Wake(), str(self.runs.root), recursive=True)
-            observer.start()
-        except OSError as err:  # inotify watch limit, or a filesystem without events
-            log.info(
-                "no file events for %s (%s): polling every %.1f s",
-                self.runs.root,
-                err,
-                self.poll_interval,
-            )
-            self.use_watchdog = False
-            return
-        self._observer = observer
-
-    def _stop_watch(self) -> None:
-        if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(timeout=5)
-            self._observer = None

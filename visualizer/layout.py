@@ -14,6 +14,7 @@ class WindowSpec:
     title: str
     ylabel: str
     order: int  # position among a run's windows: losses first, odd groups last
+    height: int = 0  # pane height in pixels; 0: PLOT_SIZE's
 
 
 # The recorder's conventional groups. Anything else (a SummaryWriter tag ``A/b``
@@ -23,14 +24,26 @@ _KNOWN = {
     "val": WindowSpec("validation", "validation", "loss", 1),
     "valid": WindowSpec("validation", "validation", "loss", 1),
     "validation": WindowSpec("validation", "validation", "loss", 1),
-    "metric": WindowSpec("metrics", "metrics", "value", 2),
-    "metrics": WindowSpec("metrics", "metrics", "value", 2),
+    "metric": WindowSpec("metrics", "metrics", "metrics", 2),
+    "metrics": WindowSpec("metrics", "metrics", "metrics", 2),
     "lr": WindowSpec("lr", "learning rate", "learning rate", 3),
     "throughput": WindowSpec("throughput", "throughput", "per second", 4),
 }
 
+# A plot pane's size in pixels: two side by side fill a 1280-pixel window, three a 1920 one.
+PLOT_SIZE = (600, 400)
+# The small panes (status, view, options; the comparison's table and panes) make the first
+# row, all this tall: the page packs its panes in rows and then floats each pane up into
+# any hole above it, so a row of unequal heights would give a different layout depending
+# on how the panes happened to arrive.
+HEADER_HEIGHT = 250
+
 STATUS_WIN = "status"
+OPTIONS_WIN = "options"
+DOWNLOAD_WIN = "download"
 IMAGE_WIN_PREFIX = "image_"
+# The y axis names what a window plots: its series' names while they fit, else its group.
+MAX_YLABEL_CHARS = 40
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -45,7 +58,13 @@ def window_for_group(group: str) -> WindowSpec:
     known = _KNOWN.get(group.lower())
     if known is not None:
         return known
-    return WindowSpec(f"group_{safe_id(group)}", group, "value", 10)
+    return WindowSpec(f"group_{safe_id(group)}", group, group, 10)
+
+
+def ylabel(spec: WindowSpec, names: list[str]) -> str:
+    """What the y axis of ``spec``'s window says: the series it plots, or its usual label."""
+    text = ", ".join(sorted(names))
+    return text if names and len(text) <= MAX_YLABEL_CHARS else spec.ylabel
 
 
 def image_window(group: str, name: str) -> str:

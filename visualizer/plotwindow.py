@@ -266,7 +266,12 @@ class PlotWindow:
             "win": self.spec.win,
             "eid": env,
             "layout": self._layout(),
-            "opts": {"title": self.spec.title, "showlegend": True},
+            "opts": {
+                "title": self.spec.title,
+                "showlegend": True,
+                "width": layout.PLOT_SIZE[0],
+                "height": self.spec.height or layout.PLOT_SIZE[1],
+            },
         }
         return Plan("events", msg, states, redraw=True)
 
@@ -312,9 +317,14 @@ class PlotWindow:
             "wall": {"title": "wall time", "type": "date"},
         }[self.view.x_axis]
         return {
-            "title": self.spec.title,
+            # Left-aligned: Plotly's toolbar sits at the top right, over a centered title.
+            "title": {"text": self.spec.title, "x": 0.02, "xanchor": "left"},
             "showlegend": True,
-            "margin": {"l": 60, "r": 60, "t": 60, "b": 60},
+            # Under the plot, never over the curves nor under the toolbar at the right.
+            "legend": {"orientation": "h", "x": 0, "y": -0.3, "yanchor": "top"},
+            "margin": {"l": 60, "r": 40, "t": 50, "b": 50},
+            # Upright at the right edge, so it never covers the title.
+            "modebar": {"orientation": "v"},
             "xaxis": x_axis,
             "yaxis": {"title": self.spec.ylabel, "type": "log" if self.view.log_y else "linear"},
         }

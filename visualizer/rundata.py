@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +13,8 @@ from .series import Series
 from .status import EtaEstimator
 
 SeriesKey = tuple[str, str]  # (group, name)
+# Image snapshots kept per (group, name) for the page's history slider.
+IMAGE_HISTORY = 30
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,8 @@ class RunData:
         self.name = name
         self.series: dict[SeriesKey, Series] = {}
         self.images: dict[SeriesKey, ImageSnapshot] = {}
+        self.image_history: dict[SeriesKey, deque[ImageSnapshot]] = {}  # the latest last
+        self.images_logged: dict[SeriesKey, int] = {}  # snapshots ever read, per key
         self.meta: dict[str, Any] | None = None
         self.status: dict[str, Any] | None = None
         self.eta = EtaEstimator()
@@ -51,7 +56,10 @@ class RunData:
             series.extend(steps, values, times)
         for group, name, step, _epoch, _time, png in update.images:
             # The last one logged wins, as for scalars: a resumed run's newest image.
-            self.images[(group, name)] = ImageSnapshot(group, name, step, png)
+            snapshot = self.images[(group, name)] = ImageSnapshot(group, name, step, png)
+            history = self.image_history.setdefault((group, name), deque(maxlen=IMAGE_HISTORY))
+            history.append(snapshot)
+            self.images_logged[(group, name)] = self.images_logged.get((group, name), 0) + 1
             self.changed_images.add((group, name))
         self.extras.apply(update.extras)
         if update.meta is not None:

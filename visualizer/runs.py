@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,7 @@ class LocalRuns(_RunNames):
 class S3Runs(_RunNames):
     """Runs under an S3 prefix: one store (``.../<name>/pickle``) or a prefix of runs.
 
-    A prefix of runs is listed with a delimiter (one request) to find its
+    A prefix of runs is listed with a delimiter (one request per 1,000 runs) to find its
     ``<name>/`` folders, each taken as a run with its store in ``<name>/pickle/``;
     that listing is repeated every ``rediscover_interval`` seconds to pick up new runs.
     """
@@ -171,23 +172,37 @@ class S3Runs(_RunNames):
         return sorted(self._specs.values(), key=lambda spec: spec.name)
 
     def _list_runs(self) -> None:
-        page = call(
-            self.client,
-            self.location,
-            "list_objects_v2",
-            Bucket=self.location.bucket,
-            Prefix=self.location.prefix,
-            Delimiter="/",
-        )
-        names = [obj["Key"][len(self.location.prefix) :] for obj in page.get("Contents", ())]
+        names: list[str] = []
+        folders: list[str] = []
+        for page in self._pages():
+            names += [obj["Key"][len(self.location.prefix) :] for obj in page.get("Contents", ())]
+            folders += [common["Prefix"] for common in page.get("CommonPrefixes", ())]
         if any(n in (fmt.META_FILE, fmt.STATUS_FILE) or fmt.parse_segment_name(n) for n in names):
             self._spec(self.location.run_name, self.location)  # the prefix is a store itself
             return
-        for common in page.get("CommonPrefixes", ()):
-            name = common["Prefix"][len(self.location.prefix) :].strip("/")
+        for folder in folders:
+            name = folder[len(self.location.prefix) :].strip("/")
             if name and not name.startswith("."):
                 self.multi = True
-                self._spec(name, S3Location(self.location.bucket, f"{common['Prefix']}pickle/"))
+                self._spec(name, S3Location(self.location.bucket, f"{folder}pickle/"))
+
+    def _pages(self) -> Iterator[dict[str, Any]]:
+        """The delimited listing of the prefix, page by page: S3 returns at most 1,000 per page."""
+        token: dict[str, str] = {}
+        while True:
+            page = call(
+                self.client,
+                self.location,
+                "list_objects_v2",
+                Bucket=self.location.bucket,
+                Prefix=self.location.prefix,
+                Delimiter="/",
+                **token,
+            )
+            yield page
+            if not page.get("IsTruncated") or not page.get("NextContinuationToken"):
+                return
+            token = {"ContinuationToken": page["NextContinuationToken"]}
 
     def _spec(self, folder: str, location: S3Location) -> RunSpec:
         spec = self._specs.get(str(location))

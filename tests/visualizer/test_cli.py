@@ -100,6 +100,9 @@ def test_help_lists_every_option_with_help_and_the_export_command(capsys):
         ["--server", "https://visdom.example"],
         ["--server", "http://host:9000", "--port", "9001"],
         ["--parent-pid", "0"],
+        ["--runs", "lr-(0.1"],
+        ["--runs", "*"],
+        ["--sort-by", "loss"],
         ["--no-such-option"],
     ],
 )
@@ -119,6 +122,16 @@ def test_once_with_a_missing_directory_has_no_data(tmp_path, caplog):
     status = cli.main(["--pickle_dir", str(missing), "--once", "--no-start-server"])
     assert status == ExitCode.NO_DATA
     assert "no snapshot store found" in caplog.text and str(missing) in caplog.text
+
+
+def test_once_when_runs_selects_none_of_the_runs_found_has_no_data(tmp_path, caplog):
+    for name in ("lr-0.1", "lr-0.01"):
+        make_store(tmp_path / name / "pickle", steps=2)
+    status = cli.main(
+        ["--pickle-dir", str(tmp_path), "--once", "--no-start-server", "--runs", "^bs-"]
+    )
+    assert status == ExitCode.NO_DATA
+    assert f"no run at {tmp_path} matches --runs '^bs-' (found: lr-0.01, lr-0.1)" in caplog.text
 
 
 def test_no_start_server_once_without_a_server_is_unavailable(tmp_path, caplog):

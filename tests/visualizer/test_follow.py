@@ -83,7 +83,9 @@ def test_replay_draws_every_window_of_a_run(tmp_path, visdom_server, reader, run
         ("Custom", "b", "group_Custom"),
     ]:
         assert reader.traces(run_name, win)[name] == expected(store, group, name), (group, name)
-    assert windows["image_images_samples"]["content"]["src"].startswith("data:image/png;base64,")
+    assert windows["image_images_samples"]["content"][-1]["src"].startswith(
+        "data:image/png;base64,"
+    )
     status = windows["status"]["content"]
     assert "FINISHED" in status and "299 / 1000" in status and ">2<" in status  # world size 2
     # One message per window for the whole replay, not one per point.
@@ -247,14 +249,14 @@ def test_many_runs_each_get_an_env_plus_a_comparison(tmp_path, visdom_server, re
                 rec.log({"loss": scale * step}, step=step)
     with following(root, visdom_server.endpoint, env=run_name):
         compare = f"{run_name}_compare"
-        wait_until(lambda: set(reader.traces(compare, "compare_loss")) == {"a", "b"})
+        wait_until(lambda: set(reader.traces(compare, "compare_train_loss")) == {"a", "b"})
         assert reader.traces(f"{run_name}_a", "train")["loss"][1] == [float(s) for s in range(20)]
         assert reader.traces(f"{run_name}_b", "train")["loss"][1] == [2.0 * s for s in range(20)]
         with recorder(root / "c" / "pickle") as rec:  # a run that starts later is picked up
             rec.log({"loss": 7.0}, step=0)
-        wait_until(lambda: set(reader.traces(compare, "compare_loss")) == {"a", "b", "c"})
+        wait_until(lambda: set(reader.traces(compare, "compare_train_loss")) == {"a", "b", "c"})
         assert reader.traces(f"{run_name}_c", "train")["loss"] == ([0], [7.0])
-    assert reader.traces(compare, "compare_loss")["b"] == (
+    assert reader.traces(compare, "compare_train_loss")["b"] == (
         [*range(20)],
         [2.0 * s for s in range(20)],
     )

@@ -165,7 +165,9 @@ def test_a_prefix_of_runs_gets_an_env_per_run_and_a_comparison(
     with following(
         s3_bucket.uri(f"{run_name}/"), visdom_server.endpoint, env=run_name, poll_interval=0.05
     ):
-        wait_until(lambda: set(reader.traces(f"{run_name}_compare", "compare_loss")) == {"a", "b"})
+        wait_until(
+            lambda: set(reader.traces(f"{run_name}_compare", "compare_train_loss")) == {"a", "b"}
+        )
     assert reader.traces(f"{run_name}_b", "train")["loss"] == (
         [*range(10)],
         [3.0 * s for s in range(10)],
@@ -221,3 +223,24 @@ def test_s3_failures_end_in_one_line_naming_the_cause(tmp_path, s3_bucket, case,
     last = proc.stderr.strip().splitlines()[-1]
     assert "ERROR" in last and all(part in last for part in says), proc.stderr
     assert proc.stdout == ""
+
+
+def test_a_prefix_of_more_than_1000_runs_is_listed_page_by_page(s3_bucket):
+    """S3 lists at most 1,000 folders per request: every run past that is found too."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from visualizer.runs import S3Runs
+
+    client = s3_bucket.client()
+    names = [f"run-{i:04d}" for i in range(1005)]
+
+    def put(name: str) -> None:  # a tiny object makes the run's folder exist
+        client.put_object(Bucket=s3_bucket.name, Key=f"sweep/{name}/pickle/x", Body=b"")
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(put, names))
+    requests = RequestLog(client)
+    runs = S3Runs(s3_bucket.uri("sweep/"), client)
+    specs = runs.discover()
+    assert [spec.name for spec in specs] == names  # no metadata: named after their folders
+    assert requests.counts()["ListObjectsV2"] == 2

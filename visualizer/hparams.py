@@ -1,0 +1,108 @@
+"""Hyperparameter tables: a run's stored options, and every compared run's side by side.
+
+The options are the ``options`` a run's metadata stores (``meta.pickle``,
+already redacted by the recorder). The comparison table puts the options that
+differ between runs in columns, beside the last value of a chosen metric, and
+sorts the runs by it; the options every run shares are listed once below.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from .rundata import RunData, SeriesKey
+
+# A value longer than this is cut in a table cell (a path, a long list).
+MAX_CELL_CHARS = 80
+_CELL = ' style="padding: 1px 12px 1px 0; text-align: left; white-space: nowrap"'
+
+
+def options_of(run: RunData) -> dict[str, str]:
+    """The run's stored options as text, by name; empty when it stored none."""
+    options = (run.meta or {}).get("options")
+    if not isinstance(options, dict):
+        return {}
+    return {
+        str(key): _text(value) for key, value in sorted(options.items(), key=lambda kv: str(kv[0]))
+    }
+
+
+def _text(value: Any) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= MAX_CELL_CHARS else text[: MAX_CELL_CHARS - 1] + "…"
+
+
+def last_value(run: RunData, key: SeriesKey | None) -> float | None:
+    """The last stored value of series ``key`` (``(group, name)``) of ``run``; None if absent."""
+    series = run.series.get(key) if key is not None else None
+    if series is None or not len(series):
+        return None
+    return float(series.values(len(series) - 1)[-1])
+
+
+def sort_runs(
+    runs: Sequence[RunData], key: SeriesKey | None, descending: bool = False
+) -> list[RunData]:
+    """``runs`` by the last value of ``key`` (runs without one last), else by name."""
+    by_name = sorted(runs, key=lambda run: run.name)
+    if key is None:
+        return by_name
+
+    def rank(run: RunData) -> tuple[bool, float]:
+        value = last_value(run, key)
+        if value is None or math.isnan(value):
+            return True, 0.0
+        return False, -value if descending else value
+
+    return sorted(by_name, key=rank)
+
+
+def _row(cells: Sequence[str], tag: str = "td") -> str:
+    return "<tr>" + "".join(f"<{tag}{_CELL}>{cell}</{tag}>" for cell in cells) + "</tr>"
+
+
+def run_table(run: RunData) -> str:
+    """One run's options as an HTML table (name, value)."""
+    options = options_of(run)
+    if not options:
+        return "<p>this run stored no options</p>"
+    rows = "".join(_row([html.escape(k), html.escape(v)]) for k, v in options.items())
+    return f"<table>{_row(['option', 'value'], 'th')}{rows}</table>"
+
+
+def comparison_table(
+    runs: Sequence[RunData],
+    key: SeriesKey | None,
+    descending: bool = False,
+    links: dict[str, str] | None = None,
+) -> str:
+    """The compared runs as an HTML table: a row per run, sorted by ``key``'s last value.
+
+    Columns: the run (linked to its env when ``links`` has it), the metric, then
+    each option whose value is not the same in every run.
+    """
+    links = links or {}
+    options = {run.name: options_of(run) for run in runs}
+    names = sorted({name for opts in options.values() for name in opts})
+    varying = [n for n in names if len({opts.get(n) for opts in options.values()}) > 1]
+    shared = [n for n in names if n not in varying]
+    metric = f"{key[0]}/{key[1]} (last)" if key else None
+    head = ["run", *([metric] if metric else []), *varying]
+    rows = []
+    for run in sort_runs(runs, key, descending):
+        name = html.escape(run.name)
+        if run.name in links:
+            name = f'<a href="{html.escape(links[run.name])}">{name}</a>'
+        value = last_value(run, key)
+        cells = [name, *([("-" if value is None else f"{value:.6g}")] if metric else [])]
+        cells += [html.escape(options[run.name].get(n, "-")) for n in varying]
+        rows.append(_row(cells))
+    table = f"<table>{_row([html.escape(h) for h in head], 'th')}{''.join(rows)}</table>"
+    if shared:
+        first = options[runs[0].name] if runs else {}
+        same = ", ".join(f"{html.escape(n)}={html.escape(first.get(n, '-'))}" for n in shared)
+        table += f"<p style='color:#555'>same in every run: {same}</p>"
+    return table

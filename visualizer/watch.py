@@ -1,0 +1,75 @@
+"""File events that wake the follow loop when a local store changes (watchdog: inotify on Linux).
+
+Without watchdog, or on a filesystem without events (NFS, Lustre, FUSE), or past
+the inotify watch limit, the loop polls instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from .runs import LocalRuns, S3Runs
+
+log = logging.getLogger(__name__)
+
+
+class FileEvents:
+    """Sets ``wake`` on any change under a local root of runs, once :meth:`start` could watch it."""
+
+    def __init__(
+        self,
+        runs: LocalRuns | S3Runs,
+        wake: threading.Event,
+        poll_interval: float,
+        enabled: bool = True,
+    ) -> None:
+        self.runs = runs
+        self.wake = wake
+        self.poll_interval = poll_interval
+        self.enabled = enabled and isinstance(runs, LocalRuns)
+        self._observer: Any = None
+
+    def start(self) -> None:
+        """Watch the root if it exists and is not watched yet (called every loop: cheap)."""
+        if not self.enabled or self._observer is not None or not isinstance(self.runs, LocalRuns):
+            return
+        if not self.runs.root.is_dir():
+            return  # polled until it appears; then watched
+        try:
+            from watchdog.events import FileSystemEventHandler
+            from watchdog.observers import Observer
+        except ImportError:
+            log.info("watchdog is not installed: polling every %.1f s", self.poll_interval)
+            self.enabled = False
+            return
+
+        wake = self.wake
+
+        class _Wake(FileSystemEventHandler):
+            def on_any_event(self, event: Any) -> None:
+                if event.event_type != "opened" and event.event_type != "closed_no_write":
+                    wake.set()
+
+        observer = Observer()
+        try:
+            observer.schedule(_Wake(), str(self.runs.root), recursive=True)
+            observer.start()
+        except OSError as err:  # inotify watch limit, or a filesystem without events
+            log.info(
+                "no file events for %s (%s): polling every %.1f s",
+                self.runs.root,
+                err,
+                self.poll_interval,
+            )
+            self.enabled = False
+            return
+        self._observer = observer
+
+    def stop(self) -> None:
+        """Stop watching (idempotent)."""
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=5)
+            self._observer = None
