@@ -37,7 +37,10 @@ def test_a_session_refuses_a_run_dir_another_writer_holds(tmp_path):
 
 @pytest.mark.integration
 def test_secrets_in_options_reach_no_file_copy_or_output(tmp_path, monkeypatch, capfd):
-    """Canaries in the options, --display-server and --display-env: stored and sent redacted."""
+    """Canaries in the options (a key, a URL login, a query token): stored and sent redacted.
+
+    (A login in --display-server or a query in --display-env is refused before anything is
+    written: tests/trainer/test_config.py.)"""
     canaries = ["CANARY-api-key-1f3", "CANARY-visdom-pw-9c2", "CANARY-env-token-77d"]
     copies = tmp_path / "copies"
     copies.mkdir()
@@ -55,9 +58,10 @@ def test_secrets_in_options_reach_no_file_copy_or_output(tmp_path, monkeypatch, 
         checkpoints_dir=tmp_path / "checkpoints",
         remote=True,
         remote_transfer_cmd="transfer_plugins.local.copy_to",
-        display_server=f"http://alice:{canaries[1]}@127.0.0.1",
-        display_env=f"env?token={canaries[2]}",
-        options={"api_key": canaries[0], "nested": {"url": f"https://u:{canaries[1]}@h/x"}},
+        options={
+            "api_key": canaries[0],
+            "nested": {"url": f"https://u:{canaries[1]}@h/x", "query": f"?token={canaries[2]}"},
+        },
     )
     output = capfd.readouterr()
     stored = _every_byte(result.run_dir, copies)
