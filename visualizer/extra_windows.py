@@ -1,7 +1,6 @@
 """Windows for the record kinds beyond scalars and images (text, histograms, hparams, ...).
 
-:class:`ExtraData` keeps what a run's extra records say (the latest of each tag;
-every step of a histogram); :class:`ExtraWindows` draws it into the run's visdom
+:class:`ExtraWindows` draws a run's :class:`~visualizer.extradata.ExtraData` into its visdom
 env: text panes, a histogram as TensorBoard's distribution view (percentile
 lines over steps), one hparams table, PR curves as lines, embeddings as a
 scatter, meshes as visdom meshes, audio and video as HTML5 panes, and each
@@ -15,25 +14,19 @@ import base64
 import html
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from snapshot_store.kinds import ExtraRecord
-
+from .extradata import ExtraKey
 from .layout import safe_id
-
-if TYPE_CHECKING:  # rundata imports this module
-    from .rundata import RunData
-
-ExtraKey = tuple[str, str]  # (kind, tag)
+from .rundata import RunData
 
 EXTRA_WIN_PREFIX = "extra_"
 HPARAMS_WIN = f"{EXTRA_WIN_PREFIX}hparams"
 # TensorBoard's distribution view: these percentiles of each step's histogram.
 PERCENTILES = (0, 7, 16, 31, 50, 69, 84, 93, 100)
 MAX_HISTOGRAM_STEPS = 500  # drawn per histogram window, evenly spaced over the run
-TEXT_ENTRIES = 20  # latest texts shown per tag
 LAYOUT_REFRESH_SECONDS = 5.0  # custom-scalar charts redraw their scalars whole: not too often
 LAYOUT_MAX_POINTS = 2000  # per trace of a custom-scalar chart
 
@@ -41,42 +34,6 @@ LAYOUT_MAX_POINTS = 2000  # per trace of a custom-scalar chart
 def extra_window(kind: str, tag: str) -> str:
     """Window id of ``tag``'s records of ``kind``."""
     return f"{EXTRA_WIN_PREFIX}{kind}_{safe_id(tag)}"
-
-
-class ExtraData:
-    """A run's extra records: latest per (kind, tag), texts' recent history, histograms per step."""
-
-    def __init__(self) -> None:
-        self.latest: dict[ExtraKey, ExtraRecord] = {}
-        self.texts: dict[str, list[tuple[int, str]]] = {}
-        self.histograms: dict[str, dict[int, dict[str, Any]]] = {}
-        # Every custom-scalar chart seen: each add_custom_scalars* call adds its charts.
-        self.layout: dict[str, dict[str, list]] = {}
-        self.changed: set[ExtraKey] = set()
-
-    def apply(self, records: list[ExtraRecord]) -> None:
-        """Merge records in the order they were written (a later one of a tag wins)."""
-        for record in records:
-            kind, tag, step, _wall, data = record
-            if kind == "hparams":
-                key = ("hparams", "")  # one table for every hparams record
-                self.latest[(kind, tag)] = record
-            elif kind == "text":
-                key = (kind, tag)
-                entries = self.texts.setdefault(tag, [])
-                entries.append((step, data["text"]))
-                del entries[:-TEXT_ENTRIES]
-            elif kind == "layout":
-                key = (kind, "")
-                for category, charts in data["layout"].items():
-                    self.layout.setdefault(category, {}).update(charts)
-            elif kind == "histogram":
-                key = (kind, tag)
-                self.histograms.setdefault(tag, {})[step] = data
-            else:
-                key = (kind, tag)
-                self.latest[key] = record
-            self.changed.add(key)
 
 
 def percentiles(data: dict[str, Any], percents: tuple[int, ...] = PERCENTILES) -> list[float]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from snapshot_store.reader import Update
 
-from .extra_windows import ExtraData
+from .extradata import ExtraData
 from .series import Series
 from .status import EtaEstimator
 
@@ -43,7 +43,7 @@ class RunData:
         self.meta: dict[str, Any] | None = None
         self.status: dict[str, Any] | None = None
         self.eta = EtaEstimator()
-        self.extras = ExtraData()  # text, histograms, hparams... (extra_windows.py)
+        self.extras = ExtraData()  # text, histograms, hparams... (extradata.py)
         self.changed_images: set[SeriesKey] = set()
         self.status_changed = False
 

@@ -15,11 +15,11 @@ from tests.visualizer.conftest import following, wait_until
 from trainer import SummaryWriter
 from visualizer.extra_windows import (
     HPARAMS_WIN,
-    ExtraData,
     ExtraWindows,
     extra_window,
     percentiles,
 )
+from visualizer.extradata import ExtraData
 from visualizer.layout import image_window
 from visualizer.rundata import RunData
 
