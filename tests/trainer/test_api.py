@@ -241,9 +241,12 @@ if __name__ == "__main__":
     result = trainer.fit(model, nn.MSELoss(), optimizer, dataset_fn=make_datasets, batch_size=16,
                          num_epochs=2, ddp=True, nprocs=2, device="cpu",
                          checkpoints_dir=sys.argv[1], name="script", remote=True)
-    print("RESULT " + json.dumps({"launched": launched, "rank": int(os.environ.get("RANK", 0)),
-                                  "val": result.values("val/loss"), "steps": result.global_step,
-                                  "weight": model.linear.weight.flatten().tolist()}))
+    line = "RESULT " + json.dumps({"launched": launched, "rank": int(os.environ.get("RANK", 0)),
+                                   "val": result.values("val/loss"), "steps": result.global_step,
+                                   "weight": model.linear.weight.flatten().tolist()}) + "\\n"
+    # Both ranks share one pipe: one write of under PIPE_BUF bytes can not interleave.
+    sys.stdout.flush()
+    os.write(1, line.encode())
 """
 
 
