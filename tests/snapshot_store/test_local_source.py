@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,8 +10,8 @@ import pytest
 from snapshot_store import StoreReader, read_store
 from snapshot_store import frames as fmt
 from snapshot_store.reader import LocalSource
+from tests.fixtures.export import run_export
 
-ROOT = Path(__file__).resolve().parents[2]
 SEGMENT0 = fmt.segment_name(fmt.SCALARS, 0)
 SEGMENT1 = fmt.segment_name(fmt.SCALARS, 1)
 
@@ -23,16 +21,6 @@ needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here
 def _batch(steps: list[int]) -> bytes:
     n = len(steps)
     return fmt.encode_scalar_batch([("train", "a", steps, [0.0] * n, [1.0] * n, [1.0] * n)])
-
-
-def _export(store: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "visualizer", "export", "--pickle-dir", str(store)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,  # a reader blocked on a FIFO would hang here
-    )
 
 
 @needs_fifo
@@ -53,7 +41,7 @@ def test_export_does_not_hang_on_fifos(tmp_path):
     (tmp_path / SEGMENT0).write_bytes(_batch([0, 1]))
     for name in (SEGMENT1, fmt.STATUS_FILE, fmt.META_FILE):
         os.mkfifo(tmp_path / name)
-    result = _export(tmp_path)
+    result = run_export(tmp_path)
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 3  # header and two rows
     assert "Traceback" not in result.stderr
@@ -72,7 +60,7 @@ def test_a_symlink_out_of_the_store_is_skipped(tmp_path):
     assert reader.warnings == [
         f"skipped {store / SEGMENT0}: a symlink that leads outside the store"
     ]
-    result = _export(store)
+    result = run_export(store)
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 2
 
@@ -96,7 +84,7 @@ def test_a_directory_named_like_a_segment_is_skipped(tmp_path):
     assert sorted(reader.warnings) == sorted(
         f"skipped {tmp_path / name}: not a regular file" for name in (SEGMENT1, fmt.STATUS_FILE)
     )
-    assert _export(tmp_path).returncode == 0
+    assert run_export(tmp_path).returncode == 0
 
 
 def test_a_dangling_or_looping_symlink_is_ignored(tmp_path):
@@ -127,7 +115,7 @@ def test_reader_over_a_custom_warn_callback(tmp_path):
 def test_a_segment_linked_to_dev_zero_is_skipped_not_read(tmp_path):
     (tmp_path / SEGMENT0).symlink_to("/dev/zero")  # endless bytes: reading it whole never ends
     (tmp_path / SEGMENT1).write_bytes(_batch([0]))
-    result = _export(tmp_path)
+    result = run_export(tmp_path)
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 2
     assert f"skipped {tmp_path / SEGMENT0}" in result.stderr

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import logging
 import pickle
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from snapshot_store import StoreReader, read_store
 from snapshot_store import frames as fmt
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.fixtures.export import run_export
 
 
 def _series(name: str, steps: list, **cols) -> tuple:
@@ -153,13 +149,7 @@ def test_export_of_a_store_with_bad_records_exits_0_with_the_good_rows(tmp_path)
     good = fmt.encode_scalar_batch([_series("a", [0, 1])])
     data = bad[0] + good + b"".join(bad[1:]) + fmt.encode_scalar_batch([_series("a", [2])])
     (tmp_path / fmt.segment_name(fmt.SCALARS, 0)).write_bytes(data)
-    result = subprocess.run(
-        [sys.executable, "-m", "visualizer", "export", "--pickle-dir", str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_export(tmp_path)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     rows = [line for line in result.stdout.splitlines()[1:] if line]

@@ -14,6 +14,7 @@ import pytest
 
 from snapshot_store import ExitCode, Recorder
 from snapshot_store import frames as fmt
+from tests.fixtures.export import run_export
 from visualizer.export import export_csv
 from visualizer.runs import LocalRuns
 
@@ -42,13 +43,7 @@ def _runs_in_csv(text: str) -> set[str]:
 def test_export_of_a_flat_download_names_the_run_as_its_metadata_does(tmp_path):
     _record(tmp_path / "checkpoints" / "exp1")
     download = _flat_download(tmp_path / "checkpoints" / "exp1" / "pickle", tmp_path / "dl")
-    proc = subprocess.run(
-        [sys.executable, "-m", "visualizer", "export", "--pickle-dir", str(download)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = run_export(download)
     assert proc.returncode == ExitCode.OK, proc.stderr
     assert _runs_in_csv(proc.stdout) == {"exp1"}
 
