@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .pickle_guard import memo_problem
+
 log = logging.getLogger(__name__)
 
 # 2: the ``extras`` stream (text, histograms, hparams, ... see kinds.py). Version 1
@@ -192,6 +194,8 @@ def dumps(obj: Any) -> bytes:
 
 def loads(payload: bytes, source: str | os.PathLike[str] = "<payload>") -> Any:
     """Unpickle a payload with :class:`SafeUnpickler`; errors name ``source``."""
+    if problem := memo_problem(payload):
+        raise UnsafePickleError(f"{source}: {problem}; not loaded (it asks for a huge memo)")
     try:
         return SafeUnpickler(io.BytesIO(payload)).load()
     except UnsafePickleError as err:
@@ -458,6 +462,34 @@ def image_problem(item: object) -> str | None:
     return None
 
 
+# A pickle may refer to one object many times (its memo), so a small frame can
+# stand for a huge document, and validating that would take hours. Every value
+# the store writes costs at least a byte, so eight values a byte is generous.
+_EXPANSION = 8
+
+
+def _size_over(records: list, budget: int) -> bool:
+    """Whether the lengths the validators walk through ``records`` add up to over ``budget``.
+
+    The validators go into each record, its tuples, dict values and the two-item
+    chart lists of a layout; every other list they scan flat, at a cost of its length.
+    """
+    pending, total = list(records), len(records)
+    while pending:
+        item = pending.pop()
+        if isinstance(item, (str, bytes)):
+            total += len(item)
+        elif isinstance(item, (tuple, dict, list)):
+            total += len(item) + 1
+            if isinstance(item, dict):
+                pending.extend(item.values())
+            elif isinstance(item, tuple) or len(item) <= 2:
+                pending.extend(item)
+        if total > budget:
+            return True
+    return False
+
+
 def records_of(
     payload: bytes, source: str, key: str, what: str, problem_of: Callable[[object], str | None]
 ) -> tuple[list, list[str]]:
@@ -471,6 +503,9 @@ def records_of(
     items = doc.get(key) if isinstance(doc, dict) else None
     if not isinstance(items, list):
         return [], [f"{what} frame without a {key!r} list"]
+    budget = _EXPANSION * len(payload) + 4096
+    if _size_over(items, budget):
+        return [], [f"{what} frame of {len(payload)} bytes shares one object many times over"]
     good: list = []
     problems: list[str] = []
     for item in items:
