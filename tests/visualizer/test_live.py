@@ -70,14 +70,14 @@ def live_view(
         proc.stdout.close()
 
 
-def first_line(proc: subprocess.Popen[str], log: Path) -> str:
-    """The first line the process prints on stdout, waiting at most START_TIMEOUT_S."""
+def first_line(proc: subprocess.Popen[str], log: Path, timeout: float = START_TIMEOUT_S) -> str:
+    """The first line the process prints on stdout, waiting at most ``timeout`` seconds."""
     lines: queue.Queue[str] = queue.Queue()
     assert proc.stdout is not None
     stdout = proc.stdout
     threading.Thread(target=lambda: lines.put(stdout.readline()), daemon=True).start()
     try:
-        return lines.get(timeout=START_TIMEOUT_S)
+        return lines.get(timeout=timeout)
     except queue.Empty:
         raise AssertionError(f"nothing on stdout; stderr:\n{log.read_text()}") from None
 
