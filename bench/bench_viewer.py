@@ -44,7 +44,7 @@ INGEST_POINTS = 10_000_000
 IDLE_RUNS, IDLE_GROUPS, IDLE_STEPS = 100, 5, 1_000
 IDLE_SECONDS = 30.0
 SWITCHES = 3  # env switches timed; the slowest is reported
-WAIT_S = 60  # a bound on waiting for a page or a replay, not a target
+WAIT_S = 120  # a bound on waiting for a page or a replay, not a target
 
 # Per plot on the page, Plotly's own state: each trace's name and last x.
 TRACES_JS = """
@@ -224,6 +224,13 @@ def _tensorboard_idle(root: Path) -> float:
         _stop(proc)
 
 
+def _times(reference: float, ours: float, better: str, worse: str) -> str:
+    """``reference / ours`` as "Nx better", or "Nx worse" when ours is the larger cost."""
+    if ours <= reference:
+        return f"{reference / max(ours, 1e-9):.1f}x {better}"
+    return f"{ours / max(reference, 1e-9):.0f}x {worse}"
+
+
 def _rows(draw: float, ingest: dict, tb: dict, idle: dict, tb_idle: float) -> list[dict]:
     tb_10m = tb["seconds"] * INGEST_POINTS / tb["points"]
     return [
@@ -255,7 +262,7 @@ def _rows(draw: float, ingest: dict, tb: dict, idle: dict, tb_idle: float) -> li
             "benchmark": f"{IDLE_RUNS} runs x {IDLE_GROUPS} groups idle: CPU over {IDLE_SECONDS:.0f} s",
             "ours": f"{idle['cpu'] * 100:.1f}% of a core",
             "reference": f"tensorboard --logdir {tb_idle * 100:.1f}%",
-            "ratio": f"{tb_idle / max(idle['cpu'], 1e-4):.1f}x less",
+            "ratio": _times(tb_idle, idle["cpu"], "less", "more"),
             "target": "<= 5%",
             "met": idle["cpu"] <= 0.05,
         },
