@@ -172,6 +172,7 @@ class StoreReader:
         self._documents: dict[str, tuple] = {}
         self.warnings: list[str] = []
         self.more = False  # the last poll stopped at max_bytes: poll again at once
+        self._listing: dict[str, tuple] | None = None
 
     def poll(self, max_bytes: int | None = None) -> Update:
         """Read whatever is new since the last call.
@@ -181,9 +182,13 @@ class StoreReader:
         a page at a time instead of sitting in memory whole.
         """
         update = Update()
+        # Going on with a history read a page at a time: the listing it started from
+        # still holds (one LIST per page would be most of an S3 replay's requests).
+        if not (self.more and self._listing is not None):
+            self._listing = self.source.list()
+        listing = self._listing
         self.more = False
         budget = max_bytes
-        listing = self.source.list()
         update.meta = self._read_document(fmt.META_FILE, listing)
         update.status = self._read_document(fmt.STATUS_FILE, listing)
         segments = sorted(

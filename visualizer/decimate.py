@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 MIN_POINTS = 4  # the first and last points plus one bucket's min and max
+# Points examined per pass: the temporaries of a ten-million-point series stay a few MB.
+CHUNK = 1 << 18
 
 
 def check_max_points(max_points: int) -> None:
@@ -33,17 +35,26 @@ def decimate_indices(values: np.ndarray, max_points: int) -> np.ndarray:
     if n <= max_points:
         return np.arange(n)
     buckets = (max_points - 2) // 2
-    interior = np.asarray(values[1:-1], dtype=np.float64)
-    size = -(-len(interior) // buckets)  # ceil: every interior point is in a bucket
-    padded = np.full(buckets * size, np.nan)
-    padded[: len(interior)] = interior
-    grid = padded.reshape(buckets, size)
+    size = -(-(n - 2) // buckets)  # ceil: every interior point is in a bucket
+    rows = max(1, CHUNK // size)  # buckets per pass: bounds the temporaries of a long series
+    picked = [np.array([0, n - 1])]
+    for first in range(0, buckets, rows):
+        start = 1 + first * size
+        if start >= n - 1:
+            break  # buckets made only of padding past the end
+        picked.append(_extremes(values[start : min(n - 1, start + rows * size)], size) + start)
+    return np.unique(np.concatenate(picked))
+
+
+def _extremes(interior: np.ndarray, size: int) -> np.ndarray:
+    """Indices into ``interior`` of the min and max of each bucket of ``size`` points."""
+    buckets = -(-len(interior) // size)
+    grid = np.full((buckets, size), np.nan)
+    grid.ravel()[: len(interior)] = interior
     finite = np.isfinite(grid)
     # Padding and NaN must lose both contests; +/-inf are real extremes but are
     # drawn as gaps, so they are treated like NaN here.
     lows = np.where(finite, grid, np.inf).argmin(axis=1)
     highs = np.where(finite, grid, -np.inf).argmax(axis=1)
-    base = np.arange(buckets) * size + 1
-    picked = np.concatenate(([0], base + lows, base + highs, [n - 1]))
-    # A bucket made only of padding points past the end; drop those picks.
-    return np.unique(picked[picked <= n - 1])
+    base = np.arange(buckets) * size
+    return np.concatenate((base + lows, base + highs))

@@ -39,7 +39,7 @@ DEFAULT_MAX_IDLE_INTERVAL = 60.0
 WAIT_LOG_INTERVAL = 10.0
 # A long history is replayed this many bytes of segments at a time: each page
 # becomes compact arrays before the next is read, so memory stays flat.
-PAGE_BYTES = 8 << 20
+PAGE_BYTES = 2 << 20
 TICK = 1.0  # status panels and restart probes want a look at least this often
 
 

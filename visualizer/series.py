@@ -1,9 +1,10 @@
 """Compact in-memory series: step, value and wall time, latest value per step.
 
 :class:`snapshot_store.History` keeps four columns of Python objects per point;
-the visualizer draws ``(step or time, value)``, so it keeps three typed arrays
-(an int64 step, a float64 value, and the wall time as a float32 offset from the
-series' first one: 20 bytes a point) and a million-point run stays small.
+the visualizer draws ``(step or time, value)``, so it keeps three typed columns
+(the step as int32 while every step fits, else int64; a float64 value; and the
+wall time as a float32 offset from the series' first one: 16 bytes a point) and
+a ten-million-point run stays small.
 """
 
 from __future__ import annotations
@@ -11,26 +12,95 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable
-from itertools import pairwise
+from typing import Any
 
 import numpy as np
+
+# Points per full block of a column. A column grows by adding blocks, never by
+# moving what it holds: one array regrown by realloc left a freed copy behind
+# at each step, and those holes made up a fifth of a long replay's memory.
+BLOCK = 1 << 16
+_INT32 = np.iinfo(np.int32)
+
+
+class Column:
+    """A growable 1-D typed array kept as full blocks of :data:`BLOCK` plus a growing tail."""
+
+    __slots__ = ("_blocks", "_size", "dtype")
+
+    def __init__(self, dtype: Any, values: np.ndarray | None = None) -> None:
+        self.dtype = np.dtype(dtype)
+        self._blocks: list[np.ndarray] = []
+        self._size = 0
+        if values is not None:
+            self.append(values)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, index: int) -> Any:
+        if index < 0:
+            index += self._size
+        if not 0 <= index < self._size:
+            raise IndexError(index)
+        return self._blocks[index // BLOCK][index % BLOCK].item()
+
+    def append(self, new: np.ndarray) -> None:
+        """Add ``new`` (cast to this column's dtype) at the end."""
+        done = 0
+        while done < len(new):
+            fill, want = self._size % BLOCK, len(new) - done
+            if fill == 0:
+                self._blocks.append(np.empty(min(BLOCK, max(16, want)), self.dtype))
+            elif fill == len(self._blocks[-1]):  # a tail short of a block, and full: grow it
+                grown = np.empty(min(BLOCK, max(2 * fill, fill + want)), self.dtype)
+                grown[:fill] = self._blocks[-1]
+                self._blocks[-1] = grown
+            tail = self._blocks[-1]
+            take = min(len(tail) - fill, want)
+            tail[fill : fill + take] = new[done : done + take]
+            done += take
+            self._size += take
+
+    def array(self, start: int = 0, stop: int | None = None, dtype: Any = None) -> np.ndarray:
+        """Items ``start:stop`` as a new array (never a view of the column), as ``dtype``."""
+        start, stop, _ = slice(start, stop).indices(self._size)
+        dtype = self.dtype if dtype is None else np.dtype(dtype)
+        if start >= stop:
+            return np.empty(0, dtype)
+        first, last = start // BLOCK, (stop - 1) // BLOCK
+        parts = self._blocks[first : last + 1]
+        parts[-1] = parts[-1][: stop - last * BLOCK]
+        parts[0] = parts[0][start - first * BLOCK :]
+        # One allocation, already in the dtype asked for: no second copy to convert.
+        return np.concatenate(parts, dtype=dtype)
+
+
+def _step_column(steps: np.ndarray) -> Column:
+    """``steps`` (int64) as a column: int32 when every one fits, which halves them."""
+    fits = len(steps) == 0 or (steps.min() >= _INT32.min and steps.max() <= _INT32.max)
+    return Column(np.int32 if fits else np.int64, steps)
+
+
+def _fits(column: Column, steps: np.ndarray) -> bool:
+    return column.dtype == np.int64 or (steps[0] >= _INT32.min and steps[-1] <= _INT32.max)
 
 
 class Series:
     """Points of one trace sorted by step, one value per step (the latest logged).
 
-    Steps normally grow, so :meth:`extend` is an array append; a step at or before
+    Steps normally grow, so :meth:`extend` is an append; a step at or before
     the last one (a resumed run logging a step again) merges and reports a rewind.
     """
 
     __slots__ = ("_steps", "_t0", "_times", "_values", "rewinds")
 
     def __init__(self) -> None:
-        self._steps = array("q")
-        self._values = array("d")
+        self._steps = Column(np.int32)  # int64 from the first step past int32
+        self._values = Column(np.float64)
         # Wall times as offsets from the first one seen: float32 resolves a
         # second within 194 days, and halves what float64 would cost.
-        self._times = array("f")
+        self._times = Column(np.float32)
         self._t0: float | None = None
         # Bumped whenever points already held change: a drawn copy of this
         # series is out of date and must be redrawn, not appended to.
@@ -42,7 +112,7 @@ class Series:
     @property
     def last_step(self) -> int | None:
         """The highest step held, if any."""
-        return self._steps[-1] if self._steps else None
+        return self._steps[-1] if len(self._steps) else None
 
     def extend(
         self, steps: Iterable[int], values: Iterable[float], times: Iterable[float] | None = None
@@ -51,18 +121,21 @@ class Series:
 
         ``times`` are the points' wall times (seconds since the epoch); unknown ones are NaN.
         """
-        new_steps = array("q", steps)
-        new_values = array("d", values)
+        # array() refuses what is not an int (or float): numpy would round a float step.
+        new_steps = np.frombuffer(array("q", steps), dtype=np.int64)
+        new_values = np.frombuffer(array("d", values), dtype=np.float64)
         if len(new_steps) != len(new_values):
             raise ValueError("steps and values differ in length")
-        if not new_steps:
+        if not len(new_steps):
             return False
         new_times = self._offsets(times, len(new_steps))
-        increasing = all(b > a for a, b in pairwise(new_steps))
-        if increasing and (not self._steps or new_steps[0] > self._steps[-1]):
-            self._steps.extend(new_steps)
-            self._values.extend(new_values)
-            self._times.frombytes(new_times.tobytes())
+        increasing = bool((new_steps[1:] > new_steps[:-1]).all())
+        if increasing and (not len(self) or new_steps[0] > self._steps[-1]):
+            if not _fits(self._steps, new_steps):
+                self._steps = Column(np.int64, self.steps())
+            self._steps.append(new_steps)
+            self._values.append(new_values)
+            self._times.append(new_times)
             return False
         self._merge(new_steps, new_values, new_times)
         self.rewinds += 1
@@ -80,29 +153,29 @@ class Series:
             self._t0 = float(finite[0])
         return (absolute - self._t0).astype(np.float32)
 
-    def _merge(self, new_steps: array, new_values: array, new_times: np.ndarray) -> None:
-        steps = np.concatenate((self.steps(), np.frombuffer(new_steps, dtype=np.int64)))
-        values = np.concatenate((self.values(), np.frombuffer(new_values, dtype=np.float64)))
-        times = np.concatenate((np.frombuffer(self._times, dtype=np.float32), new_times))
+    def _merge(self, new_steps: np.ndarray, new_values: np.ndarray, new_times: np.ndarray) -> None:
+        steps = np.concatenate((self.steps(), new_steps))
+        values = np.concatenate((self.values(), new_values))
+        times = np.concatenate((self._times.array(), new_times))
         # np.unique keeps the first occurrence: on the reversed arrays that is the
         # latest one logged, which is the value a step must show.
         _, first_in_reversed = np.unique(steps[::-1], return_index=True)
         keep = len(steps) - 1 - first_in_reversed
-        self._steps = array("q", steps[keep].tobytes())
-        self._values = array("d", values[keep].tobytes())
-        self._times = array("f", times[keep].tobytes())
+        self._steps = _step_column(steps[keep])
+        self._values = Column(np.float64, values[keep])
+        self._times = Column(np.float32, times[keep])
 
     def step_at(self, index: int) -> int:
         """The step of point ``index`` (in step order)."""
-        return self._steps[index]
+        return int(self._steps[index])
 
     def steps(self, start: int = 0) -> np.ndarray:
         """Steps from index ``start`` as an int64 array (a copy: safe to keep)."""
-        return np.frombuffer(self._steps, dtype=np.int64)[start:].copy()
+        return self._steps.array(start, dtype=np.int64)
 
     def values(self, start: int = 0, stop: int | None = None) -> np.ndarray:
         """Values from index ``start`` (to ``stop``) as a float64 array (a copy: safe to keep)."""
-        return np.frombuffer(self._values, dtype=np.float64)[start:stop].copy()
+        return self._values.array(start, stop)
 
     @property
     def first_time(self) -> float | None:
@@ -112,12 +185,16 @@ class Series:
     @property
     def last_time(self) -> float | None:
         """Wall time of the point at the highest step, if known."""
-        if self._t0 is None or not self._times:
+        if self._t0 is None or not len(self._times):
             return None
         last = self._t0 + float(self._times[-1])
         return last if math.isfinite(last) else None
 
     def times(self, index: np.ndarray | slice) -> np.ndarray:
         """Wall times (seconds since the epoch, NaN when unknown) of the points at ``index``."""
-        offsets = np.frombuffer(self._times, dtype=np.float32)[index].astype(np.float64)
-        return offsets + (self._t0 if self._t0 is not None else np.nan)
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self._times))
+            offsets = self._times.array(start, stop)[::step]
+        else:
+            offsets = self._times.array()[index]
+        return offsets.astype(np.float64) + (self._t0 if self._t0 is not None else np.nan)

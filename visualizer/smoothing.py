@@ -15,15 +15,14 @@ series grows instead of recomputing it.
 from __future__ import annotations
 
 import math
-from array import array
 
 import numpy as np
 
-from .series import Series
+from .series import Column, Series
 
 DEFAULT_SMOOTHING = 0.6  # TensorBoard's default weight
 # Points smoothed per numpy pass: bounds the temporary arrays of a long replay.
-CHUNK = 1 << 20
+CHUNK = 1 << 18
 # Within a block, values are scaled by up to w**-B; keeping that below 1e50 keeps
 # any loss below ~1e250 far from float64 overflow.
 _MAX_SCALE_DECADES = 50.0
@@ -92,7 +91,7 @@ class Smoother:
         self._count = 0  # finite values averaged so far
         self._first: float | None = None
         self._flat = 0  # leading points that all equal the first: drawn as they are
-        self._out = array("f")
+        self._out = Column(np.float32)
         self._rewinds = -1
 
     def __len__(self) -> int:
@@ -106,7 +105,7 @@ class Smoother:
         start = len(self._out)
         while start < len(series):
             chunk = series.values(start, start + CHUNK)
-            self._out.frombytes(self._smooth(chunk).astype(np.float32).tobytes())
+            self._out.append(self._smooth(chunk))
             start += len(chunk)
 
     def _smooth(self, x: np.ndarray) -> np.ndarray:
@@ -145,7 +144,7 @@ class Smoother:
 
     def values(self, start: int = 0) -> np.ndarray:
         """Smoothed values from index ``start``, as float64."""
-        out = np.frombuffer(self._out, dtype=np.float32)[start:].astype(np.float64)
+        out = self._out.array(start, dtype=np.float64)
         # A flat stretch is the value itself, exactly: float32 rounding of it
         # would draw the smoothed line apart from the raw one.
         if start < self._flat:

@@ -138,6 +138,40 @@ def test_max_bytes_pages_through_a_long_history_reading_each_byte_once(tmp_path)
     assert not reader.poll()
 
 
+class _ListCount(LocalSource):
+    """A real LocalSource that counts its listings (one LIST request each on S3)."""
+
+    def __init__(self, root) -> None:
+        super().__init__(root)
+        self.listings = 0
+
+    def list(self) -> dict[str, tuple]:
+        self.listings += 1
+        return super().list()
+
+
+def test_a_paged_replay_lists_the_store_once_and_the_next_poll_sees_new_files(tmp_path):
+    store = tmp_path / "run" / "pickle"
+    with Recorder(store, flush_interval=0.01, segment_bytes=2_000, rank=0) as rec:
+        for step in range(2_000):
+            rec.log({"loss": float(step)}, step=step)
+            if step % 500 == 0:
+                rec.flush()
+    source = _ListCount(store)
+    reader, history, polls = StoreReader(source), History(), 0
+    while True:
+        history.add(reader.poll(max_bytes=1).scalars)
+        polls += 1
+        if not reader.more:
+            break
+    assert polls > 3 and source.listings == 1
+    with Recorder(store, rank=0) as rec:  # a resumed run: a new segment after the replay
+        rec.log({"loss": -1.0}, step=2_000)
+    history.add(reader.poll(max_bytes=1).scalars)
+    assert source.listings == 2
+    assert history.series(("train", "loss"))[0] == list(range(2_001))
+
+
 class _PageLog(LocalSource):
     """A real LocalSource that remembers how many bytes each read asked for."""
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from snapshot_store.reader import History
-from visualizer.decimate import decimate_indices
+from visualizer.decimate import CHUNK, decimate_indices
 from visualizer.series import Series
 
 
@@ -85,3 +85,17 @@ def test_series_agrees_with_store_history():
     h_steps, _, _, h_values = history.series(("train", "loss"))
     assert series.steps().tolist() == h_steps
     assert series.values().tolist() == h_values
+
+
+@pytest.mark.parametrize("n", [CHUNK * 3 + 7, 2 * CHUNK + 2])
+def test_a_series_longer_than_one_pass_keeps_each_buckets_extremes(n):
+    values = np.random.default_rng(n).normal(size=n)
+    values[CHUNK + 11] = np.nan  # a gap in the second pass
+    max_points = 2 * 37 + 2  # buckets that do not divide the passes evenly
+    picked = decimate_indices(values, max_points)
+    size = -(-(n - 2) // 37)
+    expected = {0, n - 1}
+    for start in range(1, n - 1, size):
+        bucket = values[start : min(n - 1, start + size)]
+        expected |= {start + int(np.nanargmin(bucket)), start + int(np.nanargmax(bucket))}
+    assert picked.tolist() == sorted(expected)
