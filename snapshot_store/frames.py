@@ -36,19 +36,21 @@ import struct
 import tempfile
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from . import packed
 from .pickle_guard import memo_problem
 
 log = logging.getLogger(__name__)
 
 # 2: the ``extras`` stream (text, histograms, hparams, ... see kinds.py). Version 1
 # stores have no such segment and read unchanged.
-FORMAT_VERSION = 2
+# 3: scalar columns packed as little-endian bytes (packed.py); list columns still read.
+FORMAT_VERSION = 3
 
 META_FILE = "meta.pickle"
 STATUS_FILE = "status.pickle"
@@ -336,13 +338,17 @@ def decode_document(data: bytes, source: str | os.PathLike[str]) -> dict[str, An
 
 # --- scalar and image batches ----------------------------------------------------
 #
-# A scalar batch is columnar per series, so a reader extends lists instead of
+# A scalar batch is columnar per series, so a reader extends arrays instead of
 # walking one small object per point:
-#   {"v": 1, "series": [(group, name, steps, epochs, wall_times, values), ...]}
+#   {"v": 3, "series": [(group, name, steps, epochs, wall_times, values), ...]}
+# each column little-endian bytes (int64 steps, float64 the rest; packed.py);
+# formats 1 and 2 wrote lists of numbers, which read as they are.
 # An image batch:
 #   {"v": 1, "images": [(group, name, step, epoch, wall_time, png_bytes), ...]}
 
-SeriesColumns = tuple[str, str, list[int], list[float], list[float], list[float]]
+# Lists as the writer holds them (and as formats 1-2 stored them); typed arrays as
+# a reader returns format 3's packed columns.
+SeriesColumns = tuple[str, str, Sequence[int], Sequence[float], Sequence[float], Sequence[float]]
 ImageRecord = tuple[str, str, int, float, float, bytes]
 
 
@@ -365,13 +371,14 @@ def _split_series(series: list[SeriesColumns]) -> list[list[SeriesColumns]] | No
     ]
 
 
-def _encode_batch(key: str, items: list, split: Any) -> bytes:
+def _encode_batch(key: str, items: list, split: Any, pack: Any = list) -> bytes:
     """Frames of one batch, split until each payload fits in :data:`MAX_FRAME_BYTES`.
 
     A batch grows large when the disk stalls while training logs fast; the
-    reader refuses longer frames, so the writer must never make one.
+    reader refuses longer frames, so the writer must never make one. ``pack``
+    turns the items into what is stored; ``split`` halves the items themselves.
     """
-    payload = dumps({"v": FORMAT_VERSION, key: items})
+    payload = dumps({"v": FORMAT_VERSION, key: pack(items)})
     if len(payload) <= MAX_FRAME_BYTES:
         return encode_frame(payload)
     parts = split(items)
@@ -383,12 +390,22 @@ def _encode_batch(key: str, items: list, split: Any) -> bytes:
             MAX_FRAME_BYTES,
         )
         return b""
-    return b"".join(_encode_batch(key, part, split) for part in parts)
+    return b"".join(_encode_batch(key, part, split, pack) for part in parts)
 
 
 def encode_scalar_batch(series: list[SeriesColumns]) -> bytes:
     """Frame bytes for one batch of scalar series (several frames when it is huge)."""
-    return _encode_batch("series", series, _split_series)
+    return _encode_batch("series", series, _split_series, _packed_series)
+
+
+def _packed_series(series: list[SeriesColumns]) -> list[tuple]:
+    """Each series with its columns packed; one with a step past int64 stays lists,
+    which a reader checks and reports."""
+    out: list[tuple] = []
+    for group, name, *columns in series:
+        columns_packed = packed.pack(columns)
+        out.append((group, name, *(columns if columns_packed is None else columns_packed)))
+    return out
 
 
 def encode_image_batch(images: list[ImageRecord]) -> bytes:
@@ -428,6 +445,9 @@ def series_problem(item: object) -> str | None:
     group, name, steps, epochs, times, values = item
     if not isinstance(group, str) or not isinstance(name, str):
         return "group and name must be str"
+    if not isinstance(steps, list):  # format 3's packed bytes, or the arrays they read as
+        problem = packed.packed_problem(item[2:])
+        return f"{group}/{name}: {problem}" if problem else None
     for label, col, allowed in (
         ("steps", steps, _INT_TYPES),
         ("epochs", epochs, _NUMBER_TYPES),
@@ -518,8 +538,15 @@ def records_of(
 
 
 def scalar_records(payload: bytes, source: str) -> tuple[list[SeriesColumns], list[str]]:
-    """The valid series of one scalar frame, and why each invalid one was left out."""
-    return records_of(payload, source, "series", "scalar", series_problem)
+    """The valid series of one scalar frame, and why each invalid one was left out.
+
+    Packed columns come back as typed arrays (``array('q')`` steps, ``array('d')``
+    the rest), list columns of older stores as they were.
+    """
+    good, problems = records_of(payload, source, "series", "scalar", series_problem)
+    return [
+        s if type(s[2]) is not bytes else (s[0], s[1], *packed.unpack(s[2:])) for s in good
+    ], problems
 
 
 def image_records(payload: bytes, source: str) -> tuple[list[ImageRecord], list[str]]:

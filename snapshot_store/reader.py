@@ -171,6 +171,7 @@ class StoreReader:
         self._segments: dict[str, _SegmentState] = {}
         self._documents: dict[str, tuple] = {}
         self.warnings: list[str] = []
+        self._newer_warned = False
         self.more = False  # the last poll stopped at max_bytes: poll again at once
         self._listing: dict[str, tuple] | None = None
 
@@ -190,6 +191,8 @@ class StoreReader:
         self.more = False
         budget = max_bytes
         update.meta = self._read_document(fmt.META_FILE, listing)
+        if update.meta is not None:
+            self._check_version(update.meta.get("format_version"))
         update.status = self._read_document(fmt.STATUS_FILE, listing)
         segments = sorted(
             (parsed, name) for name in listing if (parsed := fmt.parse_segment_name(name))
@@ -214,6 +217,16 @@ class StoreReader:
                 break
             state.size_seen, state.closed_seen = size, closed
         return update
+
+    def _check_version(self, version: object) -> None:
+        """Say once that a newer writer made the store: what this reader skips is not lost."""
+        if type(version) is int and version > fmt.FORMAT_VERSION and not self._newer_warned:
+            self._newer_warned = True
+            self._warn(
+                f"{self.source.describe(fmt.META_FILE)}: written in store format {version}, "
+                f"newer than this reader's {fmt.FORMAT_VERSION}; records it cannot read are "
+                "skipped: upgrade remote-train-monitor where you read the run"
+            )
 
     def _warn(self, message: str) -> None:
         log.warning("%s", message)

@@ -15,6 +15,9 @@ from .tensor_values import CHANGED_IN_PLACE, DeviceCopyError, Pending, to_floats
 
 log = logging.getLogger(__name__)
 
+# The columns as this class builds them, before frames.py packs them.
+_ListColumns = tuple[str, str, list[int], list[float], list[float], list[float]]
+
 # (group, step, epoch, wall_time, {name: value}, {name: tensor version} or None) as
 # logged, before conversion to floats; the versions name the values that are tensors.
 ScalarRecord = tuple[str, int, float, float, dict[str, Any], dict[str, int] | None]
@@ -50,7 +53,7 @@ class ScalarColumns:
         shapes: dict[tuple[str, ...], list[ScalarRecord]] = {}
         for record in records:
             shapes.setdefault((record[0], *record[4]), []).append(record)
-        series: dict[tuple[str, str], SeriesColumns] = {}
+        series: dict[tuple[str, str], _ListColumns] = {}
         for (group, *names), recs in shapes.items():
             steps = [r[1] for r in recs]
             epochs = [r[2] for r in recs]

@@ -145,7 +145,10 @@ class Series:
         """``times`` as float32 offsets from the series' first wall time."""
         if times is None:
             return np.full(n, np.nan, dtype=np.float32)
-        absolute = np.fromiter(times, dtype=np.float64, count=n)
+        # array() copies a reader's array('d') in one go, where fromiter walks it.
+        absolute = np.frombuffer(array("d", times), dtype=np.float64)
+        if len(absolute) != n:
+            raise ValueError("steps and wall times differ in length")
         if self._t0 is None:
             finite = absolute[np.isfinite(absolute)]
             if len(finite) == 0:

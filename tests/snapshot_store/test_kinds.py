@@ -131,7 +131,7 @@ def test_the_recorder_writes_every_kind_and_skips_an_invalid_one_with_a_warning(
     _, reader, update = read_store(tmp_path)
     assert update.extras[0] == VALID[0] and [r[1] for r in update.extras] == [r[1] for r in VALID]
     assert "'broken'" in caplog.text and "'failing'" in caplog.text and reader.warnings == []
-    assert update.meta["format_version"] == fmt.FORMAT_VERSION == 2
+    assert update.meta["format_version"] == fmt.FORMAT_VERSION == 3
 
 
 def test_a_store_written_by_format_version_1_still_reads(tmp_path):

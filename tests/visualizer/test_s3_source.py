@@ -109,7 +109,10 @@ def test_reader_gets_only_new_bytes_with_ranged_gets(tmp_path, s3_bucket):
         )
     finally:
         rec.close()
-    assert [s[2] for s in first.scalars + second.scalars] == [list(range(50)), list(range(50, 60))]
+    assert [list(s[2]) for s in first.scalars + second.scalars] == [
+        list(range(50)),
+        list(range(50, 60)),
+    ]
 
 
 def test_missing_object_and_empty_prefix(s3_bucket):
