@@ -84,6 +84,7 @@ def test_chromium_renders_the_runs_plots_and_live_appends(
             lambda d: (p := _plot(d, "train losses")) and p["points"] == [180] * 4 and p
         )
     assert plot["drawn"] == 4
+    _check_lines_without_visdoms_smoothing(driver, "train losses")
     images = driver.execute_script(
         "return document.querySelectorAll('img[src^=\"data:image/png\"]').length"
     )
@@ -94,6 +95,36 @@ def test_chromium_renders_the_runs_plots_and_live_appends(
     assert driver.save_screenshot(str(ARTIFACTS / "visualizer_plot.png"))
     severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     assert severe == []
+
+
+# Per pane: visdom's "smooth lines" buttons, and the modes Plotly drew the traces in.
+LINE_PANES_JS = """
+return Array.from(document.querySelectorAll('.react-grid-item')).map(item => {
+  const div = item.querySelector('.js-plotly-plot');
+  return {buttons: item.querySelectorAll('button[title="smooth lines"]').length,
+          modes: div ? div._fullData.map(t => t.mode) : []};
+});
+"""
+# Hovers the middle point of a plot's first trace as the mouse would; the hover label's text.
+HOVER_JS = """
+const div = Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .find(d => (d.layout.title.text || d.layout.title) === arguments[0]);
+Plotly.Fx.hover(div, [{curveNumber: 0, pointNumber: Math.floor(div.data[0].x.length / 2)}]);
+return Array.from(div.querySelectorAll('.hoverlayer .hovertext')).map(h => h.textContent);
+"""
+
+
+def _check_lines_without_visdoms_smoothing(driver, title: str) -> None:
+    """Our line traces are drawn as lines and hover, but visdom offers no "~" button on them.
+
+    The button smooths the decimated points drawn, not the series: wrong numbers.
+    """
+    panes = driver.execute_script(LINE_PANES_JS)
+    assert [p["buttons"] for p in panes] == [0] * len(panes), panes
+    modes = {mode for p in panes for mode in p["modes"]}
+    assert modes == {"lines"}, panes  # Plotly reads our mode as plain lines
+    labels = driver.execute_script(HOVER_JS, title)
+    assert labels and all(label.strip() for label in labels), labels
 
 
 def printed_url(pickle_dir: Path, server_url: str) -> str:
