@@ -136,8 +136,13 @@ def test_windows_come_in_the_same_order_live_and_replayed(
     live = tmp_path / "live" / run_name / "pickle"
     env = f"{run_name}-live"
 
-    def drawn(win: str) -> None:
+    driver = chromium_driver
+    wait = WebDriverWait(driver, BROWSER_WAIT_S)
+
+    def drawn(win: str, on_page: bool = True) -> None:
         wait_until(lambda: reader.has_window(env, win))
+        if on_page:  # the page placed it too
+            wait.until(lambda d: len(_settled(d)) >= len(reader.windows(env)))
 
     with (
         following(live, visdom_server.endpoint, env=env),
@@ -145,6 +150,9 @@ def test_windows_come_in_the_same_order_live_and_replayed(
     ):
         rec.log({"loss": 1.0}, step=0)
         rec.flush()
+        drawn("train", on_page=False)
+        # Watched live: the page places each window as it comes, and remembers where.
+        driver.get(f"{visdom_server.url}/env/{env}")
         drawn("train")
         rec.log_image("predictions", np.zeros((4, 3, 8, 8)), step=1, dataformats="NCHW")
         rec.flush()
@@ -165,8 +173,7 @@ def test_windows_come_in_the_same_order_live_and_replayed(
         "status", "view", "options", "train", "validation", "metrics", "image_images_predictions"
     ]  # fmt: skip
 
-    driver = chromium_driver
-    wait = WebDriverWait(driver, BROWSER_WAIT_S)
+    places = {}
     for kind in ("live", "replay"):
         driver.get(f"{visdom_server.url}/env/{run_name}-{kind}")
         panes = wait.until(lambda d: len(t := _settled(d)) == 7 and t)
@@ -178,6 +185,15 @@ def test_windows_come_in_the_same_order_live_and_replayed(
             f"{run_name}: options",
         ]
         assert titles[3] == "train losses", titles
+        # Where each pane is, its title made the same in both envs.
+        places[kind] = [
+            (pane["title"].replace(f"{run_name}: ", ""), pane["top"], pane["left"],
+             pane["width"], pane["height"])
+            for pane in panes
+        ]  # fmt: skip
+    assert places["live"] == places["replay"]
+    image = next(place for place in places["live"] if place[0] == "predictions")
+    assert image[3] >= 230, "the image pane is sized to its grid, not a default pane"
 
 
 def test_the_compare_pane_selects_runs_and_sorts_and_relative_time_overlays_them(
