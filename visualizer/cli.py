@@ -42,7 +42,7 @@ from .endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS, VisdomEndpoint
 from .export import add_kind_argument, export
 from .follower import DEFAULT_POLL_INTERVAL, Follower, NoRunsError
 from .parent import watch_parent
-from .runs import LocalRuns
+from .runs import LocalRuns, RunSpec
 from .s3 import S3ReadError
 from .server import (
     VisdomServer,
@@ -228,8 +228,8 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
             if not specs and isinstance(runs, LocalRuns):
                 log.error("no snapshot store found: expected %s", runs.waiting_for())
                 return ExitCode.NO_DATA
-            if specs and not any(follower.selection.matches(spec.name) for spec in specs):
-                log.error("%s", follower.selection.none_match(runs, (s.name for s in specs)))
+            if unmatched := _none_selected(follower, specs):
+                log.error("%s", unmatched)
                 return ExitCode.NO_DATA
         except S3ReadError as err:
             log.error("%s", err)
@@ -238,7 +238,30 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
     if args.parent_pid is not None:
         watch_parent(args.parent_pid, follower.stop)
     with downloads or nullcontext(), _stop_on_sigterm(follower):
-        return _interruptible(lambda: _run(follower, args))
+        return _interruptible(lambda: _follow(follower, args))
+
+
+def _none_selected(follower: Follower, specs: list[RunSpec]) -> str | None:
+    """Why ``--runs`` leaves nothing to show of the runs ``specs`` found; None when it selects one."""
+    if specs and not any(follower.selection.matches(spec.name) for spec in specs):
+        return follower.selection.none_match(follower.runs, (spec.name for spec in specs))
+    return None
+
+
+def _follow(follower: Follower, args: argparse.Namespace) -> int:
+    """Follow until stopped; the exit status.
+
+    First says once if ``--runs`` selects none of the runs there yet: following
+    goes on (a matching run may still start), but a typo in the regex should
+    not wait silently.
+    """
+    try:
+        unmatched = _none_selected(follower, follower.runs.discover())
+    except S3ReadError:
+        unmatched = None  # the follower reports S3 failures itself, and retries
+    if unmatched:
+        log.warning("%s; following, waiting for a run that matches", unmatched)
+    return _run(follower, args)
 
 
 def export_main(argv: list[str], prog: str | None = None) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .extradata import ExtraKey
-from .layout import safe_id
+from .layout import LINES_MODE, safe_id
 from .rundata import RunData
 
 EXTRA_WIN_PREFIX = "extra_"
@@ -183,7 +183,7 @@ class ExtraWindows:
                 "x": steps,
                 "y": rows[:, i].tolist(),
                 "name": {0: "min", 50: "median", 100: "max"}.get(p, f"{p}%"),
-                "mode": "lines",
+                "mode": LINES_MODE,
                 "type": "scatter",
             }
             for i, p in enumerate(PERCENTILES)
@@ -215,7 +215,7 @@ class ExtraWindows:
                         x = series.steps()[::every].tolist()
                         y = series.values()[::every].tolist()
                         traces.append(
-                            {"x": x, "y": y, "name": tag, "mode": "lines", "type": "scatter"}
+                            {"x": x, "y": y, "name": tag, "mode": LINES_MODE, "type": "scatter"}
                         )
                 if chart == "Margin" and len(traces) == 3:
                     traces[1].update(line={"dash": "dot"})

@@ -38,6 +38,12 @@ PLOT_SIZE = (600, 400)
 # on how the panes happened to arrive.
 HEADER_HEIGHT = 250
 
+# A line trace's mode: Plotly reads "lines+lines" as "lines" (a repeated flag is dropped)
+# and draws and hovers it the same, but visdom's page shows its own "smooth lines"
+# button only for a mode of exactly "lines"; that button smooths the decimated points
+# drawn, not the series, so its numbers would be wrong.
+LINES_MODE = "lines+lines"
+
 STATUS_WIN = "status"
 OPTIONS_WIN = "options"
 DOWNLOAD_WIN = "download"

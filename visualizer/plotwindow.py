@@ -373,10 +373,8 @@ def _line(label: str, x: np.ndarray, y: np.ndarray, color: str, legend: bool) ->
         "y": _json_floats(y[keep]),
         "name": label,
         "type": "scatter",
-        "mode": "lines",
+        "mode": layout.LINES_MODE,
         "legendgroup": label,
         "showlegend": legend,
         "line": {"color": color, "width": 1.5 if legend else 1.0},
-        # visdom's page reads marker.line when its "smooth lines" button is used.
-        "marker": {"size": 10, "symbol": "dot", "line": {"color": "#000000", "width": 0.5}},
     }

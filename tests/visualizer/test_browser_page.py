@@ -167,6 +167,7 @@ def test_windows_come_in_the_same_order_live_and_replayed(
 
     driver = chromium_driver
     wait = WebDriverWait(driver, BROWSER_WAIT_S)
+    places = {}
     for kind in ("live", "replay"):
         driver.get(f"{visdom_server.url}/env/{run_name}-{kind}")
         panes = wait.until(lambda d: len(t := _settled(d)) == 7 and t)
@@ -178,6 +179,16 @@ def test_windows_come_in_the_same_order_live_and_replayed(
             f"{run_name}: options",
         ]
         assert titles[3] == "train losses", titles
+        # Where each pane is and its size, its title made the same in both envs.
+        places[kind] = [
+            (pane["title"].replace(f"{run_name}: ", ""), pane["top"], pane["left"],
+             pane["width"], pane["height"])
+            for pane in panes
+        ]  # fmt: skip
+    # Opened after the run (a page that watched the run live can differ: see the README).
+    assert places["live"] == places["replay"]
+    image = next(place for place in places["live"] if place[0] == "predictions")
+    assert image[3] >= 230, "the image pane is sized to its grid, not a default pane"
 
 
 def test_the_compare_pane_selects_runs_and_sorts_and_relative_time_overlays_them(

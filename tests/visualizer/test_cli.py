@@ -282,3 +282,51 @@ def test_ctrl_c_while_following_is_interrupted(tmp_path):
         proc.wait()
     assert proc.returncode == ExitCode.INTERRUPTED, stderr
     assert "Traceback" not in stderr
+
+
+@pytest.mark.integration
+def test_once_when_runs_selects_none_names_the_regex_and_the_runs(tmp_path):
+    for name in ("lr-0.1", "lr-0.01"):
+        make_store(tmp_path / name / "pickle", steps=2)
+    result = run(
+        "-m", "visualizer", "--pickle-dir", str(tmp_path), "--once", "--no-start-server",
+        "--port", str(free_port()), "--runs", "^bs-",
+    )  # fmt: skip
+    assert result.returncode == ExitCode.NO_DATA
+    errors = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1, result.stderr
+    assert "--runs '^bs-'" in errors[0] and "lr-0.01, lr-0.1" in errors[0], result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.integration
+def test_following_when_runs_selects_none_says_so_once_and_keeps_following(tmp_path):
+    for name in ("lr-0.1", "lr-0.01"):
+        make_store(tmp_path / name / "pickle", steps=2)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "visualizer", "--pickle-dir", str(tmp_path),
+         "--port", str(free_port()), "--no-start-server", "--runs", "^bs-"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        said = _line_with(proc.stderr, "matches --runs")  # blocks until the message at start
+        assert "--runs '^bs-'" in said and "lr-0.01, lr-0.1" in said, said
+        assert "waiting for a run that matches" in said, said
+        _line_with(proc.stderr, "no visdom server answers")  # it goes on to follow
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=TIMEOUT)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == ExitCode.INTERRUPTED, stderr
+    assert "matches --runs" not in stderr, "said once"
+
+
+def _line_with(stream, text: str, most: int = 50) -> str:
+    """The first of the next ``most`` lines of ``stream`` that holds ``text``."""
+    for _ in range(most):
+        line = stream.readline()
+        if text in line:
+            return line
+    raise AssertionError(f"no line with {text!r}")
