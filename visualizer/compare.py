@@ -144,7 +144,7 @@ class CompareDisplay(EnvDisplay):
         sent |= self._sync_controls()
         sent |= self._sync_select(keys)
         sent |= self._sync_plots(windows, now, force)
-        self.sentinel_drawn = True
+        self._drawn(now)
         return sent
 
     def _windows(self, runs: list[RunData]) -> list[tuple[layout.WindowSpec, dict[str, Line]]]:

@@ -73,6 +73,7 @@ class EnvDisplay:
         self.sentinel_drawn = False
         self.controls_drawn = False
         self._last_probe = 0.0
+        self._drawn_at = 0.0  # when the sentinel was last drawn anew
         self._texts: dict[str, str] = {}  # text pane -> HTML on the server
         self._shown: list[str] = []  # windows on the server, in the page's order
         self.header_height = layout.HEADER_HEIGHT
@@ -85,6 +86,11 @@ class EnvDisplay:
         self.controls_drawn = False
         self._texts.clear()
         self._shown = []
+
+    def _drawn(self, now: float) -> None:
+        """A sync ended with the env's sentinel on the server."""
+        if not self.sentinel_drawn:
+            self.sentinel_drawn, self._drawn_at = True, now
 
     def _keep_order(self, wanted: list[str]) -> None:
         """Make the server's windows come in the order of ``wanted`` once this sync draws them.
@@ -150,7 +156,19 @@ class EnvDisplay:
         plans = self._plan_all(windows, now, force)
         appending = [win for win, plan in plans.items() if not plan.redraw]
         probe_due = now - self._last_probe >= PROBE_INTERVAL
-        if self.sentinel_drawn and (appending or probe_due):
+        if self.sentinel_drawn and not appending and probe_due:
+            # Idle: is the env still there (a restarted server or a deleted env
+            # loses it)? One listing of the server's envs answers every display.
+            self._last_probe = now
+            if not self.client.env_listed(self.env, now, PROBE_INTERVAL, self._drawn_at):
+                log.info(
+                    "visdom env %r is gone (server restarted or env deleted): rebuilding it",
+                    self.env,
+                )
+                self.invalidate()
+                plans = self._plan_all(windows, now, force)
+        elif self.sentinel_drawn and appending:
+            # Appends to a window that is gone would be lost: check each one.
             self._last_probe = now
             if not self.client.window_exists(self.env, self.sentinel):
                 log.info(
@@ -249,7 +267,7 @@ class RunDisplay(EnvDisplay):
         sent |= self._sync_plots([(spec, lines) for spec, lines, _ in windows], now, force)
         sent |= self.images.sync(run)
         sent |= self.extra.sync(run, now)
-        self.sentinel_drawn = True
+        self._drawn(now)
         self.sent_steps = self._sent_steps(windows)
         return sent
 

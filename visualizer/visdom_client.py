@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import queue
 import threading
 import time
@@ -46,6 +47,8 @@ class VisdomClient:
         self.timeout = timeout
         self._session: requests.Session | None = None
         self._events: VisdomEvents | None = None
+        self._envs: set[str] = set()  # every env on the server at _envs_at
+        self._envs_at = -math.inf
 
     @property
     def events(self) -> VisdomEvents:
@@ -108,6 +111,18 @@ class VisdomClient:
                 f"{response.text[:200]}"
             )
         return response.text
+
+    def env_listed(self, env: str, now: float, max_age: float, not_before: float) -> bool:
+        """Whether ``env`` is on the server, from one listing of every env.
+
+        The listing serves every caller for ``max_age`` seconds (a hundred idle
+        runs cost one request, not a hundred), unless it was taken before
+        ``not_before`` (when the caller created its env).
+        """
+        if now - self._envs_at >= max_age or self._envs_at < not_before:
+            self._envs = set(json.loads(self.post("env_state", {})))
+            self._envs_at = now
+        return env in self._envs
 
     def window_exists(self, env: str, win: str) -> bool:
         """True when window ``win`` is in env ``env`` on the server."""

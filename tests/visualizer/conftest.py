@@ -8,6 +8,7 @@ import threading
 import time
 import uuid
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -78,9 +79,11 @@ class CountingClient(VisdomClient):
     def __init__(self, endpoint: VisdomEndpoint) -> None:
         super().__init__(endpoint)
         self.posts = 0
+        self.routes: Counter[str] = Counter()
 
     def post(self, route: str, msg: dict[str, Any]) -> str:
         self.posts += 1
+        self.routes[route] += 1
         return super().post(route, msg)
 
 
@@ -97,10 +100,12 @@ def run_name() -> str:
 
 
 @contextmanager
-def following(pickle_dir, endpoint: VisdomEndpoint, **options: Any) -> Iterator[Follower]:
+def following(
+    pickle_dir, endpoint: VisdomEndpoint, client: VisdomClient | None = None, **options: Any
+) -> Iterator[Follower]:
     """A Follower running in a background thread until the block ends."""
     options.setdefault("poll_interval", 0.2)
-    follower = Follower(str(pickle_dir), VisdomClient(endpoint), **options)
+    follower = Follower(str(pickle_dir), client or VisdomClient(endpoint), **options)
     errors: list[BaseException] = []
 
     def run() -> None:

@@ -20,6 +20,7 @@ from snapshot_store import frames as fmt
 from snapshot_store.reader import read_store
 from tests.fixtures.net import free_port
 from tests.visualizer.conftest import CountingClient, VisdomReader, following, wait_until
+from visualizer.display import PROBE_INTERVAL
 from visualizer.endpoint import VisdomEndpoint
 from visualizer.follower import Follower
 from visualizer.server import VisdomServer
@@ -200,6 +201,23 @@ def test_visdom_server_restart_rebuilds_windows(tmp_path, run_name):
             assert reader.traces(run_name, "train")["loss"][0] == list(range(90))
     finally:
         server.stop()
+
+
+def test_idle_runs_share_one_listing_of_the_envs(tmp_path, visdom_server, run_name):
+    """Many finished runs: while idle, one env listing per probe interval, not one per run."""
+    for i in range(6):
+        with recorder(tmp_path / f"{run_name}-{i}" / "pickle") as rec:
+            rec.log({"loss": 1.0}, step=0)
+    client = CountingClient(visdom_server.endpoint)
+    with following(tmp_path, visdom_server.endpoint, client=client, poll_interval=0.1) as follower:
+        wait_until(
+            lambda: len(follower.feeds) == 6 and all(f.replayed for f in follower.feeds.values())
+        )
+        time.sleep(1.0)  # the first syncs, and each env's first listing, are done
+        client.routes.clear()
+        time.sleep(3 * PROBE_INTERVAL)
+    assert client.routes["win_exists"] == 0
+    assert 1 <= client.routes["env_state"] <= 4  # once per interval, for all six runs
 
 
 class _Boom:
