@@ -1,8 +1,9 @@
 """The follow loop: replay each run's history, then send what is new as it lands.
 
-Local stores wake the loop through file events (watchdog: inotify on Linux);
-a polling fallback at ``poll_interval`` covers filesystems without events (NFS,
-Lustre, FUSE). S3 stores are polled, backing off while nothing changes.
+Local stores wake the loop through file events (watchdog: inotify on Linux),
+and a quiet one is still read every :data:`EVENTS_IDLE_INTERVAL` in case an
+event was missed; without events (NFS, Lustre, FUSE) local stores are polled
+every ``poll_interval``. S3 stores are polled, backing off while nothing changes.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ WAIT_LOG_INTERVAL = 10.0
 # becomes compact arrays before the next is read, so memory stays flat.
 PAGE_BYTES = 2 << 20
 TICK = 1.0  # status panels and restart probes want a look at least this often
+# With file events, a quiet local store (and the root, for new runs) is still
+# read this often: a hundred finished runs then cost a few reads a second, not a hundred.
+EVENTS_IDLE_INTERVAL = 10.0
 
 
 class NoRunsError(RuntimeError):
@@ -127,6 +131,7 @@ class Follower:
         self._watch = FileEvents(self.runs, self._wake, poll_interval, enabled=use_watchdog)
         self._last_wait_log = -WAIT_LOG_INTERVAL
         self._next_discovery = 0.0
+        self._last_discovery = -math.inf
         self._visdom_down_since: float | None = None
         self._visdom_retry_at = 0.0
         # The last S3 failure (bad credentials, a missing bucket): --once reports
@@ -162,13 +167,22 @@ class Follower:
         """Follow until :meth:`stop`; visdom and source errors are logged and retried."""
         try:
             while not self._stop.is_set():
+                self._watch.start()
                 now = time.time()
                 woken = self._wake.is_set()
                 self._wake.clear()
-                if now >= self._next_discovery:  # new runs show up within a second
-                    self._next_discovery = now + min(TICK, self.poll_interval)
+                # New runs show up within a second: at once through a file event
+                # (at most once a TICK), else at the next scan.
+                if now >= self._next_discovery or (
+                    woken and self._watch.active and now >= self._last_discovery + TICK
+                ):
+                    self._last_discovery = now
+                    self._next_discovery = now + (
+                        EVENTS_IDLE_INTERVAL
+                        if self._watch.active
+                        else min(TICK, self.poll_interval)
+                    )
                     self._discover()
-                self._watch.start()
                 self._poll_due(now, woken)
                 self._sync(time.time())
                 self._announce_page()
@@ -209,6 +223,10 @@ class Follower:
 
     # --- discovery and polling -------------------------------------------------------
 
+    def _quiet_interval(self) -> float:
+        """How often a local store with no news is read: rarely while file events tell of news."""
+        return EVENTS_IDLE_INTERVAL if self._watch.active else self.poll_interval
+
     def _discover(self) -> None:
         try:
             specs = self.runs.discover()
@@ -223,7 +241,8 @@ class Follower:
                 continue
             env = env_name(spec.name, self.env_prefix, self.runs.multi)
             schedule = PollSchedule(
-                self.poll_interval, self.max_idle_interval if spec.remote else self.poll_interval
+                self.poll_interval,
+                self.max_idle_interval if spec.remote else self._quiet_interval(),
             )
             display = RunDisplay(self.client, env, self.max_points, self.view)
             display.download = self._download_link(spec)

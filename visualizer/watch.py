@@ -31,6 +31,11 @@ class FileEvents:
         self.enabled = enabled and isinstance(runs, LocalRuns)
         self._observer: Any = None
 
+    @property
+    def active(self) -> bool:
+        """True while file events under the root arrive."""
+        return self._observer is not None
+
     def start(self) -> None:
         """Watch the root if it exists and is not watched yet (called every loop: cheap)."""
         if not self.enabled or self._observer is not None or not isinstance(self.runs, LocalRuns):
