@@ -26,8 +26,21 @@ class Terminated(SystemExit):
     """SIGTERM arrived (torchrun, Slurm or Kubernetes stopping the job): unwind and exit 143."""
 
 
+# Set by the SIGTERM handler, which also raises at once. Python prints and drops an
+# exception raised while the main thread runs a destructor or a weakref callback
+# (a DataLoader iterator, a tqdm bar), so the training loop checks this between steps.
+_terminating = threading.Event()
+
+
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    _terminating.set()
     raise Terminated(ExitCode.TERMINATED)
+
+
+def raise_if_terminated() -> None:
+    """Raise :class:`Terminated` if SIGTERM arrived in :func:`terminate_as_exit` and was lost."""
+    if _terminating.is_set():
+        raise Terminated(ExitCode.TERMINATED)
 
 
 @contextmanager
@@ -40,11 +53,13 @@ def terminate_as_exit() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _terminating.clear()
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        _terminating.clear()
 
 
 def outcome_of(error: BaseException | None) -> str:

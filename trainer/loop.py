@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import checkpoint, console, distributed
+from . import checkpoint, console, distributed, interrupts
 from .checkpoint import BEST, LATEST
 from .config import RunConfig
 from .sampling import Loaders
@@ -128,6 +128,7 @@ class Trainer:
         timer = self.session.step_timer  # the data loader wait in the system metrics
         timer.start(self.state.step)
         for batch_index, (inputs, targets) in enumerate(self.loaders.train, start=start):
+            interrupts.raise_if_terminated()  # a SIGTERM its handler could not raise
             timer.arrived()
             outputs = self._run_batch(inputs, targets)
             self.state.step += 1

@@ -8,7 +8,7 @@ import pytest
 
 from snapshot_store import ExitCode
 from tests.trainer.helpers import read_run, start, train_args, trainer_cmd, wait_for_file
-from trainer.interrupts import Terminated, terminate_as_exit
+from trainer.interrupts import Terminated, raise_if_terminated, terminate_as_exit
 
 
 def test_sigterm_inside_the_block_unwinds_and_the_old_handler_comes_back():
@@ -17,6 +17,22 @@ def test_sigterm_inside_the_block_unwinds_and_the_old_handler_comes_back():
         signal.raise_signal(signal.SIGTERM)
     assert stopped.value.code == ExitCode.TERMINATED
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+class _SignalInDestructor:
+    """Gets SIGTERM while Python runs its ``__del__``: the handler's exception is dropped there."""
+
+    def __del__(self) -> None:
+        signal.raise_signal(signal.SIGTERM)
+        sum(range(100))  # the handler runs here, inside the destructor
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped one
+def test_a_sigterm_lost_in_a_destructor_is_raised_at_the_next_check():
+    with pytest.raises(Terminated), terminate_as_exit():
+        _SignalInDestructor()  # Python prints "Exception ignored" and goes on
+        raise_if_terminated()
+    raise_if_terminated()  # outside the block nothing is pending
 
 
 # Long enough to be interrupted: the run is stopped a few epochs in.
