@@ -118,13 +118,19 @@ def test_history_keeps_the_latest_value_per_step():
     assert steps == [0, 1, 2, 3] and values == [1.0, 2.0, 30.0, 4.0]
 
 
-def test_max_bytes_pages_through_a_long_history_reading_each_byte_once(tmp_path):
+def _segmented_store(tmp_path, steps: int):
+    """A run of ``steps`` losses spread over many small segments."""
     store = tmp_path / "run" / "pickle"
     with Recorder(store, flush_interval=0.01, segment_bytes=2_000, rank=0) as rec:
-        for step in range(3_000):
+        for step in range(steps):
             rec.log({"loss": float(step)}, step=step)
             if step % 500 == 0:
                 rec.flush()
+    return store
+
+
+def test_max_bytes_pages_through_a_long_history_reading_each_byte_once(tmp_path):
+    store = _segmented_store(tmp_path, 3_000)
     segments = list(store.glob("scalars-*.pickle"))
     assert len(segments) > 3
     reader, history, polls = StoreReader(store), History(), 0
@@ -151,12 +157,7 @@ class _ListCount(LocalSource):
 
 
 def test_a_paged_replay_lists_the_store_once_and_the_next_poll_sees_new_files(tmp_path):
-    store = tmp_path / "run" / "pickle"
-    with Recorder(store, flush_interval=0.01, segment_bytes=2_000, rank=0) as rec:
-        for step in range(2_000):
-            rec.log({"loss": float(step)}, step=step)
-            if step % 500 == 0:
-                rec.flush()
+    store = _segmented_store(tmp_path, 2_000)
     source = _ListCount(store)
     reader, history, polls = StoreReader(source), History(), 0
     while True:

@@ -27,6 +27,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
 from tests.fixtures.net import free_port
+from tests.fixtures.processes import reap
 from tests.visualizer.conftest import wait_until
 from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _plot
 from tests.visualizer.test_live import first_line
@@ -136,11 +137,7 @@ def test_missing_assets_are_provisioned_into_the_cache(tmp_path, chromium_driver
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=TIMEOUT) == ExitCode.OK, log.read_text()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        assert proc.stdout is not None
-        proc.stdout.close()
+        reap(proc)
     assert "missing from" in log.read_text() and missing_assets(real_visdom() / "static") == []
 
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -338,6 +341,21 @@ def _hide_from_legend(driver, title: str, name: str) -> None:
     entry.click()
 
 
+@contextmanager
+def _loss_hidden_from_the_legend(
+    store: Path, run: LiveRun, visdom_server: Any, driver: Any
+) -> Iterator[None]:
+    """The run's page, followed live, with its loss curve (raw and smoothed) hidden by a click."""
+    run.log(200)
+    wait = WebDriverWait(driver, BROWSER_WAIT_S)
+    with following(store, visdom_server.endpoint):
+        driver.get(f"{visdom_server.url}/env/{store.parent.name}")
+        wait.until(lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2)
+        _hide_from_legend(driver, "train losses", "loss")
+        wait.until(lambda d: _plot(d, "train losses")["visible"] == ["legendonly"] * 2)
+        yield
+
+
 def _hidden_kept(plot: dict) -> None:
     assert plot["visible"] == ["legendonly", "legendonly"], plot["visible"]
 
@@ -346,15 +364,9 @@ def test_a_curve_hidden_from_the_legend_stays_hidden_when_the_smoothing_changes(
     tmp_path, visdom_server, chromium_driver, run_name
 ):
     store = tmp_path / run_name / "pickle"
-    run = LiveRun(store)
-    run.log(200)
-    driver = chromium_driver
+    run, driver = LiveRun(store), chromium_driver
     wait = WebDriverWait(driver, BROWSER_WAIT_S)
-    with following(store, visdom_server.endpoint):
-        driver.get(f"{visdom_server.url}/env/{run_name}")
-        wait.until(lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2)
-        _hide_from_legend(driver, "train losses", "loss")
-        wait.until(lambda d: _plot(d, "train losses")["visible"] == ["legendonly"] * 2)
+    with _loss_hidden_from_the_legend(store, run, visdom_server, driver):
         _type(driver, "smoothing", "0.9")
         wait.until(
             lambda d: (p := _plot(d, "train losses"))
@@ -376,15 +388,9 @@ def test_a_curve_hidden_from_the_legend_stays_hidden_when_the_x_axis_changes(
     tmp_path, visdom_server, chromium_driver, run_name
 ):
     store = tmp_path / run_name / "pickle"
-    run = LiveRun(store)
-    run.log(200)
-    driver = chromium_driver
+    run, driver = LiveRun(store), chromium_driver
     wait = WebDriverWait(driver, BROWSER_WAIT_S)
-    with following(store, visdom_server.endpoint):
-        driver.get(f"{visdom_server.url}/env/{run_name}")
-        wait.until(lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2)
-        _hide_from_legend(driver, "train losses", "loss")
-        wait.until(lambda d: _plot(d, "train losses")["visible"] == ["legendonly"] * 2)
+    with _loss_hidden_from_the_legend(store, run, visdom_server, driver):
         _choose(driver, "x axis", "wall time")
         wait.until(lambda d: (p := _plot(d, "train losses")) and p["x_axis"]["type"] == "date")
         ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ from snapshot_store import frames as fmt
 from snapshot_store.exit_codes import ExitCode
 from snapshot_store.reader import read_store
 from tests.fixtures.net import free_port
+from tests.fixtures.processes import reap
 from visualizer import cli
 from visualizer.__main__ import main as python_m_visualizer
 
@@ -263,23 +264,27 @@ def test_port_held_by_something_else_is_unavailable(tmp_path):
     assert f"port {port}" in result.stderr and "not visdom" in result.stderr
 
 
+def _following(pickle_dir: Path, *options: str) -> subprocess.Popen:
+    """``python -m visualizer`` following ``pickle_dir`` (no visdom server: it keeps retrying)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "visualizer", "--pickle-dir", str(pickle_dir),
+         "--port", str(free_port()), "--no-start-server", *options],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
 @pytest.mark.integration
 def test_ctrl_c_while_following_is_interrupted(tmp_path):
     """Following with no visdom yet (it waits for one); Ctrl-C ends it with 130."""
     store = tmp_path / "r" / "pickle"
     make_store(store, steps=2)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "visualizer", "--pickle-dir", str(store),
-         "--port", str(free_port()), "--no-start-server"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    proc = _following(store)
     try:
         assert proc.stdout is not None and proc.stdout.readline().startswith("visdom: ")
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=TIMEOUT)
     finally:
-        proc.kill()
-        proc.wait()
+        reap(proc)
     assert proc.returncode == ExitCode.INTERRUPTED, stderr
     assert "Traceback" not in stderr
 
@@ -303,11 +308,7 @@ def test_once_when_runs_selects_none_names_the_regex_and_the_runs(tmp_path):
 def test_following_when_runs_selects_none_says_so_once_and_keeps_following(tmp_path):
     for name in ("lr-0.1", "lr-0.01"):
         make_store(tmp_path / name / "pickle", steps=2)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "visualizer", "--pickle-dir", str(tmp_path),
-         "--port", str(free_port()), "--no-start-server", "--runs", "^bs-"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    proc = _following(tmp_path, "--runs", "^bs-")
     try:
         assert proc.stderr is not None
         said = _line_with(proc.stderr, "matches --runs")  # blocks until the message at start
@@ -317,8 +318,7 @@ def test_following_when_runs_selects_none_says_so_once_and_keeps_following(tmp_p
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=TIMEOUT)
     finally:
-        proc.kill()
-        proc.wait()
+        reap(proc)
     assert proc.returncode == ExitCode.INTERRUPTED, stderr
     assert "matches --runs" not in stderr, "said once"
 

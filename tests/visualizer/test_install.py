@@ -34,6 +34,7 @@ from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
 from tests.fixtures.net import free_port
 from tests.fixtures.parts import missing_part
+from tests.fixtures.processes import reap
 from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _plot
 from tests.visualizer.test_live import first_line
 from visualizer.assets import ASSETS, CACHE_NAME, missing_assets
@@ -171,9 +172,5 @@ def test_the_readme_install_renders_the_runs_plots(pip, tmp_path, chromium_drive
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=EXIT_TIMEOUT_S) == ExitCode.OK, stderr_log.read_text()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        assert proc.stdout is not None
-        proc.stdout.close()
+        reap(proc)
     assert not visdom_answers(VisdomEndpoint(port=port)), "visdom outlived the visualizer"

@@ -23,6 +23,7 @@ import pytest
 from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
 from tests.fixtures.net import free_port
+from tests.fixtures.processes import reap
 from tests.visualizer.conftest import VisdomReader, wait_until
 from visualizer.endpoint import VisdomEndpoint
 from visualizer.server import visdom_answers
@@ -63,11 +64,7 @@ def live_view(
     try:
         yield proc
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        assert proc.stdout is not None
-        proc.stdout.close()
+        reap(proc)
 
 
 def first_line(proc: subprocess.Popen[str], log: Path, timeout: float = START_TIMEOUT_S) -> str:
