@@ -155,17 +155,8 @@ class EnvDisplay:
         """Bring every plot window up to date; True when something was sent."""
         plans = self._plan_all(windows, now, force)
         appending = [win for win, plan in plans.items() if not plan.redraw]
-        probe_due = now - self._last_probe >= PROBE_INTERVAL
-        if self.sentinel_drawn and not appending and probe_due:
-            # Idle: is the env still there (a restarted server or a deleted env
-            # loses it)? One listing of the server's envs answers every display.
-            self._last_probe = now
-            if not self.client.env_listed(self.env, now, PROBE_INTERVAL, self._drawn_at):
-                log.info(
-                    "visdom env %r is gone (server restarted or env deleted): rebuilding it",
-                    self.env,
-                )
-                self.invalidate()
+        if self.sentinel_drawn and not appending and self._probe_due(now):
+            if self._env_gone(now):
                 plans = self._plan_all(windows, now, force)
         elif self.sentinel_drawn and appending:
             # Appends to a window that is gone would be lost: check each one.
@@ -189,6 +180,33 @@ class EnvDisplay:
             self.client.post(plan.route, plan.msg)
             self.plots[win].commit(plan, now, time.perf_counter() - started)
         return bool(plans)
+
+    def _probe_due(self, now: float) -> bool:
+        """Whether an idle env is due a check that the server still has it."""
+        return now - self._last_probe >= PROBE_INTERVAL
+
+    def _env_gone(self, now: float) -> bool:
+        """Whether the env is lost (a restarted server, a deleted env); if so, forget it.
+
+        One listing of the server's envs answers every idle display.
+        """
+        self._last_probe = now
+        if self.client.env_listed(self.env, now, PROBE_INTERVAL, self._drawn_at):
+            return False
+        log.info("visdom env %r is gone (server restarted or env deleted): rebuilding it", self.env)
+        self.invalidate()
+        return True
+
+    def _page_quiet(self, *panes: str) -> bool:
+        """True when the env is drawn, no point waits for a redraw slot, and the page
+        changed none of ``panes`` (properties panes) since the last look."""
+        return (
+            self.sentinel_drawn
+            and self.controls_drawn
+            and not self.pending
+            # Subscribing also tells the page listener someone still listens.
+            and all(self.client.events.subscribe(self.env, pane).empty() for pane in panes)
+        )
 
     def _plan_all(self, windows: _Windows, now: float, force: bool = False) -> dict[str, Plan]:
         plans = {}
@@ -232,6 +250,7 @@ class RunDisplay(EnvDisplay):
         self._status_at = 0.0
         self.sent_steps: dict[SeriesKey, int] = {}  # last step on the server per series
         self.extra = ExtraWindows(client.post, env)  # issue 13: text, histograms, hparams...
+        self._synced = -1  # the run's version at the last full sync
 
     def invalidate(self) -> None:
         super().invalidate()
@@ -245,6 +264,11 @@ class RunDisplay(EnvDisplay):
     def sync(self, run: RunData, now: float | None = None, force: bool = False) -> bool:
         """Send whatever of ``run`` the server does not show yet; True if anything was sent."""
         now = time.time() if now is None else now
+        # With nothing new only the clock moves the status panel's ages and the
+        # layout charts: a hundred idle runs cost a few comparisons each, not a
+        # full sync. An env found gone is rebuilt by the full sync below.
+        if not force and self._quiet(run) and not (self._probe_due(now) and self._env_gone(now)):
+            return self._sync_status(run, now) | self.extra.sync(run, now)
         windows = self._windows(run)
         self._keep_order(
             [
@@ -269,7 +293,12 @@ class RunDisplay(EnvDisplay):
         sent |= self.extra.sync(run, now)
         self._drawn(now)
         self.sent_steps = self._sent_steps(windows)
+        self._synced = run.version
         return sent
+
+    def _quiet(self, run: RunData) -> bool:
+        """True when neither the run nor the page brought anything since the last full sync."""
+        return run.version == self._synced and self._page_quiet(CONTROLS_WIN)
 
     def _sent_steps(self, windows: list[_RunWindow]) -> dict[SeriesKey, int]:
         """The last step of each series that is on the server (held-back points excluded)."""

@@ -56,6 +56,7 @@ class IndexDisplay:
         self.win = f"runs_{safe_id(name)}"
         self._html: str | None = None
         self._built = 0.0
+        self._versions: list[tuple[str, int]] = []  # each run's version in the index shown
 
     def invalidate(self) -> None:
         """Forget what the server shows (a restarted server): the next sync re-sends it."""
@@ -72,8 +73,11 @@ class IndexDisplay:
         now = time.time() if now is None else now
         if self._html is not None and now - self._built < REFRESH_S and not force:
             return False
-        self._built = now
         runs = list(runs)
+        versions = [(env, run.version) for env, run in runs]
+        if self._html is not None and not force and not self._may_differ(versions, runs, now):
+            return False
+        self._built, self._versions = now, versions
         page = self.html(runs, compare_env, now)
         if page == self._html:
             return False
@@ -91,6 +95,17 @@ class IndexDisplay:
         self.client.post("events", message)
         self._html = page
         return True
+
+    def _may_differ(
+        self, versions: list[tuple[str, int]], runs: list[tuple[str, RunData]], now: float
+    ) -> bool:
+        """Whether the index can read otherwise than when built: news from a run, a
+        running run that may have fallen silent, or a new day (dates show then)."""
+        return (
+            versions != self._versions
+            or any((run.status or {}).get("state") == "running" for _, run in runs)
+            or datetime.fromtimestamp(now).date() != datetime.fromtimestamp(self._built).date()
+        )
 
     def html(self, runs: Iterable[tuple[str, RunData]], compare_env: str | None, now: float) -> str:
         """The index as HTML: a row per run, in name order."""

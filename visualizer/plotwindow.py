@@ -134,6 +134,7 @@ class PlotWindow:
         if self._remount:
             self._remount = False
             self._hold_until = now + REMOUNT_GAP
+            self.deferred = True  # the plot itself comes once the page swapped the pane out
             return self._placeholder(env)
         if now < self._hold_until and not force:
             self.deferred = True  # the page is still swapping the pane out

@@ -31,7 +31,8 @@ class RunData:
     """Series, latest images and the meta/status documents of one run.
 
     :meth:`apply` records what changed since the display last looked, so the
-    display can send only that.
+    display can send only that, and counts the updates that brought anything
+    in :attr:`version` (a display with nothing new to show skips the run).
     """
 
     def __init__(self, name: str) -> None:
@@ -46,6 +47,7 @@ class RunData:
         self.extras = ExtraData()  # text, histograms, hparams... (extradata.py)
         self.changed_images: set[SeriesKey] = set()
         self.status_changed = False
+        self.version = 0
 
     def apply(self, update: Update) -> bool:
         """Merge one reader update; True when anything is new."""
@@ -69,7 +71,10 @@ class RunData:
             self.status = update.status
             self.eta.observe(update.status)
             self.status_changed = True
-        return bool(update)
+        if not update:
+            return False
+        self.version += 1
+        return True
 
     @property
     def points(self) -> int:

@@ -20,7 +20,8 @@ from snapshot_store import frames as fmt
 from snapshot_store.reader import read_store
 from tests.fixtures.net import free_port
 from tests.visualizer.conftest import CountingClient, VisdomReader, following, wait_until
-from visualizer.display import PROBE_INTERVAL
+from visualizer.compare import CompareDisplay
+from visualizer.display import PROBE_INTERVAL, RunDisplay
 from visualizer.endpoint import VisdomEndpoint
 from visualizer.follower import Follower
 from visualizer.server import VisdomServer
@@ -218,6 +219,37 @@ def test_idle_runs_share_one_listing_of_the_envs(tmp_path, visdom_server, run_na
         time.sleep(3 * PROBE_INTERVAL)
     assert client.routes["win_exists"] == 0
     assert 1 <= client.routes["env_state"] <= 4  # once per interval, for all six runs
+
+
+def test_idle_runs_are_not_laid_out_again(tmp_path, visdom_server, reader, run_name, monkeypatch):
+    """Nothing new from the runs or the page: no full sync until a run logs again."""
+    laid_out: list[str] = []
+    run_windows, compare_windows = RunDisplay._windows, CompareDisplay._windows
+    monkeypatch.setattr(
+        RunDisplay,
+        "_windows",
+        staticmethod(lambda run: laid_out.append(run.name) or run_windows(run)),
+    )
+    monkeypatch.setattr(
+        CompareDisplay,
+        "_windows",
+        lambda self, runs: laid_out.append("compare") or compare_windows(self, runs),
+    )
+    for name in ("a", "b"):
+        with recorder(tmp_path / name / "pickle") as rec:
+            rec.log({"loss": 1.0}, step=0)
+    with following(tmp_path, visdom_server.endpoint, poll_interval=0.1, env=run_name):
+        wait_until(lambda: reader.has_window(f"{run_name}_compare", "compare_train_loss"))
+        time.sleep(0.5)
+        laid_out.clear()
+        time.sleep(1.5 * PROBE_INTERVAL)  # idle syncs, and at least one probe of each env
+        assert laid_out == []
+        with recorder(tmp_path / "a" / "pickle") as rec:
+            rec.log({"loss": 2.0}, step=1)
+        wait_until(
+            lambda: reader.traces(f"{run_name}_compare", "compare_train_loss")["a"][0] == [0, 1]
+        )
+        assert "a" in laid_out and "compare" in laid_out and "b" not in laid_out
 
 
 class _Boom:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 
 from snapshot_store import Recorder
+from snapshot_store.reader import Update
 from tests.visualizer.conftest import following, wait_until
 from visualizer.follower import Follower
-from visualizer.index import INDEX_ENV, IndexDisplay, last_report
+from visualizer.index import INDEX_ENV, REFRESH_S, IndexDisplay, last_report
 from visualizer.layout import safe_id
 from visualizer.rundata import RunData
 from visualizer.visdom_client import VisdomClient
@@ -49,12 +50,27 @@ def test_last_report_is_the_newest_point_or_status():
     assert last_report(run) == 100.0
 
 
-def test_the_index_is_resent_only_when_it_changed(visdom_server, run_name):
+def test_the_index_is_resent_only_when_it_changed(visdom_server, run_name, monkeypatch):
     index = IndexDisplay(VisdomClient(visdom_server.endpoint), run_name)
     run = RunData(run_name)
-    run.status = {"state": "finished", "updated": 100.0}
+    run.apply(Update(status={"state": "finished", "updated": 100.0}))
     assert index.sync([(run_name, run)], now=1000.0)
+    built = []
+    html = index.html
+    monkeypatch.setattr(index, "html", lambda *a: built.append(a) or html(*a))
     assert not index.sync([(run_name, run)], now=1000.0 + 60), "nothing changed"
-    run.status = {"state": "failed", "updated": 200.0}
-    assert not index.sync([(run_name, run)], now=1060.5), "rebuilt at most every REFRESH_S"
-    assert index.sync([(run_name, run)], now=1070.0)
+    assert built == [], "a finished run with no news is not even looked at"
+    run.apply(Update(status={"state": "failed", "updated": 200.0}))
+    assert index.sync([(run_name, run)], now=1060.5), "news, and the last build is old"
+    run.apply(Update(status={"state": "finished", "updated": 300.0}))
+    assert not index.sync([(run_name, run)], now=1061.0), "rebuilt at most every REFRESH_S"
+    assert index.sync([(run_name, run)], now=1060.5 + REFRESH_S)
+
+
+def test_a_silent_running_run_is_flagged_without_news(visdom_server, run_name):
+    index = IndexDisplay(VisdomClient(visdom_server.endpoint), run_name)
+    run = RunData(run_name)
+    run.apply(Update(status={"state": "running", "updated": 1000.0, "heartbeat_seconds": 1.0}))
+    assert index.sync([(run_name, run)], now=1000.0)
+    assert index.sync([(run_name, run)], now=1060.0)
+    assert "(silent)" in str(index._html)

@@ -187,6 +187,7 @@ def test_a_new_axis_swaps_the_pane_out_first_so_the_page_drops_its_zoom():
     window.set_view(ViewSettings(log_y=True))
     placeholder = window.plan({"loss": Line(loss)}, "env", 2.0)
     assert placeholder.msg["data"][0]["type"] == "text" and placeholder.msg["win"] == "train"
+    assert window.deferred, "the plot is still to come, with no new point to prompt it"
     window.commit(placeholder, 2.0, 0.01)
     assert window.plan({"loss": Line(loss)}, "env", 2.0 + REMOUNT_GAP / 2) is None
     assert window.deferred, "the follow loop comes back for it soon"
