@@ -213,14 +213,14 @@ def test_the_compare_pane_selects_runs_and_sorts_and_relative_time_overlays_them
 
         _choose(driver, "sort table by", "val/loss")
         _choose(driver, "order", "descending")
-        first = wait.until(
+        # The order comes after the sort: wait for both, not for the sort alone.
+        wait.until(
             lambda d: (
                 (rows := d.find_elements(By.XPATH, "//table[.//th[text()='lr']]//tr"))
                 and "val/loss" in rows[0].text
-                and rows[1].text
+                and rows[1].text.startswith("lr-0.05")  # the larger last val/loss first
             )
         )
-        assert first.startswith("lr-0.05"), first  # the larger last val/loss first
 
         _choose(driver, "x axis", "relative time")
         plot = wait.until(
