@@ -116,7 +116,6 @@ class CompareDisplay(EnvDisplay):
         self._table: str | None = None
         self._select_drawn: tuple[Selection, tuple[SeriesKey, ...]] | None = None
         self._select_keys: tuple[SeriesKey, ...] = ()  # the sort choices the page shows
-        self._synced: list[tuple[str, int]] = []  # each run's version at the last full sync
 
     def invalidate(self) -> None:
         super().invalidate()
@@ -136,12 +135,9 @@ class CompareDisplay(EnvDisplay):
         runs = sorted(runs, key=lambda r: r.name)
         for run in runs:  # by name, as found: a run keeps its color when others come
             self.colors.setdefault(run.name, run_color(len(self.colors)))
-        # Idle (no news from any run or the page) costs a comparison, and now and
-        # then a probe for the env; an env found gone is rebuilt below.
         versions = [(run.name, run.version) for run in runs]
-        quiet = versions == self._synced and self._page_quiet(CONTROLS_WIN, SELECT_WIN)
-        if quiet and not force and not (self._probe_due(now) and self._env_gone(now)):
-            return False
+        if self._idle(versions, now, force, CONTROLS_WIN, SELECT_WIN):
+            return False  # no news from any run or the page
         self._apply_page_events()
         chosen = [run for run in runs if self.selection.matches(run.name)]
         keys = tuple(sorted({key for run in runs for key in run.series}))

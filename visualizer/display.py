@@ -74,6 +74,7 @@ class EnvDisplay:
         self.controls_drawn = False
         self._last_probe = 0.0
         self._drawn_at = 0.0  # when the sentinel was last drawn anew
+        self._synced: object = None  # what the data was at the last full sync (see _idle)
         self._texts: dict[str, str] = {}  # text pane -> HTML on the server
         self._shown: list[str] = []  # windows on the server, in the page's order
         self.header_height = layout.HEADER_HEIGHT
@@ -197,16 +198,25 @@ class EnvDisplay:
         self.invalidate()
         return True
 
-    def _page_quiet(self, *panes: str) -> bool:
-        """True when the env is drawn, no point waits for a redraw slot, and the page
-        changed none of ``panes`` (properties panes) since the last look."""
-        return (
-            self.sentinel_drawn
+    def _idle(self, news: object, now: float, force: bool, *panes: str) -> bool:
+        """True when a full sync would find nothing to send.
+
+        That is: ``news`` (the data's update counts) equals :attr:`_synced`, stored
+        at the last full sync; the env is drawn; no point waits for a redraw slot;
+        and the page changed none of ``panes`` (properties panes). Now and then it
+        checks that the server still has the env; an env found gone is forgotten,
+        so the full sync rebuilds it.
+        """
+        quiet = (
+            not force
+            and news == self._synced
+            and self.sentinel_drawn
             and self.controls_drawn
             and not self.pending
             # Subscribing also tells the page listener someone still listens.
             and all(self.client.events.subscribe(self.env, pane).empty() for pane in panes)
         )
+        return quiet and not (self._probe_due(now) and self._env_gone(now))
 
     def _plan_all(self, windows: _Windows, now: float, force: bool = False) -> dict[str, Plan]:
         plans = {}
@@ -250,7 +260,6 @@ class RunDisplay(EnvDisplay):
         self._status_at = 0.0
         self.sent_steps: dict[SeriesKey, int] = {}  # last step on the server per series
         self.extra = ExtraWindows(client.post, env)  # issue 13: text, histograms, hparams...
-        self._synced = -1  # the run's version at the last full sync
 
     def invalidate(self) -> None:
         super().invalidate()
@@ -265,9 +274,8 @@ class RunDisplay(EnvDisplay):
         """Send whatever of ``run`` the server does not show yet; True if anything was sent."""
         now = time.time() if now is None else now
         # With nothing new only the clock moves the status panel's ages and the
-        # layout charts: a hundred idle runs cost a few comparisons each, not a
-        # full sync. An env found gone is rebuilt by the full sync below.
-        if not force and self._quiet(run) and not (self._probe_due(now) and self._env_gone(now)):
+        # layout charts: a hundred idle runs cost a few comparisons each, not a full sync.
+        if self._idle(run.version, now, force, CONTROLS_WIN):
             return self._sync_status(run, now) | self.extra.sync(run, now)
         windows = self._windows(run)
         self._keep_order(
@@ -295,10 +303,6 @@ class RunDisplay(EnvDisplay):
         self.sent_steps = self._sent_steps(windows)
         self._synced = run.version
         return sent
-
-    def _quiet(self, run: RunData) -> bool:
-        """True when neither the run nor the page brought anything since the last full sync."""
-        return run.version == self._synced and self._page_quiet(CONTROLS_WIN)
 
     def _sent_steps(self, windows: list[_RunWindow]) -> dict[SeriesKey, int]:
         """The last step of each series that is on the server (held-back points excluded)."""
