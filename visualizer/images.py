@@ -2,8 +2,7 @@
 
 Each (group, name) is a visdom ``image_history`` pane: the newest snapshot is
 shown, and the pane's slider steps back through the earlier ones (each captioned
-with its step). The server keeps at most twice :data:`IMAGE_HISTORY` snapshots
-per pane: past that, the pane is drawn anew with the last :data:`IMAGE_HISTORY`.
+with its step). The server keeps the last :data:`IMAGE_HISTORY` snapshots per pane.
 """
 
 from __future__ import annotations
@@ -18,6 +17,8 @@ from .visdom_client import VisdomClient
 
 # Room in a pane besides the image: visdom's title bar, the caption and the step slider.
 _CHROME_PX = 100
+# visdom's reply to an update of a window it does not have (closed on a page, or lost).
+_NO_WINDOW = "win does not exist"
 # Small images (MNIST's 28 px) get a readable pane, big ones a bounded one.
 _MIN_SIDE_PX, _MAX_SIDE_PX = 240, 640
 
@@ -29,28 +30,36 @@ def png_size(png: bytes) -> tuple[int, int] | None:
     return None
 
 
-def image_message(env: str, image: ImageSnapshot) -> dict[str, Any]:
-    """visdom's message drawing (``events``) or adding to (``update``) ``image``'s pane."""
-    group, name = image.group, image.name
-    opts: dict[str, Any] = {"title": f"{group}/{name}" if group != "images" else name}
-    size = png_size(image.png)
+def image_message(env: str, *images: ImageSnapshot) -> dict[str, Any]:
+    """visdom's message drawing (``events``) or adding to (``update``) the pane of ``images``.
+
+    They are snapshots of one (group, name), the newest last. Drawn with several,
+    our visdom's pane holds them all (stock visdom keeps the first); ``history``
+    tells our visdom how many an appended pane keeps.
+    """
+    newest = images[-1]
+    group, name = newest.group, newest.name
+    opts: dict[str, Any] = {
+        "title": f"{group}/{name}" if group != "images" else name,
+        "history": IMAGE_HISTORY,
+    }
+    size = png_size(newest.png)
     if size:
         scale = min(max(1.0, _MIN_SIDE_PX / max(min(size), 1)), _MAX_SIDE_PX / max(max(size), 1))
         # The pane is sized so the whole grid shows, with the slider under it.
         opts["width"] = int(size[0] * scale)
         opts["height"] = int(size[1] * scale) + _CHROME_PX
-    src = "data:image/png;base64," + base64.b64encode(image.png).decode("ascii")
     return {
-        "data": [
-            {
-                "content": {"src": src, "caption": f"{name} @ step {image.step}"},
-                "type": "image_history",
-            }
-        ],
+        "data": [{"content": _content(image), "type": "image_history"} for image in images],
         "win": layout.image_window(group, name),
         "eid": env,
         "opts": opts,
     }
+
+
+def _content(image: ImageSnapshot) -> dict[str, str]:
+    src = "data:image/png;base64," + base64.b64encode(image.png).decode("ascii")
+    return {"src": src, "caption": f"{image.name} @ step {image.step}"}
 
 
 class ImagePanes:
@@ -60,18 +69,15 @@ class ImagePanes:
         self.client = client
         self.env = env
         self.sent: dict[SeriesKey, int] = {}  # snapshots logged so far that the server has
-        self.in_pane: dict[SeriesKey, int] = {}  # snapshots the server's pane holds
 
     def invalidate(self) -> None:
         """Forget what the server shows: the next sync draws every pane anew."""
         self.sent.clear()
-        self.in_pane.clear()
 
     def forget(self, win: str) -> None:
         """Window ``win`` was closed."""
         for key in [k for k in self.sent if layout.image_window(*k) == win]:
             del self.sent[key]
-            self.in_pane.pop(key, None)
 
     @staticmethod
     def windows(run: RunData) -> list[str]:
@@ -79,22 +85,36 @@ class ImagePanes:
         return [layout.image_window(*key) for key in sorted(run.image_history)]
 
     def sync(self, run: RunData) -> bool:
-        """Send the snapshots the server lacks; True if anything was sent."""
+        """Send the snapshots the server lacks; True if anything was sent.
+
+        A pane is drawn once, with every snapshot of its history in one message,
+        then only appended to (our visdom drops the oldest past
+        :data:`IMAGE_HISTORY`, see :mod:`visualizer.visdom_child`). Its history
+        never shrinks under a page left open, whose pane keeps the slider's
+        position: a position past a shorter history blanked the whole page.
+        A pane the server lost is drawn anew; the page puts it last, so every
+        pane after it is drawn anew too, keeping the run's order.
+        """
+        redraw = False
         sent = False
         for key in sorted(run.image_history):
-            history, logged = run.image_history[key], run.images_logged[key]
+            history, logged = list(run.image_history[key]), run.images_logged[key]
             fresh = min(logged - self.sent.get(key, 0), len(history))
-            if fresh <= 0:
+            redraw = redraw or key not in self.sent
+            if not redraw and fresh <= 0:
                 continue
-            redraw = key not in self.in_pane or self.in_pane[key] + fresh > 2 * IMAGE_HISTORY
-            snapshots = list(history) if redraw else list(history)[-fresh:]
+            if not redraw and not self._append(history[-fresh:]):
+                redraw = True  # closed on a page, or lost
             if redraw:
-                self.in_pane[key] = 0
-            for i, image in enumerate(snapshots):
-                route = "events" if redraw and i == 0 else "update"
-                self.client.post(route, image_message(self.env, image))
-            self.in_pane[key] += len(snapshots)
+                self.client.post("events", image_message(self.env, *history))
             self.sent[key] = logged
             run.changed_images.discard(key)
             sent = True
         return sent
+
+    def _append(self, snapshots: list[ImageSnapshot]) -> bool:
+        """Add ``snapshots`` to their pane; False when the server has no such pane."""
+        return all(
+            self.client.post("update", image_message(self.env, image)) != _NO_WINDOW
+            for image in snapshots
+        )

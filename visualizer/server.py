@@ -22,8 +22,9 @@ visdom 0.2.4 quirks this module works around:
   cookie secret in ``~/.visdom/COOKIE_SECRET`` whatever ``-env_path`` says,
   exiting if that file and ``VISDOM_COOKIE`` are both missing (we then pass a
   random ``VISDOM_COOKIE``).
-* With tornado >= 6.6 visdom's index page answers 403 (see ``_patch_visdom_app``);
-  the child fixes that, stock ``python -m visdom.server`` does not.
+* The child patches visdom before it starts (:mod:`visualizer.visdom_child`): tornado's
+  debug mode off, the index page served on tornado >= 6.6, a page's echo of our
+  window closes dropped.
 """
 
 from __future__ import annotations
@@ -47,14 +48,13 @@ import time
 from html.parser import HTMLParser
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from snapshot_store.exit_codes import ExitCode
 
 from .assets import ProvisionError, served_static_dir
 from .endpoint import DEFAULT_HOST, DEFAULT_PORT, PASSWORD_VAR, USERNAME_VAR, VisdomEndpoint
-from .parent import watch_parent
+from .visdom_child import run_child
 
 log = logging.getLogger(__name__)
 
@@ -374,74 +374,6 @@ def ensure_server(
     return server
 
 
-# ---- child process side ----
-
-
-def _patch_visdom_app(host: str, static_dir: str | None) -> None:
-    """Adapt visdom 0.2.4's tornado Application in this (child) process, before it is built.
-
-    * Bind exactly ``host``: visdom itself binds only 127.0.0.1 or every interface.
-    * Serve pages and static files from ``static_dir`` when given (visdom's own
-      ``static/`` lacks its JS/CSS): visdom reads both from these two settings.
-    * Tornado >= 6.6 refuses to compute a version hash for static files outside
-      static/, and visdom's index.html asks for ``static_url("../user/style.css")``
-      (its per-user CSS route), so every ``GET /`` would fail with 403. The
-      static handler below leaves that one URL without a hash; requests for
-      static files are still path-checked by tornado as usual.
-    """
-    from tornado.web import HTTPError, StaticFileHandler
-    from visdom.server import app as visdom_app
-
-    class VisdomStaticFileHandler(StaticFileHandler):
-        @classmethod
-        def get_version(cls, settings: dict[str, object], path: str) -> str | None:
-            try:
-                return super().get_version(settings, path)
-            except HTTPError:
-                return None
-
-    visdom_app.tornado_settings["static_handler_class"] = VisdomStaticFileHandler
-    if static_dir:
-        visdom_app.tornado_settings["static_path"] = static_dir
-        visdom_app.tornado_settings["template_path"] = static_dir
-    original_listen = visdom_app.Application.listen
-
-    def listen(self: visdom_app.Application, port: int, *args: Any, **kwargs: Any) -> Any:
-        kwargs["address"] = host
-        return original_listen(self, port, *args, **kwargs)
-
-    visdom_app.Application.listen = listen  # type: ignore[method-assign,assignment]
-
-
-def _run_child(args: argparse.Namespace) -> None:
-    """Run visdom's own server main() in this process, without its download step."""
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    # One line per HTTP request would flood the log during training.
-    logging.getLogger("tornado.access").setLevel(logging.WARNING)
-    if args.parent_pid:
-        # A killed parent must leave no stray server behind.
-        watch_parent(args.parent_pid, lambda: os.kill(os.getpid(), signal.SIGTERM))
-    # visdom's package imports torch when it can, which is slow and memory-hungry;
-    # its server never uses it. A None entry makes that optional import fail fast.
-    sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
-    endpoint = args.endpoint
-    _patch_visdom_app(endpoint.host, args.static_dir)
-    argv = ["visdom.server", "-port", str(endpoint.port), "--hostname", endpoint.host]
-    argv += ["-logging_level", "INFO"]
-    if args.env_path:
-        argv += ["-env_path", args.env_path]
-    if endpoint.is_loopback:
-        argv.append("-bind_local")
-    if args.login:
-        argv.append("-enable_login")
-    sys.argv = argv  # visdom's main() parses sys.argv itself
-    from visdom.server.run_server import main as visdom_main
-
-    visdom_main()
-
-
 def _run_foreground(args: argparse.Namespace) -> None:
     """Serve until interrupted, for people who want a server outside any training run."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -483,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"argument --host: {err}")
     try:
         if args.child:
-            _run_child(args)
+            run_child(args)
         else:
             _run_foreground(args)
     except VisdomServerError as exc:

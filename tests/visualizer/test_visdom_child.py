@@ -1,0 +1,110 @@
+"""The patches our visdom child applies, against the real server the session starts."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import time
+from pathlib import Path
+
+import websocket
+
+from tests.visualizer.conftest import VisdomReader
+from tests.visualizer.test_images import png
+from visualizer import visdom_child
+from visualizer.images import image_message
+from visualizer.rundata import IMAGE_HISTORY, ImageSnapshot
+from visualizer.server import VisdomServer, visdom_answers
+from visualizer.visdom_client import VisdomClient
+
+
+def _snapshots(start: int, stop: int) -> list[ImageSnapshot]:
+    return [ImageSnapshot("images", "p", step, png(4, 4)) for step in range(start, stop)]
+
+
+def _captions(reader: VisdomReader, env: str, win: str) -> tuple[list[str], int]:
+    pane = reader.windows(env)[win]
+    return [item["caption"] for item in pane["content"]], pane["selected"]
+
+
+def test_an_image_pane_is_drawn_with_every_snapshot_and_keeps_the_last_ones(
+    visdom_server: VisdomServer, reader: VisdomReader, run_name: str
+) -> None:
+    client = VisdomClient(visdom_server.endpoint)
+    client.post("events", image_message(run_name, *_snapshots(0, 3)))
+    captions, selected = _captions(reader, run_name, "image_images_p")
+    assert captions == ["p @ step 0", "p @ step 1", "p @ step 2"] and selected == 2
+    for image in _snapshots(3, IMAGE_HISTORY + 10):
+        client.post("update", image_message(run_name, image))
+    captions, selected = _captions(reader, run_name, "image_images_p")
+    assert captions == [f"p @ step {s}" for s in range(10, IMAGE_HISTORY + 10)]
+    assert selected == IMAGE_HISTORY - 1, "the page's slider stays on the newest"
+
+
+def _page_socket(server: VisdomServer) -> websocket.WebSocket:
+    """A websocket to visdom as its page opens one."""
+    ws = websocket.create_connection(f"ws://{server.endpoint.host}:{server.endpoint.port}/socket")
+    assert json.loads(ws.recv())["command"] == "register"
+    return ws
+
+
+def test_a_pages_echo_of_our_close_does_not_delete_the_window_drawn_again(
+    visdom_server: VisdomServer, reader: VisdomReader, run_name: str
+) -> None:
+    client = VisdomClient(visdom_server.endpoint)
+    text = {"data": [{"content": "x", "type": "text"}], "eid": run_name, "opts": {}}
+    client.post("events", {**text, "win": "kept"})
+    client.post("events", {**text, "win": "other"})
+    ws = _page_socket(visdom_server)
+    try:
+        client.post("close", {"eid": run_name, "win": "kept"})
+        client.post("events", {**text, "win": "kept"})  # drawn again at once
+        # The page closes what the server closed, then sends that close back.
+        ws.send(json.dumps({"cmd": "close", "data": "kept", "eid": run_name}))
+        # A person closing another pane still closes it.
+        ws.send(json.dumps({"cmd": "close", "data": "other", "eid": run_name}))
+        deadline = time.monotonic() + 10
+        while reader.has_window(run_name, "other") and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        ws.close()
+    assert not reader.has_window(run_name, "other")
+    assert reader.has_window(run_name, "kept")
+
+
+def test_a_close_of_an_env_visdom_lacks_is_no_error(visdom_server: VisdomServer) -> None:
+    VisdomClient(visdom_server.endpoint).post("close", {"eid": "no-such-env", "win": "w"})
+
+
+def test_no_traceback_is_served_and_a_touched_source_does_not_restart_the_server(
+    visdom_server: VisdomServer,
+) -> None:
+    conn = http.client.HTTPConnection(visdom_server.endpoint.host, visdom_server.endpoint.port)
+    conn.request("POST", "/update", body=b"not json")  # visdom's handler raises
+    response = conn.getresponse()
+    body = response.read()
+    assert response.status == 500 and b"Traceback" not in body and b"File " not in body
+    # visdom turns tornado's autoreload on: a changed imported file restarted the
+    # server, and the new process exited on visdom's own argv.
+    source = Path(visdom_child.__file__)
+    time.sleep(1.0)  # autoreload's first look (0.5 s after start) records the file's time
+    os.utime(source)
+    deadline = time.monotonic() + 4  # autoreload looks every 0.5 s
+    while time.monotonic() < deadline:
+        assert visdom_server.running and visdom_answers(visdom_server.endpoint)
+        time.sleep(0.25)
+
+
+def test_websocket_handlers_read_as_fresh_to_the_polling_monitor() -> None:
+    # visdom's monitor for polling clients reads last_read_time from websocket
+    # handlers too: an AttributeError in the server log every 15 s.
+    from visdom.server.handlers import socket_handlers
+
+    class Handlers:
+        SocketHandler = type("SocketHandler", (), {})
+        VisSocketHandler = type("VisSocketHandler", (), {})
+
+    visdom_child._websockets_never_stale(Handlers)
+    assert abs(Handlers.SocketHandler().last_read_time - time.time()) < 1  # type: ignore[attr-defined]
+    assert not hasattr(socket_handlers.SocketHandler, "last_read_time"), "stock visdom lacks it"
