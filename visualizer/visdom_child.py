@@ -24,6 +24,10 @@ left open for a whole run:
   drawn with every snapshot its message carries (stock visdom keeps the first), and
   an append past the message's ``opts.history`` drops the oldest: a pane keeps its
   length, and the page gets a two-operation patch.
+* **visdom's page script mended** (served from memory, the file untouched): image
+  panes no longer swallow the keys typed into the view pane's fields, an image
+  pane reads no snapshot past its history, and an update that does not apply to the
+  page's copy of a window reloads the env instead of throwing.
 * **No ``last_read_time`` error every 15 s**: the polling-socket monitor visdom
   starts reads that attribute from websocket handlers too, which have none.
 """
@@ -37,6 +41,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from .parent import watch_parent
@@ -45,9 +50,44 @@ from .parent import watch_parent
 ECHO_WINDOW_S = 10.0
 
 
+# visdom 0.2.4's page script, mended where it fails a page left open (each found once or more;
+# a script without them is served as it is).
+_PAGE_SCRIPT = "js/main.js"
+_SCRIPT_MENDS = (
+    # Image panes swallow every key pressed anywhere on the page: a field of the view
+    # pane (smoothing) took no typing once a run had an image.
+    (
+        b'case"keydown":case"keypress":e.preventDefault();break;',
+        b'case"keydown":case"keypress":/^(INPUT|SELECT|TEXTAREA)$/'
+        b".test(e.target&&e.target.tagName)||e.preventDefault();break;",
+    ),
+    # An image pane's slider position past its history blanks the page (see above).
+    (b"s=s[y]),s.caption", b"s=s[Math.min(y,s.length-1)]),s.caption"),
+    # A window's update that does not apply to the page's copy of it threw (uncaught,
+    # the update lost) and corrupted that copy: patch a clone, and on failure take
+    # visdom's own way out of a mismatch, reloading the env's windows.
+    (
+        b"var r=e.state.consistent_pane_copy[t.win],i=Ty.applyPatch(r,t.content).newDocument;",
+        b"var r=e.state.consistent_pane_copy[t.win],i={};try{i=Ty.applyPatch("
+        b"JSON.parse(JSON.stringify(r)),t.content).newDocument}catch(x){}",
+    ),
+)
+
+
+def _mended(script: bytes) -> bytes:
+    for old, new in _SCRIPT_MENDS:
+        if old not in script:
+            logging.warning("visdom's page script lacks %r: served without that mend", old[:40])
+        script = script.replace(old, new)
+    return script
+
+
 def _static_files(visdom_app: Any, static_dir: str | None) -> None:
-    """Pages and static files from ``static_dir``; the index page served on tornado >= 6.6."""
+    """Pages and static files from ``static_dir``; the index page served on tornado >= 6.6;
+    visdom's page script mended."""
     from tornado.web import HTTPError, StaticFileHandler
+
+    mended: dict[str, bytes] = {}  # the script's path -> its mended bytes
 
     class VisdomStaticFileHandler(StaticFileHandler):
         @classmethod
@@ -56,6 +96,20 @@ def _static_files(visdom_app: Any, static_dir: str | None) -> None:
                 return super().get_version(settings, path)
             except HTTPError:  # ../user/style.css, visdom's per-user CSS route: no hash
                 return None
+
+        @classmethod
+        def get_content(cls, abspath: str, start: int | None = None, end: int | None = None) -> Any:
+            if not abspath.endswith(_PAGE_SCRIPT):
+                return super().get_content(abspath, start, end)
+            if abspath not in mended:
+                mended[abspath] = _mended(Path(abspath).read_bytes())
+            return mended[abspath][start:end]
+
+        def get_content_size(self) -> int:
+            path = self.absolute_path or ""
+            if path.endswith(_PAGE_SCRIPT):
+                return len(self.get_content(path))
+            return int(super().get_content_size())
 
     visdom_app.tornado_settings["static_handler_class"] = VisdomStaticFileHandler
     if static_dir:

@@ -1,0 +1,188 @@
+"""The page left open: Chromium pages stay on a run's env while it trains, and end intact.
+
+A run (:mod:`tests.e2e.soak_run`, every record kind) is followed by the visualizer
+CLI, which starts its own visdom. Three pages open at different moments (before
+the first point, halfway, after the end) and are never reloaded; the halfway one
+changes the smoothing and the axes from the page. The run crosses the image
+history, ``--max-points`` and a group appearing late. At the end every page shows
+every window the server has, each plot at the last step, each image pane at the
+last image, and the browser logged no error.
+
+``SOAK_SECONDS`` sets the run's length: about a minute here and in ``make test``,
+30 minutes in ``make soak``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from tests.fixtures.net import free_port
+from tests.fixtures.processes import reap
+from tests.visualizer.conftest import VisdomReader, wait_until
+from tests.visualizer.test_browser import (
+    ARTIFACTS,
+    CONTROL_XPATH,
+    PLOTS_JS,
+    ROOT,
+    _choose,
+    _type,
+)
+from visualizer.endpoint import VisdomEndpoint
+
+SOAK_SECONDS = float(os.environ.get("SOAK_SECONDS", "60"))
+ENV = "soak"
+MAX_POINTS = 200
+CHECK_EVERY_S = 10.0
+
+# Per pane: its title, what kind it is, and what it says of its last step.
+PANES_JS = """
+return Array.from(document.querySelectorAll('.react-grid-item')).map(item => {
+  const bar = item.querySelector('.bar');
+  const slider = item.querySelector('input[type=range]');
+  const caption = Array.from(item.querySelectorAll('.widget')).map(w => w.innerText)
+    .find(t => t.includes(' @ step '));
+  return {title: bar ? bar.innerText.trim().split('\\n').pop().trim() : '',
+          plot: !!item.querySelector('.js-plotly-plot'),
+          caption: caption || null, slider: slider ? [+slider.max, +slider.value] : null};
+});
+"""
+
+
+def _start_visualizer(store: Path, port: int, log: Path) -> subprocess.Popen:
+    command = [sys.executable, "run_visualizer_local.py", "--pickle-dir", str(store),
+               "--port", str(port), "--max-points", str(MAX_POINTS), "--poll-interval", "0.25"]  # fmt: skip
+    with log.open("wb") as out:
+        return subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+
+
+def _open_tab(driver: Any, url: str) -> str:
+    """Open ``url`` in a new tab (the first in the driver's own); its handle."""
+    if driver.current_url not in ("data:,", "about:blank"):
+        driver.switch_to.new_window("tab")
+    driver.get(url)
+    return driver.current_window_handle
+
+
+def _errors(driver: Any) -> list[dict]:
+    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def _server_windows(reader: VisdomReader) -> dict[str, dict]:
+    return {w["title"]: w for w in reader.windows(ENV).values()}
+
+
+def _check_page(driver: Any, handle: str, reader: VisdomReader, last: dict) -> list[str]:
+    """What is wrong with the page in tab ``handle`` against the server and the run's end."""
+    driver.switch_to.window(handle)
+    panes = {p["title"]: p for p in driver.execute_script(PANES_JS)}
+    server = _server_windows(reader)
+    wrong = [f"page lacks {t!r}" for t in server if t not in panes]
+    wrong += [f"page has {t!r} the server lacks" for t in panes if t not in server]
+    for plot in driver.execute_script(PLOTS_JS):
+        ends = {x for x, smoothed in zip(plot["x_last"], plot["smoothed"]) if not smoothed}
+        # hparams' metrics are at step 0, as TensorBoard logs them.
+        if (
+            plot["title"] != "hparams"
+            and plot["x_axis"]["title"] == "step"
+            and ends != {last["step"]}
+        ):
+            wrong.append(f"plot {plot['title']!r} ends at {sorted(ends)}, not {last['step']}")
+    for title, pane in panes.items():
+        if pane["slider"] is not None and pane["caption"] != f"{title} @ step {last['image']}":
+            wrong.append(f"image pane {title!r} shows {pane['caption']!r} ({pane['slider']})")
+    return wrong
+
+
+def _control(driver: Any, name: str, tag: str) -> str:
+    """What the controls pane shows for ``name``: a field's text, a select's choice."""
+    element = driver.find_element(By.XPATH, CONTROL_XPATH.format(name=name, tag=tag))
+    return (
+        Select(element).first_selected_option.text
+        if tag == "select"
+        else element.get_attribute("value")
+    )
+
+
+def _change_the_view(driver: Any) -> None:
+    """From the page, as a person would: smoothing, a time axis, log y, then back to steps.
+
+    Each change is checked once the visualizer drew the pane again with what it uses.
+    """
+    for _attempt in range(3):  # a click while the pane is drawn again can miss the field
+        _type(driver, "smoothing", "0.9")
+        time.sleep(2)
+        if _control(driver, "smoothing", "input") == "0.9":
+            break
+    assert _control(driver, "smoothing", "input") == "0.9"
+    for name, choice in (("x axis", "relative time"), ("y axis", "log"), ("x axis", "step")):
+        _choose(driver, name, choice)
+        time.sleep(2)
+    assert _control(driver, "y axis", "select") == "log"
+
+
+def test_pages_left_open_for_a_whole_run_end_intact(tmp_path, chromium_driver):
+    store = tmp_path / ENV / "pickle"
+    port = free_port()
+    endpoint = VisdomEndpoint("127.0.0.1", port)
+    url = f"http://127.0.0.1:{port}/env/{ENV}"
+    log = tmp_path / "visualizer.log"
+    visualizer = _start_visualizer(store, port, log)
+    run = None
+    try:
+        driver = chromium_driver
+        run = subprocess.Popen(
+            [sys.executable, "-m", "tests.e2e.soak_run", str(store), str(SOAK_SECONDS)], cwd=ROOT
+        )
+        # The printed URL, opened at once: the run has its store, not a point yet.
+        wait_until(lambda: f"visdom: {url}" in log.read_text(), timeout=60, interval=0.2)
+        reader = VisdomReader(endpoint)
+        tabs = {"before": _open_tab(driver, url)}
+        (store.parent / "go").touch()
+        started = time.monotonic()
+        shown: dict[str, int] = {}  # panes a page has shown
+        while run.poll() is None:
+            elapsed = time.monotonic() - started
+            if "halfway" not in tabs and elapsed >= SOAK_SECONDS / 2:
+                tabs["halfway"] = _open_tab(driver, url)
+                WebDriverWait(driver, 60).until(lambda d: d.execute_script(PLOTS_JS))
+                _change_the_view(driver)
+            for name, handle in tabs.items():  # a page gone blank is seen as it happens
+                driver.switch_to.window(handle)
+                panes = len(driver.execute_script(PANES_JS))
+                assert panes or not shown.get(name), (
+                    f"the {name} page went blank at {elapsed:.0f} s"
+                )
+                shown[name] = shown.get(name, 0) or panes
+            time.sleep(CHECK_EVERY_S if SOAK_SECONDS > 120 else 2)
+        assert run.returncode == 0
+        last = json.loads((store.parent / "soak.json").read_text())
+        tabs["after"] = _open_tab(driver, url)
+        wrong: dict[str, list[str]] = {}
+        deadline = time.monotonic() + 60  # the visualizer's last pass reaching every page
+        while time.monotonic() < deadline:
+            wrong = {n: _check_page(driver, h, reader, last) for n, h in tabs.items()}
+            if not any(wrong.values()):
+                break
+            time.sleep(1)
+        errors = {}
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        for name, handle in tabs.items():
+            driver.switch_to.window(handle)
+            driver.set_window_size(1280, 2400)  # the whole page, every pane
+            driver.save_screenshot(str(ARTIFACTS / f"soak_{name}_page.png"))
+            errors[name] = [e["message"] for e in _errors(driver)]
+        assert not any(wrong.values()), wrong
+        assert not any(errors.values()), errors
+    finally:
+        for proc in (run, visualizer):
+            if proc is not None:
+                reap(proc)
