@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # pip up to 25 applies PIP_CONSTRAINT to both, pip 26 reads PIP_BUILD_CONSTRAINT for builds.
 PIP_ENV := PIP_CONSTRAINT=$(CURDIR)/constraints.txt PIP_BUILD_CONSTRAINT=$(CURDIR)/constraints.txt
 
-.PHONY: install demo test unit lint bench clean
+.PHONY: install demo test unit soak lint bench clean
 
 install: $(STAMP)
 
@@ -32,6 +32,11 @@ test: $(STAMP)
 # The fast half of the suite: no server, browser, torchrun or worker process.
 unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)
+
+# Pages left open on a 30-minute run (make test runs the same test for under a minute).
+soak: $(STAMP)
+	bash scripts/ensure_chromium.sh
+	SOAK_SECONDS=$${SOAK_SECONDS:-1800} REQUIRE_ALL_PARTS=1 $(BIN)/python -m pytest tests/e2e/test_soak.py $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
