@@ -25,6 +25,7 @@ from typing import Any
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from tests.e2e.pages import console_errors, differences, panes
 from tests.fixtures.net import free_port
 from tests.fixtures.processes import reap
 from tests.visualizer.conftest import VisdomReader, wait_until
@@ -43,19 +44,6 @@ ENV = "soak"
 MAX_POINTS = 200
 CHECK_EVERY_S = 10.0
 
-# Per pane: its title, what kind it is, and what it says of its last step.
-PANES_JS = """
-return Array.from(document.querySelectorAll('.react-grid-item')).map(item => {
-  const bar = item.querySelector('.bar');
-  const slider = item.querySelector('input[type=range]');
-  const caption = Array.from(item.querySelectorAll('.widget')).map(w => w.innerText)
-    .find(t => t.includes(' @ step '));
-  return {title: bar ? bar.innerText.trim().split('\\n').pop().trim() : '',
-          plot: !!item.querySelector('.js-plotly-plot'),
-          caption: caption || null, slider: slider ? [+slider.max, +slider.value] : null};
-});
-"""
-
 
 def _start_visualizer(store: Path, port: int, log: Path) -> subprocess.Popen:
     command = [sys.executable, "run_visualizer_local.py", "--pickle-dir", str(store),
@@ -72,21 +60,10 @@ def _open_tab(driver: Any, url: str) -> str:
     return driver.current_window_handle
 
 
-def _errors(driver: Any) -> list[dict]:
-    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-
-
-def _server_windows(reader: VisdomReader) -> dict[str, dict]:
-    return {w["title"]: w for w in reader.windows(ENV).values()}
-
-
 def _check_page(driver: Any, handle: str, reader: VisdomReader, last: dict) -> list[str]:
-    """What is wrong with the page in tab ``handle`` against the server and the run's end."""
+    """What is wrong with the page in tab ``handle``: against the server, and the run's end."""
     driver.switch_to.window(handle)
-    panes = {p["title"]: p for p in driver.execute_script(PANES_JS)}
-    server = _server_windows(reader)
-    wrong = [f"page lacks {t!r}" for t in server if t not in panes]
-    wrong += [f"page has {t!r} the server lacks" for t in panes if t not in server]
+    wrong = differences(driver, reader, ENV)
     for plot in driver.execute_script(PLOTS_JS):
         ends = {x for x, smoothed in zip(plot["x_last"], plot["smoothed"]) if not smoothed}
         # hparams' metrics are at step 0, as TensorBoard logs them.
@@ -96,7 +73,7 @@ def _check_page(driver: Any, handle: str, reader: VisdomReader, last: dict) -> l
             and ends != {last["step"]}
         ):
             wrong.append(f"plot {plot['title']!r} ends at {sorted(ends)}, not {last['step']}")
-    for title, pane in panes.items():
+    for title, pane in panes(driver).items():
         if pane["slider"] is not None and pane["caption"] != f"{title} @ step {last['image']}":
             wrong.append(f"image pane {title!r} shows {pane['caption']!r} ({pane['slider']})")
     return wrong
@@ -157,11 +134,9 @@ def test_pages_left_open_for_a_whole_run_end_intact(tmp_path, chromium_driver):
                 _change_the_view(driver)
             for name, handle in tabs.items():  # a page gone blank is seen as it happens
                 driver.switch_to.window(handle)
-                panes = len(driver.execute_script(PANES_JS))
-                assert panes or not shown.get(name), (
-                    f"the {name} page went blank at {elapsed:.0f} s"
-                )
-                shown[name] = shown.get(name, 0) or panes
+                count = len(panes(driver))
+                assert count or not shown.get(name), f"{name} page went blank at {elapsed:.0f} s"
+                shown[name] = shown.get(name, 0) or count
             time.sleep(CHECK_EVERY_S if SOAK_SECONDS > 120 else 2)
         assert run.returncode == 0
         last = json.loads((store.parent / "soak.json").read_text())
@@ -179,7 +154,7 @@ def test_pages_left_open_for_a_whole_run_end_intact(tmp_path, chromium_driver):
             driver.switch_to.window(handle)
             driver.set_window_size(1280, 2400)  # the whole page, every pane
             driver.save_screenshot(str(ARTIFACTS / f"soak_{name}_page.png"))
-            errors[name] = [e["message"] for e in _errors(driver)]
+            errors[name] = console_errors(driver)
         assert not any(wrong.values()), wrong
         assert not any(errors.values()), errors
     finally:
