@@ -463,7 +463,11 @@ class Recorder:
         columns, failures = self._columns.convert(scalars)
         if scalars:
             self._retry_frames[fmt.SCALARS].append(fmt.encode_scalar_batch(columns))
-            self._step, self._last_log_time = scalars[-1][1], scalars[-1][3]
+            # The furthest step, not the last logged: hparams' metrics come at step 0.
+            last = max((max(steps) for _, _, steps, _, _, _ in columns if len(steps)), default=None)
+            if last is not None:
+                self._step = last if self._step is None else max(self._step, last)
+            self._last_log_time = scalars[-1][3]
         images = self._encode_images([self._images.popleft() for _ in range(len(self._images))])
         extras, extra_images = encode_pending(
             [self._extras.popleft() for _ in range(len(self._extras))], self._epoch
