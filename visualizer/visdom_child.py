@@ -28,6 +28,13 @@ left open for a whole run:
   panes no longer swallow the keys typed into the view pane's fields, an image
   pane reads no snapshot past its history, and an update that does not apply to the
   page's copy of a window reloads the env instead of throwing.
+* **Its own origin only.** visdom answers any ``Host`` and accepts writes and
+  websockets from any page: a web page the user opens could read and wipe the
+  plots by DNS rebinding, or post to it across origins. Here a loopback server
+  answers only loopback host names, and a request that carries an ``Origin``
+  (a browser's) must come from the page's own host and port.
+* **Private files**: the cookie secret and the env files are created for the
+  user alone (umask 077); an existing cookie secret is made private.
 * **No ``last_read_time`` error every 15 s**: the polling-socket monitor visdom
   starts reads that attribute from websocket handlers too, which have none.
 """
@@ -43,7 +50,9 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+from .endpoint import VisdomEndpoint
 from .parent import watch_parent
 
 # How long after the server closed a window a page's "close" of it is taken as its echo.
@@ -218,6 +227,35 @@ def _websockets_never_stale(socket_handlers: Any) -> None:
     socket_handlers.VisSocketHandler.last_read_time = fresh
 
 
+_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+def _own_origin_only(loopback: bool) -> None:
+    """Refuse foreign ``Host`` names (a loopback server) and cross-origin requests, in every handler."""
+    from tornado.web import HTTPError, RequestHandler
+
+    prepare = RequestHandler.prepare
+
+    def checked_prepare(self: RequestHandler) -> Any:
+        request = self.request
+        if loopback and request.host_name.lower() not in _LOOPBACK_NAMES:
+            logging.warning("refused a request for host %r (DNS rebinding?)", request.host)
+            raise HTTPError(403, "this visdom answers only for its own address")
+        origin = request.headers.get("Origin")
+        if origin is not None and urlsplit(origin).netloc.lower() != request.host.lower():
+            logging.warning("refused a %s from the page of %r", request.method, origin)
+            raise HTTPError(403, "cross-origin requests are refused")
+        return prepare(self)
+
+    RequestHandler.prepare = checked_prepare  # type: ignore[method-assign]
+
+
+def _private_files(cookie_secret: Path) -> None:
+    os.umask(0o077)
+    if cookie_secret.is_file():
+        cookie_secret.chmod(0o600)
+
+
 def patch_visdom(host: str, static_dir: str | None) -> None:
     """Apply every patch in the module docstring to visdom, before its Application is built."""
     from visdom.server import app as visdom_app
@@ -229,6 +267,8 @@ def patch_visdom(host: str, static_dir: str | None) -> None:
     _drop_close_echoes(web_handlers, socket_handlers)
     _image_histories(web_handlers)
     _websockets_never_stale(socket_handlers)
+    _own_origin_only(VisdomEndpoint(host).is_loopback)
+    _private_files(Path(visdom_app.DEFAULT_ENV_PATH) / "COOKIE_SECRET")
 
 
 def run_child(args: argparse.Namespace) -> None:

@@ -108,3 +108,51 @@ def test_websocket_handlers_read_as_fresh_to_the_polling_monitor() -> None:
     visdom_child._websockets_never_stale(Handlers)
     assert abs(Handlers.SocketHandler().last_read_time - time.time()) < 1  # type: ignore[attr-defined]
     assert not hasattr(socket_handlers.SocketHandler, "last_read_time"), "stock visdom lacks it"
+
+
+def _request(server: VisdomServer, method: str, path: str, headers: dict, body: bytes = b""):
+    conn = http.client.HTTPConnection(server.endpoint.host, server.endpoint.port, timeout=10)
+    conn.request(method, path, body=body or None, headers=headers)
+    response = conn.getresponse()
+    return response.status, response.read()
+
+
+def test_a_foreign_host_or_origin_is_refused_own_requests_answered(
+    visdom_server: VisdomServer, reader: VisdomReader, run_name: str
+) -> None:
+    # DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1.
+    client = VisdomClient(visdom_server.endpoint)
+    client.post("events", {"data": [{"content": "x", "type": "text"}], "win": "w", "eid": run_name})
+    own = f"127.0.0.1:{visdom_server.endpoint.port}"
+    rebound = {"Host": f"evil.example:{visdom_server.endpoint.port}"}
+    delete = json.dumps({"eid": run_name}).encode()
+    assert _request(visdom_server, "POST", "/env_state", rebound)[0] == 403
+    assert _request(visdom_server, "POST", "/delete_env", rebound, delete)[0] == 403
+    assert _request(visdom_server, "GET", f"/env/{run_name}", rebound)[0] == 403
+    foreign = {"Host": own, "Origin": "http://evil.example"}
+    assert _request(visdom_server, "POST", "/delete_env", foreign, delete)[0] == 403
+    assert reader.has_window(run_name, "w"), "nothing was deleted"
+    try:
+        websocket.create_connection(
+            f"ws://{own}/socket", origin="http://evil.example", timeout=10
+        ).close()
+        raise AssertionError("a websocket from a foreign page was accepted")
+    except websocket.WebSocketBadStatusException as err:
+        assert err.status_code == 403
+    for host in (own, f"localhost:{visdom_server.endpoint.port}"):  # the page's own requests
+        assert _request(visdom_server, "GET", f"/env/{run_name}", {"Host": host})[0] == 200
+    same = {"Host": own, "Origin": f"http://{own}"}
+    text = {"data": [{"content": "y", "type": "text"}], "win": "v", "eid": run_name}
+    assert _request(visdom_server, "POST", "/events", same, json.dumps(text).encode())[0] == 200
+    assert reader.has_window(run_name, "v")
+
+
+def test_files_visdom_creates_are_private(visdom_server: VisdomServer, run_name: str) -> None:
+    client = VisdomClient(visdom_server.endpoint)
+    client.post("events", {"data": [{"content": "x", "type": "text"}], "win": "w", "eid": run_name})
+    client.post("save", {"data": [run_name]})
+    env_file = visdom_server.env_path / f"{run_name}.json"
+    deadline = time.monotonic() + 10
+    while not env_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert env_file.stat().st_mode & 0o077 == 0, oct(env_file.stat().st_mode)
