@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -106,6 +107,7 @@ def _change_the_view(driver: Any) -> None:
     assert _control(driver, "y axis", "select") == "log"
 
 
+@pytest.mark.timeout(SOAK_SECONDS + 300)  # the run itself, then starting and checking
 def test_pages_left_open_for_a_whole_run_end_intact(tmp_path, chromium_driver):
     store = tmp_path / ENV / "pickle"
     port = free_port()
