@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+import os
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from snapshot_store.values import redact_text
+from transfer_plugins.common import S3_URI_ENV
 
 _pkg_log = logging.getLogger("trainer")
 
@@ -95,3 +98,21 @@ def progress_bar(shown: bool | None, epoch: int, epochs: int, total: int, initia
         desc=f"epoch {epoch + 1}/{epochs}",
         disable=None if shown is None else not shown,
     )
+
+
+def watch_command(store_dir: Path, checkpoints_dir: Path, transfer_cmd: str | None) -> str:
+    """The visualizer command that follows a run's store, for the start line.
+
+    Where the S3 hook copies the store (``TRANSFER_S3_URI`` set), the bucket's
+    address comes too: a laptop can follow the run from there.
+    """
+    command = "python run_visualizer_local.py --pickle-dir "
+    local = command + shlex.quote(str(store_dir))
+    uri = os.environ.get(S3_URI_ENV, "").strip().rstrip("/")
+    if not (uri and transfer_cmd and transfer_cmd.endswith(".save_to_s3")):
+        return local
+    try:
+        relative = Path(store_dir).resolve().relative_to(Path(checkpoints_dir).resolve())
+    except ValueError:  # a store outside the checkpoints dir is not copied under the prefix
+        return local
+    return f"{local} (here), or from any machine: {command}{uri}/{relative.as_posix()}"

@@ -146,12 +146,14 @@ class RunSession:
         total = state.step + (cfg.num_epochs - state.epoch) * steps_per_epoch - state.batch_in_epoch
         dp = self.devices.data_parallel_ids
         where = f"{self.devices.device}" + (f" (DataParallel over GPUs {list(dp)})" if dp else "")
+        launch = "one process" if env.launcher == "none" else f"{env.world_size} processes"
+        if env.launcher != "none":
+            launch += f" ({env.launcher} launch)"
         log.info(
-            "run %s: %d process(es) (%s launch) on %s; batch size %d per process, effective "
+            "run %s: %s on %s; batch size %d per process, effective "
             "batch size %d; %d training samples, %d steps per epoch, %d epochs (%d steps)",
             cfg.run_dir,
-            env.world_size,
-            env.launcher,
+            launch,
             where,
             cfg.batch_size,
             effective,
@@ -160,6 +162,13 @@ class RunSession:
             cfg.num_epochs,
             total,
         )
+        if self.recorder is not None and cfg.remote:
+            log.info(
+                "watch it: %s",
+                console.watch_command(
+                    Path(cfg.store_dir), Path(cfg.checkpoints_dir), cfg.remote_transfer_cmd
+                ),
+            )
         self.set_status(
             total_steps=total,
             steps_per_epoch=steps_per_epoch,

@@ -16,6 +16,9 @@ from typing import NamedTuple
 
 # Files up to this size are also hashed: meta/status are tiny and may be rewritten
 # within one mtime tick, where size and mtime alone would miss a change.
+# Where the S3 hook copies files: s3://bucket/prefix (read by transfer_plugins.s3, and by
+# the trainer to say where a run can be followed from).
+S3_URI_ENV = "TRANSFER_S3_URI"
 HASH_LIMIT = 1024 * 1024
 
 

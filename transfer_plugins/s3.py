@@ -37,12 +37,12 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from transfer_plugins.common import SentRecord
+from transfer_plugins.common import S3_URI_ENV, SentRecord
 from transfer_plugins.s3_location import FORM, S3Location
 
 log = logging.getLogger(__name__)
 
-URI_ENV = "TRANSFER_S3_URI"
+URI_ENV = S3_URI_ENV
 
 MiB = 1024 * 1024
 MULTIPART_THRESHOLD = 16 * MiB

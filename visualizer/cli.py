@@ -177,7 +177,8 @@ def build_parser(
         type=argtypes.pid,
         default=None,
         metavar="PID",
-        help="while following, stop (after a last pass) when process PID has ended",
+        # Internal: the trainer's live view passes its own pid (not for people).
+        help=argparse.SUPPRESS,
     )
     parser.add_argument(
         "--log-level",

@@ -287,7 +287,10 @@ def test_train_in_one_process_hands_every_file_to_the_transfer_hook(
         assert (dest / "cli" / "pickle" / path.name).exists(), path.name
     log_text = (run_dir / "loss_log.txt").read_text()
     assert "effective batch size 16" in log_text and "3 steps per epoch" in log_text
-    assert "done: 2 epochs, 6 steps" in capsys.readouterr().err
+    assert "one process on cpu" in log_text, "not '(none launch)'"
+    err = capsys.readouterr().err
+    assert "done: 2 epochs, 6 steps" in err
+    assert f"watch it: python run_visualizer_local.py --pickle-dir {run_dir / 'pickle'}" in err
     state = torch.load(run_dir / "latest.pth", weights_only=True)
     assert state["options"]["batch_size"] == 16 and state["options"]["gpu_ids"] == [-1]
 

@@ -330,3 +330,11 @@ def _line_with(stream, text: str, most: int = 50) -> str:
         if text in line:
             return line
     raise AssertionError(f"no line with {text!r}")
+
+
+def test_help_leaves_out_the_internal_parent_pid_which_still_works(capsys):
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["--help"])
+    assert "--parent-pid" not in capsys.readouterr().out
+    args = cli.build_parser().parse_args(["--pickle-dir", "d", "--parent-pid", str(os.getpid())])
+    assert args.parent_pid == os.getpid()
