@@ -40,7 +40,10 @@ cleanup() {
     wait 2>/dev/null || true
 }
 trap cleanup EXIT
-trap 'echo; say "stopping"; exit 130' INT TERM
+# Ctrl-C is how a person leaves the demo: stop both programs and exit 0 (make would
+# otherwise end with "Error 130"). A training failure still exits non-zero below.
+result=0
+trap 'echo; say "stopping"; exit $result' INT TERM
 
 if [[ ! -d $DATA/train ]]; then
     say "generating the demo dataset in $DATA"
@@ -109,6 +112,7 @@ status=$?
 set -e
 train_pid=""
 if [[ $status -ne 0 ]]; then
+    result=1
     say "training failed (exit $status); last lines of $TRAIN_LOG:"
     tail -n 20 "$TRAIN_LOG"
 else
@@ -125,3 +129,4 @@ cat <<EOF
     They stay there until you press Ctrl-C.
 EOF
 wait "$vis_pid" || true
+exit $result
