@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+import posixpath
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +29,13 @@ def options_of(run: RunData) -> dict[str, str]:
     return {
         str(key): _text(value) for key, value in sorted(options.items(), key=lambda kv: str(kv[0]))
     }
+
+
+def _compared(text: str | None) -> str | None:
+    """An option's text as runs are compared: one spelling per path (``./ckpt`` is ``ckpt``)."""
+    if text is None or not ("/" in text or text.startswith(".")):
+        return text
+    return posixpath.normpath(text)
 
 
 def _text(value: Any) -> str:
@@ -87,7 +95,7 @@ def comparison_table(
     links = links or {}
     options = {run.name: options_of(run) for run in runs}
     names = sorted({name for opts in options.values() for name in opts})
-    varying = [n for n in names if len({opts.get(n) for opts in options.values()}) > 1]
+    varying = [n for n in names if len({_compared(opts.get(n)) for opts in options.values()}) > 1]
     shared = [n for n in names if n not in varying]
     metric = f"{key[0]}/{key[1]} (last)" if key else None
     head = ["run", *([metric] if metric else []), *varying]

@@ -33,6 +33,16 @@ def test_options_that_differ_are_columns_and_shared_ones_one_line():
     assert options_of(runs[0]) == {"lr": "0.1", "seed": "1"}
 
 
+def test_one_path_spelled_two_ways_is_not_a_difference():
+    runs = [
+        run("a", {"checkpoints_dir": "checkpoints", "dataroot": "data/a"}),
+        run("b", {"checkpoints_dir": "./checkpoints/", "dataroot": "data/b"}),
+    ]
+    table = comparison_table(runs, None)
+    assert ">checkpoints_dir</th>" not in table and ">dataroot</th>" in table
+    assert "same in every run: checkpoints_dir=checkpoints" in table
+
+
 def test_runs_sort_by_the_last_value_of_a_series_missing_and_nan_last():
     runs = [
         run("a", {}, [1.0, 0.5]),
