@@ -240,9 +240,22 @@ def preflight(config: RunConfig, env: LaunchEnv, devices: Devices | None = None)
     """Every check that can fail on bad input, before a process group or a worker exists.
 
     Returns the resolved transfer hook (checked against its destination on rank 0).
+    The run dir is created last, by the check that it can be written: a run refused
+    for anything else leaves nothing behind.
     """
     if devices is not None and config.amp == "fp16" and devices.device.type != "cuda":
         raise UsageError("--amp fp16 needs a GPU; use --amp bf16 or off on the CPU")
+    spec = config.remote_transfer_cmd
+    hook = resolve_hook(spec) if spec else None  # every rank imports it: a typo fails everywhere
+    if config.continue_train and not (config.run_dir / checkpoint.LATEST).exists():
+        raise UsageError(
+            f"--continue-train: no checkpoint {config.run_dir / checkpoint.LATEST} to resume from"
+        )
+    if env.master_process and config.record:
+        check_one_writer(config, env)
+        if hook is not None and spec:
+            # The rank that uploads checks the destination (bucket, credentials, endpoint).
+            run_preflight(hook, spec)
     try:
         ensure_writable_dir(config.run_dir)
     except OSError as err:
@@ -250,26 +263,6 @@ def preflight(config: RunConfig, env: LaunchEnv, devices: Devices | None = None)
             f"--checkpoints-dir {config.checkpoints_dir}: can not write "
             f"{config.run_dir} ({err.strerror or err})"
         ) from None
-    if config.continue_train and not (config.run_dir / checkpoint.LATEST).exists():
-        raise UsageError(
-            f"--continue-train: no checkpoint {config.run_dir / checkpoint.LATEST} to resume from"
-        )
-    if env.master_process and config.record:
-        check_one_writer(config, env)
-    if not config.remote_transfer_cmd:
-        return None
-    return check_transfer_hook(config.remote_transfer_cmd, env.master_process and config.record)
-
-
-def check_transfer_hook(spec: str, check_destination: bool) -> Hook:
-    """The hook ``spec`` names, importable and callable with a path; its destination checked.
-
-    Every rank imports it (a typo fails everywhere); the rank that uploads also runs
-    the hook's preflight (bucket, credentials, an endpoint that answers, in seconds).
-    """
-    hook = resolve_hook(spec)
-    if check_destination:
-        run_preflight(hook, spec)
     return hook
 
 

@@ -586,7 +586,9 @@ def test_other_bad_arguments(no_workers, tmp_path):
             batch_size=4,
             num_epochs=1,
             remote_transfer_cmd="no_such_module.save",
+            checkpoints_dir=str(tmp_path / "checkpoints"),
         )
+    assert not (tmp_path / "checkpoints").exists(), "a refused run writes nothing"
     with pytest.raises(FitInputError, match=r"\(input, target\) pair"):
         trainer.fit(
             model,
