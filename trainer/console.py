@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -76,6 +77,7 @@ def log_through_tqdm() -> Iterator[None]:
     """Send console log lines through ``tqdm.write`` so they do not tear the progress bar."""
     from tqdm.contrib.logging import _is_console_logging_handler, logging_redirect_tqdm
 
+    _thread_lock_only()
     loggers = [
         lg
         for lg in (logging.getLogger(), _pkg_log)
@@ -85,10 +87,24 @@ def log_through_tqdm() -> Iterator[None]:
         yield
 
 
+def _thread_lock_only() -> None:
+    """Give tqdm a thread lock before it makes its multiprocessing one.
+
+    One process's bars need no lock across processes, and the semaphore tqdm would
+    create in each spawned worker outlives it: "resource_tracker: There appear to
+    be 2 leaked semaphore objects" at the end of ``fit(ddp=True)``.
+    """
+    from tqdm import tqdm
+
+    if getattr(tqdm, "_lock", None) is None:
+        tqdm.set_lock(threading.RLock())
+
+
 def progress_bar(shown: bool | None, epoch: int, epochs: int, total: int, initial: int) -> Any:
     """A tqdm bar for one epoch; ``shown`` None lets tqdm decide (only on a terminal)."""
     from tqdm import tqdm
 
+    _thread_lock_only()
     return tqdm(
         total=total,
         initial=initial,

@@ -648,3 +648,33 @@ def test_notebook_fit_ddp_with_fork(kernel_name, tmp_path, monkeypatch):
     history, _, update = read_store(tmp_path / "checkpoints" / "nb-linreg" / "pickle")
     assert update.meta["world_size"] == 2
     assert len(history.series(("val", "loss"))[0]) == 3
+
+
+_DDP_SCRIPT = """
+import sys
+import torch, torch.nn as nn, trainer
+from torch.utils.data import TensorDataset
+
+def datasets():
+    x = torch.randn(64, 4)
+    return {"train": TensorDataset(x, x.sum(1, keepdim=True)), "val": TensorDataset(x, x.sum(1, keepdim=True))}
+
+if __name__ == "__main__":
+    model = nn.Linear(4, 1)
+    trainer.fit(model, nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.01),
+                dataset_fn=datasets, batch_size=16, num_epochs=1, checkpoints_dir=sys.argv[1],
+                remote=True, ddp=True, nprocs=2, device="cpu", start_method="spawn")
+"""
+
+
+@pytest.mark.integration
+def test_fit_ddp_ends_without_leaked_semaphores(tmp_path):
+    # tqdm's lock across processes, made in each spawned worker, outlived it.
+    script = tmp_path / "train.py"
+    script.write_text(_DDP_SCRIPT)
+    result = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "checkpoints")],
+        cwd=REPO, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "leaked" not in result.stderr, result.stderr[-2000:]
