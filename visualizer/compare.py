@@ -110,6 +110,8 @@ class CompareDisplay(EnvDisplay):
         links: dict[str, str] | None = None,
     ) -> None:
         super().__init__(client, env, max_points, self.SENTINEL, view)
+        self.run_colors: dict[str, str] = {}  # run name -> color, the same in every window
+        self.colors = self.run_colors
         self.header_height = COMPARE_HEADER_HEIGHT
         self.selection = selection if selection is not None else Selection()
         self.links = links if links is not None else {}  # run name -> its env's URL
@@ -134,7 +136,7 @@ class CompareDisplay(EnvDisplay):
         now = time.time() if now is None else now
         runs = sorted(runs, key=lambda r: r.name)
         for run in runs:  # by name, as found: a run keeps its color when others come
-            self.colors.setdefault(run.name, run_color(len(self.colors)))
+            self.run_colors.setdefault(run.name, run_color(len(self.run_colors)))
         versions = [(run.name, run.version) for run in runs]
         if self._idle(versions, now, force, CONTROLS_WIN, SELECT_WIN):
             return False  # no news from any run or the page

@@ -69,7 +69,9 @@ class EnvDisplay:
         self.sentinel = sentinel  # a window always present once drawn: gone means the env is gone
         self.view = view if view is not None else ViewSettings()
         self.plots: dict[str, PlotWindow] = {}
-        self.colors: dict[str, str] = {}  # trace label -> color, the same in every window
+        # Trace label -> color in every window, where the env fixes them (the comparison's
+        # runs); None: each window colors its series by name (plotwindow.series_colors).
+        self.colors: dict[str, str] | None = None
         self.sentinel_drawn = False
         self.controls_drawn = False
         self._last_probe = 0.0

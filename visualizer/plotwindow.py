@@ -15,6 +15,8 @@ replaced by an empty text pane, then drawn anew (see :meth:`PlotWindow.set_view`
 from __future__ import annotations
 
 import time
+import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +49,23 @@ PALETTE = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
 )  # fmt: skip
+
+
+def series_colors(labels: Iterable[str]) -> dict[str, str]:
+    """A color per trace label, from the label itself: the same live, replayed or reloaded.
+
+    A label's color is its name's hash into :data:`PALETTE`; where two labels of one
+    window would share one, the label sorted later takes the next free color.
+    """
+    colors: dict[str, str] = {}
+    for label in sorted(labels):
+        first = zlib.crc32(label.encode()) % len(PALETTE)
+        free = [PALETTE[(first + i) % len(PALETTE)] for i in range(len(PALETTE))]
+        free = [c for c in free if c not in colors.values()] or [PALETTE[first]]
+        colors[label] = free[0]
+    return colors
+
+
 # Relative time is shown in the largest unit the run's span fills (span bound, unit, seconds).
 _TIME_UNITS = ((180.0, "s", 1.0), (3 * 3600.0, "min", 60.0), (float("inf"), "h", 3600.0))
 
@@ -93,7 +112,9 @@ class PlotWindow:
         self.spec = spec
         self.max_points = max_points
         self.view = view if view is not None else ViewSettings()
-        self.colors = colors if colors is not None else {}  # label -> color, shared by an env
+        # label -> color: given (the comparison's, a color per run), else from the labels
+        self.colors = colors if colors is not None else {}
+        self._own_colors = colors is None
         self.traces: dict[str, _Trace] = {}  # label -> state, in the server's trace order
         self.smoothers: dict[str, Smoother] = {}
         self.drawn = False
@@ -141,6 +162,8 @@ class PlotWindow:
             return None
         self._smooth(lines)
         if self._stale(lines):
+            if self._own_colors:  # a new trace among them: the labels' colors anew
+                self.colors = series_colors(lines)
             return self._redraw(lines, env)
         fresh = {label: len(lines[label].series) - t.sent for label, t in self.traces.items()}
         if not any(fresh.values()):
@@ -230,7 +253,7 @@ class PlotWindow:
         smooth: tuple[np.ndarray | slice, np.ndarray] | None,
     ) -> list[dict[str, Any]]:
         """The raw trace of ``label`` and, when smoothing, its smoothed one: (points, values) each."""
-        color = self.colors.setdefault(label, PALETTE[len(self.colors) % len(PALETTE)])
+        color = self.colors.get(label) or series_colors([label])[label]
         out = [
             _line(
                 label, self._x(line, raw[0]), raw[1], _faint(color) if smooth else color, not smooth

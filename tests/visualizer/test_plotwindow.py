@@ -16,6 +16,8 @@ from visualizer.plotwindow import (
     REMOUNT_GAP,
     Line,
     PlotWindow,
+    _faint,
+    series_colors,
 )
 from visualizer.series import Series
 from visualizer.view import ViewSettings
@@ -99,10 +101,26 @@ def test_each_series_is_drawn_raw_and_faint_under_its_smoothed_curve():
     window, loss = PlotWindow(window_for_group("train"), 2000, ViewSettings(0.6)), timed(50)
     raw, smooth = window.plan({"loss": Line(loss)}, "env", 0.0).msg["data"]
     assert raw["name"] == smooth["name"] == "loss" and smooth["meta"] == "smoothed"
-    assert raw["line"]["color"] == "rgba(31,119,180,0.3)" and smooth["line"]["color"] == "#1f77b4"
+    color = series_colors(["loss"])["loss"]
+    assert smooth["line"]["color"] == color and raw["line"]["color"] == _faint(color)
     assert not raw["showlegend"] and smooth["showlegend"], "one legend entry hides both"
     assert raw["y"] == pytest.approx(loss.values().tolist())
     assert smooth["y"][0] == pytest.approx(raw["y"][0], rel=1e-6), "debiased: starts at the data"
+
+
+def test_a_series_color_comes_from_its_name_whatever_the_order_it_came_in():
+    # Live, series arrive one by one; replayed, all at once: the colors must agree.
+    names = ["loss", "loss_D", "loss_G", "cpu_percent", "rss_gib", "loader_wait_share"]
+    colors = series_colors(names)
+    assert len(set(colors.values())) == len(names), "no two series of a window share one"
+    assert series_colors(list(reversed(names))) == colors
+    live = PlotWindow(window_for_group("train"), 2000, RAW)
+    for n in range(1, len(names) + 1):
+        plan = live.plan({name: Line(timed(5)) for name in names[:n]}, "env", float(n))
+        assert plan is not None
+        live.commit(plan, float(n), 0.0)
+    drawn = {t["name"]: t["line"]["color"] for t in plan.msg["data"]}
+    assert drawn == colors
 
 
 def test_the_smoothed_curve_is_computed_from_every_point_before_decimation():
@@ -140,7 +158,9 @@ def test_a_new_weight_redraws_with_the_same_names_and_no_new_pane():
     window.commit(plan, 5.0, 0.01)
     window.set_view(ViewSettings(0.0))
     (raw,) = window.plan({"loss": Line(loss)}, "env", 10.0).msg["data"]
-    assert raw["line"]["color"] == "#1f77b4" and raw["showlegend"], "unsmoothed: raw alone"
+    assert raw["line"]["color"] == series_colors(["loss"])["loss"] and raw["showlegend"], (
+        "unsmoothed: raw alone"
+    )
 
 
 def test_x_as_relative_or_wall_time_and_y_on_a_log_scale():
