@@ -76,7 +76,6 @@ class SystemMetrics:
 
     def start(self) -> SystemMetrics:
         """Start sampling every ``interval`` seconds; returns self."""
-        psutil.cpu_percent(None)  # the first call only sets the reference point
         self._thread.start()
         return self
 
@@ -87,6 +86,9 @@ class SystemMetrics:
             self._thread.join()
 
     def _run(self) -> None:
+        # psutil keeps the reference point per thread: this thread's first call only sets it
+        # (read as a sample, it recorded a fake 0% the smoothed curve climbed from).
+        psutil.cpu_percent(None)
         while not self._stopped.wait(self.interval):
             try:
                 values = self.sample()

@@ -322,10 +322,10 @@ class RunDisplay(EnvDisplay):
         origin = run_start(run)
         by_win: dict[str, tuple[layout.WindowSpec, dict[SeriesKey, Series]]] = {}
         for (group, name), series in run.series.items():
-            spec = layout.window_for_group(group)
+            spec = layout.window_for(group, name)
             by_win.setdefault(spec.win, (spec, {}))[1][(group, name)] = series
         out = []
-        for spec, members in sorted(by_win.values(), key=lambda item: item[0].order):
+        for spec, members in sorted(by_win.values(), key=lambda item: layout.window_order(item[0])):
             groups = {group for group, _ in members}
             # One group: traces are named by series; several (val + validation): group/name.
             labels = {key: key[1] if len(groups) == 1 else f"{key[0]}/{key[1]}" for key in members}

@@ -67,6 +67,25 @@ def window_for_group(group: str) -> WindowSpec:
     return WindowSpec(f"group_{safe_id(group)}", group, group, 10)
 
 
+# Groups whose series each get a window (small multiples, as W&B draws system metrics):
+# their units differ (percent, GiB, a share of time), and one axis flattened all but one.
+_PER_SERIES = {"system"}
+PER_SERIES_ORDER = 20  # after every group's window
+
+
+def window_for(group: str, name: str) -> WindowSpec:
+    """The window that shows series ``name`` of ``group``."""
+    if group.lower() not in _PER_SERIES:
+        return window_for_group(group)
+    win = f"group_{safe_id(group)}_{safe_id(name)}"
+    return WindowSpec(win, f"{group}: {name}", name, PER_SERIES_ORDER)
+
+
+def window_order(spec: WindowSpec) -> tuple[int, str]:
+    """Where ``spec``'s window stands among a run's: by its order, small multiples by title."""
+    return spec.order, spec.title if spec.order == PER_SERIES_ORDER else ""
+
+
 def ylabel(spec: WindowSpec, names: list[str]) -> str:
     """What the y axis of ``spec``'s window says: the series it plots, or its usual label."""
     text = ", ".join(sorted(names))

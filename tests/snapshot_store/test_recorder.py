@@ -60,7 +60,6 @@ def test_round_trip_scalars_images_meta_status(tmp_path):
     assert reader.warnings == []
 
 
-
 def test_the_status_step_is_the_furthest_step_not_the_last_logged(tmp_path):
     # add_hparams logs its metrics at step 0 after training: the status said step 0.
     store = tmp_path / "exp" / "pickle"
@@ -68,6 +67,7 @@ def test_the_status_step_is_the_furthest_step_not_the_last_logged(tmp_path):
         rec.log({"loss": 1.0}, step=120)
         rec.log({"hparam/loss": 0.5}, step=0, group="hparams")
     assert read_store(store)[2].status["step"] == 120
+
 
 def test_values_that_are_not_numbers_are_dropped_with_a_warning(tmp_path, caplog):
     with Recorder(tmp_path, rank=0) as rec:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
+import psutil
 import pytest
 import torch
 from torch import nn
@@ -64,6 +66,29 @@ def test_a_run_records_host_metrics_in_the_system_group(tiny_dataset, tmp_path):
     assert all(0.0 <= share <= 1.0 for share in shares)
     assert all(0 <= step <= result.global_step for step in steps)
     assert all(rss > 0 for rss in history.series(("system", "rss_gib"))[3])
+
+
+def test_the_first_cpu_sample_is_a_measure_not_the_reference_point(tmp_path, monkeypatch):
+    # psutil keeps its reference point per thread, and a thread's first call returns 0.0
+    # (psutil's documented behaviour, played here): recorded, it was a fake first sample.
+    seen: set[int] = set()
+
+    def cpu_percent(interval=None):
+        first = threading.get_ident() not in seen
+        seen.add(threading.get_ident())
+        return 0.0 if first else 50.0
+
+    monkeypatch.setattr(psutil, "cpu_percent", cpu_percent)
+    timer = StepTimer()
+    with Recorder(tmp_path / "pickle") as rec:
+        metrics = SystemMetrics(rec, 0.05, timer, torch.device("cpu")).start()
+        for step in range(30):  # a sample per step at most: a step logged again replaces it
+            timer.step = step
+            time.sleep(0.01)
+        metrics.stop()
+    history, _, _ = read_store(tmp_path / "pickle")
+    cpu = history.series(("system", "cpu_percent"))[3]
+    assert cpu and set(cpu) == {50.0}, cpu
 
 
 def test_interval_zero_records_no_system_group(tiny_dataset, tmp_path):
