@@ -41,6 +41,9 @@ MAX_REDRAW_INTERVAL = 1.0
 # The page batches what arrives within 100 ms; a pane replaced for a new axis
 # must stay replaced longer than that for the page to build a fresh plot.
 REMOUNT_GAP = 0.4
+# A series with fewer points (validation once an epoch) is drawn raw, not smoothed: a
+# moving average over a few points ends visibly off the last value the tables show.
+SPARSE_POINTS = 50
 # The raw curve under a smoothed one is faint through its color's alpha: visdom's
 # page resets every line trace's opacity to 1.
 RAW_ALPHA = 0.3
@@ -209,9 +212,16 @@ class PlotWindow:
         if self.view.x_axis == "relative" and self._relative_moved(lines):
             return True
         return any(
-            lines[label].series.rewinds != t.rewinds or len(lines[label].series) < t.sent
+            lines[label].series.rewinds != t.rewinds
+            or len(lines[label].series) < t.sent
+            or (t.sent < SPARSE_POINTS)
+            != (len(lines[label].series) < SPARSE_POINTS)  # smoothed now
             for label, t in self.traces.items()
         )
+
+    def _smoothed(self, line: Line) -> bool:
+        """Whether ``line`` is drawn smoothed: smoothing is on and it is not sparse."""
+        return bool(self.view.smoothing) and len(line.series) >= SPARSE_POINTS
 
     def _relative_moved(self, lines: dict[str, Line]) -> bool:
         """True when relative times drawn no longer hold: a new unit, or a run's start moved."""
@@ -277,7 +287,7 @@ class PlotWindow:
             raw = _thinned(line.series.values(), self.budget)
             smooth = (
                 _thinned(self.smoothers[label].values(), self.budget)
-                if self.view.smoothing
+                if self._smoothed(line)
                 else None
             )
             traces = self._traces_of(label, line, raw, smooth)
@@ -305,7 +315,7 @@ class PlotWindow:
             line = lines[label]
             new = slice(trace.sent, None)
             smooth = (
-                (new, self.smoothers[label].values(trace.sent)) if self.view.smoothing else None
+                (new, self.smoothers[label].values(trace.sent)) if self._smoothed(line) else None
             )
             # Every trace goes in, in the server's order: visdom appends data[i]
             # to trace i. An empty one is skipped by the server.

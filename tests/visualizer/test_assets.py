@@ -72,7 +72,7 @@ def visualizer_env(site: Path, cache: Path, path: str) -> dict[str, str]:
 
 def make_store(store: Path) -> None:
     with Recorder(store, flush_interval=0.05) as rec:
-        for step in range(20):
+        for step in range(60):  # enough points to be smoothed (plotwindow.SPARSE_POINTS)
             rec.log({"loss": 1.0 / (step + 1)}, step=step)
 
 
@@ -129,7 +129,7 @@ def test_missing_assets_are_provisioned_into_the_cache(tmp_path, chromium_driver
         plot = WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(
             lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2 and p
         )
-        assert plot["points"] == [20, 20] and plot["smoothed"] == [False, True]  # raw, smoothed
+        assert plot["points"] == [60, 60] and plot["smoothed"] == [False, True]  # raw, smoothed
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         assert chromium_driver.save_screenshot(str(ARTIFACTS / "visualizer_cached_assets.png"))
         severe = [e for e in chromium_driver.get_log("browser") if e["level"] == "SEVERE"]

@@ -51,7 +51,7 @@ PIP_UPGRADE_TIMEOUT_S = 180
 INSTALL_TIMEOUT_S = 420
 START_TIMEOUT_S = 300
 EXIT_TIMEOUT_S = 60
-STEPS = 20
+STEPS = 60  # enough points to be smoothed (plotwindow.SPARSE_POINTS)
 
 
 def readme_laptop_commands() -> list[str]:

@@ -14,6 +14,7 @@ from visualizer.plotwindow import (
     APPEND_MAX_SHOWN,
     MIN_REDRAW_INTERVAL,
     REMOUNT_GAP,
+    SPARSE_POINTS,
     Line,
     PlotWindow,
     _faint,
@@ -136,18 +137,34 @@ def test_the_smoothed_curve_is_computed_from_every_point_before_decimation():
 
 
 def test_appends_carry_the_new_raw_and_smoothed_points_of_every_series():
-    loss, window = timed(10), PlotWindow(window_for_group("train"), 2000, ViewSettings(0.5))
+    n = SPARSE_POINTS
+    loss, window = timed(n), PlotWindow(window_for_group("train"), 2000, ViewSettings(0.5))
     window.commit(window.plan({"loss": Line(loss)}, "env", 0.0), 0.0, 0.01)
-    loss.extend([10, 11], [1.0, 2.0], [1_700_000_100.0, 1_700_000_102.0])
+    loss.extend([n, n + 1], [1.0, 2.0], [1_700_000_200.0, 1_700_000_202.0])
     plan = window.plan({"loss": Line(loss)}, "env", 1.0)
-    assert plan.route == "update" and [t["x"] for t in plan.msg["data"]] == [[10, 11], [10, 11]]
+    assert plan.route == "update" and [t["x"] for t in plan.msg["data"]] == [[n, n + 1]] * 2
     full = PlotWindow(window_for_group("train"), 2000, ViewSettings(0.5))
     whole = full.plan({"loss": Line(loss)}, "env", 0.0).msg["data"][1]["y"]
     assert plan.msg["data"][1]["y"] == pytest.approx(whole[-2:], rel=1e-6)
 
 
+def test_a_sparse_series_is_drawn_raw_until_it_has_enough_points_to_smooth():
+    # A validation loss once an epoch, smoothed, ended off the value the tables show.
+    val = timed(SPARSE_POINTS - 1)
+    window = PlotWindow(window_for_group("val"), 2000, ViewSettings(0.6))
+    plan = window.plan({"loss": Line(val)}, "env", 0.0)
+    (raw,) = plan.msg["data"]
+    assert raw["y"][-1] == pytest.approx(val.values()[-1]) and raw["showlegend"]
+    window.commit(plan, 0.0, 0.01)
+    val.extend([SPARSE_POINTS], [1.0], [1_700_000_500.0])
+    plan = window.plan({"loss": Line(val)}, "env", 5.0)
+    assert plan.route == "events", "smoothed from now on: drawn anew with its smoothed trace"
+    assert [t.get("meta") for t in plan.msg["data"]] == [None, "smoothed"]
+
+
 def test_a_new_weight_redraws_with_the_same_names_and_no_new_pane():
-    loss, window = timed(20), PlotWindow(window_for_group("train"), 2000, ViewSettings(0.6))
+    loss = timed(SPARSE_POINTS)
+    window = PlotWindow(window_for_group("train"), 2000, ViewSettings(0.6))
     first = window.plan({"loss": Line(loss)}, "env", 0.0)
     window.commit(first, 0.0, 0.01)
     window.set_view(ViewSettings(0.95))
