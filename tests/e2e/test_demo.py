@@ -11,36 +11,22 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
+from tests.e2e.checkout import checkout_copy
 from tests.e2e.pages import console_errors, differences, panes
 from tests.fixtures.net import free_port
 from tests.visualizer.conftest import VisdomReader, wait_until
-from tests.visualizer.test_browser import ARTIFACTS, ROOT
+from tests.visualizer.test_browser import ARTIFACTS
 from visualizer.endpoint import VisdomEndpoint
 
 DEMO_EPOCHS = 3
 
 
-def _checkout_copy(dest: Path) -> Path:
-    """The checkout's files (tracked, or new and not ignored), copied under ``dest``."""
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.decode().split("\0")  # fmt: skip
-    for name in filter(None, listed):
-        if (ROOT / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, dest / name)
-    return dest
-
-
 def test_the_demo_page_opened_at_once_is_intact_at_the_end(tmp_path, chromium_driver):
-    repo = _checkout_copy(tmp_path / "repo")
+    repo = checkout_copy(tmp_path / "repo")
     port = free_port()
     log = tmp_path / "demo.out"
     env = dict(os.environ, DEMO_EPOCHS=str(DEMO_EPOCHS), DEMO_PORT=str(port), PYTHON=sys.executable)
