@@ -73,12 +73,12 @@ _SCRIPT_MENDS = (
     # An image pane's slider position past its history blanks the page (see above).
     (b"s=s[y]),s.caption", b"s=s[Math.min(y,s.length-1)]),s.caption"),
     # A window's update that does not apply to the page's copy of it threw (uncaught,
-    # the update lost) and corrupted that copy: patch a clone, and on failure take
-    # visdom's own way out of a mismatch, reloading the env's windows.
+    # the update lost): on failure take visdom's own way out of a mismatch, reloading
+    # the env's windows (which also replaces the copy the failed patch left half done).
     (
         b"var r=e.state.consistent_pane_copy[t.win],i=Ty.applyPatch(r,t.content).newDocument;",
-        b"var r=e.state.consistent_pane_copy[t.win],i={};try{i=Ty.applyPatch("
-        b"JSON.parse(JSON.stringify(r)),t.content).newDocument}catch(x){}",
+        b"var r=e.state.consistent_pane_copy[t.win],i={};"
+        b"try{i=Ty.applyPatch(r,t.content).newDocument}catch(x){}",
     ),
 )
 
