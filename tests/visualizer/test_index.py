@@ -50,6 +50,17 @@ def test_last_report_is_the_newest_point_or_status():
     assert last_report(run) == 100.0
 
 
+def test_a_last_update_before_today_shows_its_date(visdom_server, reader, run_name):
+    yesterday = time.time() - 86_400
+    run = RunData(run_name)
+    run.apply(Update(status={"state": "finished", "updated": yesterday}))
+    index = IndexDisplay(VisdomClient(visdom_server.endpoint), run_name)
+    assert index.sync([(run_name, run)])
+    text = reader.windows(INDEX_ENV)[index.win]["content"]
+    day = time.strftime("%Y-%m-%d ", time.localtime(yesterday))
+    assert day in text, "a last update from another day shows its date"
+
+
 def test_the_index_is_resent_only_when_it_changed(visdom_server, run_name, monkeypatch):
     index = IndexDisplay(VisdomClient(visdom_server.endpoint), run_name)
     run = RunData(run_name)
