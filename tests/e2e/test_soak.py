@@ -44,6 +44,7 @@ SOAK_SECONDS = float(os.environ.get("SOAK_SECONDS", "45"))
 ENV = "soak"
 MAX_POINTS = 200
 CHECK_EVERY_S = 10.0
+SHOTS = 6  # screenshots of each open page over the run, kept in test-artifacts/
 
 
 def _start_visualizer(store: Path, port: int, log: Path) -> subprocess.Popen:
@@ -128,6 +129,8 @@ def test_pages_left_open_for_a_whole_run_end_intact(tmp_path, chromium_driver):
         (store.parent / "go").touch()
         started = time.monotonic()
         shown: dict[str, int] = {}  # panes a page has shown
+        next_shot = 0.0
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
         while run.poll() is None:
             elapsed = time.monotonic() - started
             if "halfway" not in tabs and elapsed >= SOAK_SECONDS / 2:
@@ -139,6 +142,10 @@ def test_pages_left_open_for_a_whole_run_end_intact(tmp_path, chromium_driver):
                 count = len(panes(driver))
                 assert count or not shown.get(name), f"{name} page went blank at {elapsed:.0f} s"
                 shown[name] = shown.get(name, 0) or count
+                if elapsed >= next_shot:  # what a person glancing at the tab sees
+                    driver.save_screenshot(str(ARTIFACTS / f"soak_{name}_at_{elapsed:04.0f}s.png"))
+            if elapsed >= next_shot:
+                next_shot += SOAK_SECONDS / SHOTS
             time.sleep(CHECK_EVERY_S if SOAK_SECONDS > 120 else 2)
         assert run.returncode == 0
         last = json.loads((store.parent / "soak.json").read_text())
@@ -153,7 +160,6 @@ def test_pages_left_open_for_a_whole_run_end_intact(tmp_path, chromium_driver):
                 break
             time.sleep(1)
         errors = {}
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
         for name, handle in tabs.items():
             driver.switch_to.window(handle)
             driver.set_window_size(1280, 2400)  # the whole page, every pane
