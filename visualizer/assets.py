@@ -62,10 +62,11 @@ from pathlib import Path
 
 from snapshot_store.exit_codes import ExitCode
 
+from .userdirs import user_cache_dir
+
 log = logging.getLogger("visualizer.assets")  # not __main__ under -m
 
 NPM_TIMEOUT_S = 300
-CACHE_NAME = "remote-train-monitor"
 MATHJAX = "js/mathjax/2.7.5"
 
 
@@ -272,12 +273,6 @@ def provision(static_dir: Path, cache_dir: Path, visdom_version: str | None) -> 
 def missing_assets(static_dir: Path) -> list[str]:
     """The asset files (paths under ``static_dir``) that are not there."""
     return [a.target for a in ASSETS if not (static_dir / a.target).is_file()]
-
-
-def user_cache_dir() -> Path:
-    """This project's cache directory: ``$XDG_CACHE_HOME/remote-train-monitor`` (``~/.cache``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / CACHE_NAME
 
 
 def fix_command() -> str:

@@ -31,9 +31,10 @@ from tests.fixtures.processes import reap
 from tests.visualizer.conftest import wait_until
 from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _plot
 from tests.visualizer.test_live import first_line
-from visualizer.assets import ASSETS, CACHE_NAME, missing_assets
+from visualizer.assets import ASSETS, missing_assets
 from visualizer.endpoint import VisdomEndpoint
 from visualizer.server import page_asset_failures, visdom_answers
+from visualizer.userdirs import CACHE_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 120  # provisioning from cached tarballs, then a server start: a bound, not a target

@@ -37,9 +37,10 @@ from tests.fixtures.parts import missing_part
 from tests.fixtures.processes import reap
 from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _plot
 from tests.visualizer.test_live import first_line
-from visualizer.assets import ASSETS, CACHE_NAME, missing_assets
+from visualizer.assets import ASSETS, missing_assets
 from visualizer.endpoint import VisdomEndpoint
 from visualizer.server import visdom_answers
+from visualizer.userdirs import CACHE_NAME
 
 pytestmark = [pytest.mark.integration, pytest.mark.install]
 
