@@ -212,7 +212,8 @@ class AlertWatch:
             last = last_activity(status)
             if last is not None and now - last >= self.silent_after:
                 quiet = format_duration(now - last)
-                yield alert("silent", f"has logged nothing for {quiet}{at_step}", f"silent@{last}")
+                since = f", since step {step}" if isinstance(step, int) else ""
+                yield alert("silent", f"has logged nothing for {quiet}{since}", f"silent@{last}")
         yield from self._non_finite(run, alert)
         for rule in self.rules:
             series = run.series.get(rule.key)
