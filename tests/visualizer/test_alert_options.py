@@ -29,6 +29,7 @@ from tests.fixtures.net import free_port
 from tests.fixtures.processes import reap
 from tests.visualizer.conftest import wait_until
 from tests.visualizer.test_live import first_line
+from tests.visualizer.test_s3_source import upload
 from visualizer.endpoint import VisdomEndpoint
 from visualizer.server import visdom_answers
 
@@ -81,7 +82,7 @@ def receiver() -> Iterator[Receiver]:
 
 
 def visualizer(
-    runs: Path,
+    runs: Path | str,
     endpoint: VisdomEndpoint,
     state: Path,
     log: Path,
@@ -346,3 +347,39 @@ def test_a_run_that_ended_before_alerts_watched_it_is_history_not_news(
     assert saved["source"] == str(runs)
     finished, non_finite = saved["runs"]["old-1"]
     assert finished.startswith("finished@") and non_finite == "non-finite:train/loss"
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(180)
+def test_an_s3_run_is_alerted_once_and_remembered_outside_the_bucket(
+    tmp_path, s3_bucket, visdom_server, receiver
+):
+    store, state, log = tmp_path / "exp1" / "pickle", tmp_path / "state", tmp_path / "vis.log"
+    url = s3_bucket.uri("team/exp1/pickle")
+    rec = Recorder(store, flush_interval=0.05)
+    rec.log({"loss": 1.0}, step=0)
+    rec.flush()
+    upload(s3_bucket, store, "team/exp1/pickle/")
+    try:
+        proc = visualizer(url, visdom_server.endpoint, state, log,
+                          "--alert-webhook", receiver.url)  # fmt: skip
+        try:
+            assert first_line(proc, log, TIMEOUT).startswith("visdom: ")
+            rec.close()
+            upload(s3_bucket, store, "team/exp1/pickle/")  # as the transfer hook does
+            wait_until(receiver.alerts, 60)
+        finally:
+            stop(proc, log)
+    finally:
+        rec.close()
+    proc = visualizer(url, visdom_server.endpoint, state, log, "--once",
+                      "--alert-webhook", receiver.url)  # fmt: skip
+    try:
+        assert proc.wait(timeout=TIMEOUT) == ExitCode.OK, log.read_text()
+    finally:
+        reap(proc)
+    ((_, alert),) = receiver.alerts()  # once: not again after the restart
+    assert (alert["run"], alert["event"]) == ("exp1", "finished")
+    assert all(key.startswith("team/exp1/pickle/") for key in s3_bucket.keys())
+    (memory,) = (state / "remote-train-monitor" / "alerts").glob("*.json")
+    assert json.loads(memory.read_text())["source"] == url + "/"  # as the visualizer names it
