@@ -47,7 +47,7 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
     "<": operator.lt,
 }
-_RULE = re.compile(r"^(?P<series>.*?)\s*(?P<op>>=|<=|==|!=|>|<)\s*(?P<value>.*)$")
+_RULE = re.compile(r"^(?P<series>[^<>=!]*?)\s*(?P<op>>=|<=|==|!=|>|<)\s*(?P<value>.*)$")
 
 
 @dataclass(frozen=True)
