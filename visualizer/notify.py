@@ -59,8 +59,19 @@ def check_webhook(url: str) -> str:
 
 
 def webhook_body(alert: Alert) -> dict[str, Any]:
-    """One JSON body for Slack (``text``), Discord (``content``) and ntfy templates, with the fields."""
-    return {**alert.as_dict(), "content": alert.text[:DISCORD_MAX_CHARS]}
+    """One JSON body for Slack (``text``), Discord (``content``) and ntfy templates, with the fields.
+
+    A run's name is data, never markup: Slack's control characters are escaped
+    in ``text`` (a run named ``<!channel>`` pings nobody), and Discord is told to
+    resolve no mention in ``content``.
+    """
+    slack = alert.text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return {
+        **alert.as_dict(),
+        "text": slack,
+        "content": alert.text[:DISCORD_MAX_CHARS],
+        "allowed_mentions": {"parse": []},
+    }
 
 
 def post_webhook(url: str, alert: Alert) -> None:

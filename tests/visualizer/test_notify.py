@@ -65,3 +65,7 @@ def test_the_body_is_what_slack_discord_and_ntfy_templates_read():
     assert body["title"] == "exp1: failed"  # ntfy's t={{.title}}
     assert (body["run"], body["event"], body["url"]) == ("exp1", "failed", "http://h/env/exp1")
     assert len(webhook_body(replace(alert, detail="x" * 3000))["content"]) == 2000  # Discord's most
+    loud = webhook_body(replace(alert, run="<!channel> & @everyone"))  # data, not markup
+    assert loud["text"].startswith("run '&lt;!channel&gt; &amp; @everyone' failed")
+    assert loud["content"].startswith("run '<!channel> & @everyone' failed")
+    assert loud["allowed_mentions"] == {"parse": []}  # Discord pings nobody
