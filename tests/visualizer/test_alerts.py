@@ -8,6 +8,7 @@ serve tests/visualizer/test_alert_options.py and test_notify.py too.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import os
@@ -165,11 +166,12 @@ def check_sent(receiver: Receiver, events: dict[str, float], endpoint: VisdomEnd
         run = alert["run"]
         assert arrived - events[run] <= 2 * POLL_S, (run, arrived - events[run])
         assert alert["url"] == endpoint.env_url(run)
-        assert run in alert["text"] and alert["url"] in alert["text"]
-        assert alert["text"] == alert["content"]  # Slack reads text, Discord content
+        assert run in alert["content"] and alert["url"] in alert["content"]
+        # Slack reads text (its &<> escaped), Discord content
+        assert html.unescape(alert["text"]) == alert["content"]
     [(_, nan)], [(_, rule)] = receiver.of("nan"), receiver.of("rule")
-    assert "train/grad_norm = nan at step 3" in nan["text"]
-    assert "val/loss = 3 at step 5" in rule["text"] and "val/loss>2.5" in rule["text"]
+    assert "train/grad_norm = nan at step 3" in nan["content"]
+    assert "val/loss = 3 at step 5" in rule["content"] and "val/loss>2.5" in rule["content"]
 
 
 @pytest.mark.integration
