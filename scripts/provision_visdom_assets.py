@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Install the JS/CSS/font files visdom serves into the installed visdom, from npm (``make install``).
+"""Install the JS/CSS/font files visdom serves into the installed visdom, from the npm registry.
+
+Run by ``make install``; no ``npm`` needed: the tarballs come over HTTPS, each
+checked against the registry's published sha512 (:mod:`visualizer.tarballs`).
 
 A thin entry point: the implementation is :mod:`visualizer.assets` (also
 ``python -m visualizer.assets``), which the visualizer uses as well when it
-finds the files missing. Here the npm tarballs are cached under the
+finds the files missing. Here the tarballs are cached under the
 repository's ``.cache/npm-assets/``, so a rebuilt venv needs no network.
 
 Usage: ``.venv/bin/python scripts/provision_visdom_assets.py [--cache-dir DIR]

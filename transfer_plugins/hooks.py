@@ -32,10 +32,19 @@ class TransferSpecError(ValueError):
 
 def resolve_hook(spec: str) -> Hook:
     """Import ``module.func`` (any dotted depth) with the working directory importable."""
+    hook = resolve_callable(spec, "--remote-transfer-cmd", "mysave.save_to_s3")
+    check_signature(hook, spec)
+    return hook
+
+
+def resolve_callable(spec: str, option: str, example: str) -> Callable[..., object]:
+    """The callable a dotted path names (a plugin given as ``option module.func``).
+
+    The working directory is made importable first. Raises TransferSpecError,
+    naming ``option``, the path and what is wrong, when it can not be had.
+    """
     if not _SPEC_RE.match(spec or ""):
-        raise TransferSpecError(
-            f"--remote-transfer-cmd {spec!r} is not a dotted path like 'mysave.save_to_s3'"
-        )
+        raise TransferSpecError(f"{option} {spec!r} is not a dotted path like {example!r}")
     cwd = str(Path.cwd())
     if cwd not in sys.path and "" not in sys.path:
         # Users keep mysave.py beside the command they run, as with DeepLIIF.
@@ -52,30 +61,28 @@ def resolve_hook(spec: str) -> Hook:
             # that exists but fails on its own imports is the user's real error.
             if err.name is None or not name.startswith(err.name):
                 raise TransferSpecError(
-                    f"--remote-transfer-cmd {spec!r}: importing {name!r} failed: {err}"
+                    f"{option} {spec!r}: importing {name!r} failed: {err}"
                 ) from err
             error = err
         except Exception as err:
             raise TransferSpecError(
-                f"--remote-transfer-cmd {spec!r}: importing {name!r} raised "
-                f"{type(err).__name__}: {err}"
+                f"{option} {spec!r}: importing {name!r} raised {type(err).__name__}: {err}"
             ) from err
     if module is None:
         raise TransferSpecError(
-            f"--remote-transfer-cmd {spec!r}: no module {parts[0]!r} found in {cwd} or on "
+            f"{option} {spec!r}: no module {parts[0]!r} found in {cwd} or on "
             f"sys.path ({error}); put {parts[0]}.py in the working directory or install it"
         )
     target: object = module
     for attr in parts[cut:]:
         if not hasattr(target, attr):
             raise TransferSpecError(
-                f"--remote-transfer-cmd {spec!r}: {getattr(target, '__name__', target)!r} "
+                f"{option} {spec!r}: {getattr(target, '__name__', target)!r} "
                 f"(from {getattr(module, '__file__', module.__name__)}) has no attribute {attr!r}"
             )
         target = getattr(target, attr)
     if not callable(target):
-        raise TransferSpecError(f"--remote-transfer-cmd {spec!r}: {attr!r} is not callable")
-    check_signature(target, spec)
+        raise TransferSpecError(f"{option} {spec!r}: {attr!r} is not callable")
     return target
 
 

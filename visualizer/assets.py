@@ -3,8 +3,10 @@
 Stock visdom (``python -m visdom.server``) downloads these files from unpkg.com,
 cdn.plot.ly, d3js.org and cdnjs on first start (``visdom/server/build.py``,
 ``download_scripts``) and cannot serve a working page without internet. This
-module fetches the same files as npm tarballs (``npm pack``), caches the
-tarballs so later runs need no network, and writes each file into a static
+module fetches the same files as npm tarballs, over HTTPS from the npm registry
+with Python's standard library, each checked against the integrity hash the
+registry publishes (:mod:`visualizer.tarballs`; the ``npm`` command only as a
+fallback, not needed), caches the tarballs so later runs need no network, and writes each file into a static
 directory under the exact name ``download_scripts`` would have used.
 
 Two users: ``make install`` (through ``scripts/provision_visdom_assets.py``, a
@@ -41,7 +43,7 @@ every file present and makes no network request.
 
 Usage: ``python -m visualizer.assets [--cache-dir DIR] [--static-dir DIR] [-v]``
 (or ``scripts/provision_visdom_assets.py``, same options). Exits non-zero with a
-message naming the package when npm cannot fetch it.
+message naming the package, the URL and the cache path when it can not be fetched.
 """
 
 from __future__ import annotations
@@ -51,7 +53,6 @@ import importlib.util
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -62,10 +63,11 @@ from pathlib import Path
 
 from snapshot_store.exit_codes import ExitCode
 
+from .tarballs import ProvisionError, fetch_tarball, registry
+from .userdirs import user_cache_dir
+
 log = logging.getLogger("visualizer.assets")  # not __main__ under -m
 
-NPM_TIMEOUT_S = 300
-CACHE_NAME = "remote-train-monitor"
 MATHJAX = "js/mathjax/2.7.5"
 
 
@@ -80,7 +82,7 @@ class Asset:
 
     @property
     def spec(self) -> str:
-        """The ``name@version`` that ``npm pack`` understands."""
+        """``name@version``, as npm writes it."""
         return f"{self.package}@{self.version}"
 
 
@@ -134,10 +136,6 @@ ASSETS: tuple[Asset, ...] = (
 )
 
 
-class ProvisionError(RuntimeError):
-    """A package could not be fetched or does not contain what visdom needs."""
-
-
 def visdom_package_dir() -> Path:
     """The directory of the visdom package this interpreter would import.
 
@@ -158,48 +156,6 @@ def visdom_version(package_dir: Path) -> str:
         return (package_dir / "VERSION").read_text().strip()
     except OSError:
         return "no_version_file"
-
-
-def tarball_name(package: str, version: str) -> str:
-    """The file name ``npm pack`` gives a package's tarball (scopes lose '@', '/' -> '-')."""
-    return f"{package.lstrip('@').replace('/', '-')}-{version}.tgz"
-
-
-def fetch_tarball(spec: str, cache_dir: Path) -> Path:
-    """Return the cached tarball for ``spec``, running ``npm pack`` only when it is missing."""
-    package, version = spec.rsplit("@", 1)
-    cached = cache_dir / tarball_name(package, version)
-    if cached.is_file():
-        log.debug("cached: %s", cached)
-        return cached
-    npm = shutil.which("npm")
-    if npm is None:
-        raise ProvisionError(
-            f"cannot fetch npm package {spec}: `npm` is not on PATH (apt-get install npm)"
-        )
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    # Pack into a scratch dir and move into place so an interrupted run leaves no half tarball.
-    with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".pack-") as scratch:
-        log.info("npm pack %s", spec)
-        try:
-            proc = subprocess.run(
-                [npm, "pack", "--loglevel=error", "--pack-destination", scratch, spec],
-                capture_output=True,
-                text=True,
-                timeout=NPM_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise ProvisionError(f"npm pack {spec} timed out after {NPM_TIMEOUT_S}s") from exc
-        packed = Path(scratch) / cached.name
-        if proc.returncode != 0 or not packed.is_file():
-            detail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
-            raise ProvisionError(
-                f"npm could not fetch package {spec} (exit {proc.returncode}): "
-                + " | ".join(detail)
-            )
-        packed.replace(cached)
-    return cached
 
 
 def read_members(tarball: Path, members: set[str]) -> dict[str, bytes]:
@@ -274,12 +230,6 @@ def missing_assets(static_dir: Path) -> list[str]:
     return [a.target for a in ASSETS if not (static_dir / a.target).is_file()]
 
 
-def user_cache_dir() -> Path:
-    """This project's cache directory: ``$XDG_CACHE_HOME/remote-train-monitor`` (``~/.cache``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / CACHE_NAME
-
-
 def fix_command() -> str:
     """The command that installs the assets into the installed visdom."""
     return f"{sys.executable} -m visualizer.assets"
@@ -289,7 +239,7 @@ def served_static_dir(tarball_dir: Path | None = None) -> Path | None:
     """The static directory a visdom server should serve: None for visdom's own.
 
     visdom's own ``static/`` when it is complete; else a copy of it in the user's
-    cache, completed from npm (or from the tarballs cached in ``tarball_dir``,
+    cache, completed from the npm registry (or from the tarballs cached in ``tarball_dir``,
     default ``npm-assets`` in the user's cache) the first time. Raises
     ProvisionError, saying what is missing and how to fix it, when the files
     can not be had.
@@ -307,11 +257,12 @@ def served_static_dir(tarball_dir: Path | None = None) -> Path | None:
         return static_dir
     log.info(
         "visdom's JS/CSS files are missing from %s (%d of %d, e.g. %s): "
-        "fetching them with npm into %s (once)",
+        "fetching them from the npm registry (%s) into %s (once)",
         own,
         len(missing),
         len(ASSETS),
         missing[0],
+        registry(),
         static_dir,
     )
     try:
@@ -322,7 +273,7 @@ def served_static_dir(tarball_dir: Path | None = None) -> Path | None:
         raise ProvisionError(
             f"visdom's JS/CSS files are missing from {own} ({len(missing)} of {len(ASSETS)}, "
             f"e.g. {missing[0]}), so its page would be blank, and fetching them failed: {err}. "
-            f"Fix: with npm installed and network access, run `{fix_command()}`"
+            f"Fix: with network access to {registry()}, run `{fix_command()}`"
         ) from None
     return static_dir
 

@@ -24,15 +24,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import nullcontext
 
 from snapshot_store.exit_codes import ExitCode
 
 from . import argtypes
+from .alert_options import add_alert_arguments, alerting
 from .assets import fix_command
 from .compare import Selection
 from .decimate import MIN_POINTS
@@ -41,7 +40,7 @@ from .download import CsvDownloads
 from .endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS, VisdomEndpoint
 from .export import add_kind_argument, export
 from .follower import DEFAULT_POLL_INTERVAL, Follower, NoRunsError
-from .parent import watch_parent
+from .parent import stop_on_sigterm, watch_parent
 from .runs import LocalRuns, RunSpec
 from .s3 import S3ReadError
 from .server import (
@@ -180,6 +179,7 @@ def build_parser(
         # Internal: the trainer's live view passes its own pid (not for people).
         help=argparse.SUPPRESS,
     )
+    add_alert_arguments(parser)
     parser.add_argument(
         "--log-level",
         default="INFO",
@@ -222,24 +222,30 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
     except ValueError as err:  # a malformed s3:// URL, a too small --max-points
         parser.error(str(err))
     client.events.on_event = follower.wake  # a change made on the page is drawn at once
-    if args.once:
-        runs = follower.runs
-        try:  # checked before starting visdom
-            specs = runs.discover()
-            if not specs and isinstance(runs, LocalRuns):
-                log.error("no snapshot store found: expected %s", runs.waiting_for())
-                return ExitCode.NO_DATA
-            if unmatched := _none_selected(follower, specs):
-                log.error("%s", unmatched)
-                return ExitCode.NO_DATA
-        except S3ReadError as err:
-            log.error("%s", err)
-            return err.exit_code
-        return _interruptible(lambda: _run(follower, args))
-    if args.parent_pid is not None:
-        watch_parent(args.parent_pid, follower.stop)
-    with downloads or nullcontext(), _stop_on_sigterm(follower):
-        return _interruptible(lambda: _follow(follower, args))
+    with alerting(args, parser, follower):  # a wrong --alert-cmd ends here, before visdom starts
+        if args.once:
+            return _check_then_run(follower, args)
+        if args.parent_pid is not None:
+            watch_parent(args.parent_pid, follower.stop)
+        with downloads or nullcontext(), stop_on_sigterm(follower.stop):
+            return _interruptible(lambda: _follow(follower, args))
+
+
+def _check_then_run(follower: Follower, args: argparse.Namespace) -> int:
+    """``--once``: NO_DATA when there is nothing to draw (checked before starting visdom), else draw."""
+    runs = follower.runs
+    try:
+        specs = runs.discover()
+        if not specs and isinstance(runs, LocalRuns):
+            log.error("no snapshot store found: expected %s", runs.waiting_for())
+            return ExitCode.NO_DATA
+        if unmatched := _none_selected(follower, specs):
+            log.error("%s", unmatched)
+            return ExitCode.NO_DATA
+    except S3ReadError as err:
+        log.error("%s", err)
+        return err.exit_code
+    return _interruptible(lambda: _run(follower, args))
 
 
 def _none_selected(follower: Follower, specs: list[RunSpec]) -> str | None:
@@ -303,19 +309,6 @@ def _interruptible(command: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         log.warning("interrupted")
         return ExitCode.INTERRUPTED
-
-
-@contextmanager
-def _stop_on_sigterm(follower: Follower) -> Iterator[None]:
-    """SIGTERM asks ``follower`` to stop after a last pass: how the trainer ends its live view."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread may set signal handlers
-        return
-    previous = signal.signal(signal.SIGTERM, lambda *_: follower.stop())
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(follower: Follower, args: argparse.Namespace) -> int:

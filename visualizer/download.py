@@ -10,6 +10,7 @@ browser on the machine that runs the visualizer (the usual laptop setup).
 
 from __future__ import annotations
 
+import html
 import io
 import logging
 import threading
@@ -25,6 +26,16 @@ log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 _PREFIX, _SUFFIX = "/runs/", ".csv"
+
+
+def download_link(downloads: CsvDownloads | None, run: str, store: str) -> str:
+    """HTML getting ``run``'s scalars as CSV: a link while following, else the export command."""
+    if downloads is None:
+        command = f"python -m visualizer export --pickle-dir {store} > {run}.csv"
+        return f"<p>scalars as CSV: <code>{html.escape(command)}</code></p>"
+    downloads.stores[run] = store
+    url = html.escape(downloads.url(run))
+    return f'<p><a href="{url}" download>download the scalars as CSV</a></p>'
 
 
 class CsvDownloads:

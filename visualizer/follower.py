@@ -8,7 +8,6 @@ every ``poll_interval``. S3 stores are polled, backing off while nothing changes
 
 from __future__ import annotations
 
-import html
 import logging
 import math
 import threading
@@ -23,7 +22,7 @@ from snapshot_store.reader import StoreReader
 from .compare import CompareDisplay, Selection
 from .decimate import check_max_points
 from .display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, OnSent, RunDisplay
-from .download import CsvDownloads
+from .download import CsvDownloads, download_link
 from .index import IndexDisplay
 from .rundata import RunData
 from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
@@ -138,6 +137,8 @@ class Follower:
         # it instead of calling the store empty; following logs it and retries.
         self.source_error: S3ReadError | None = None
         self._once = False
+        # Called with the time after each pass over the runs (alerts look at them then).
+        self.on_pass: Callable[[float], None] | None = None
 
     # --- public -------------------------------------------------------------------
 
@@ -152,7 +153,7 @@ class Follower:
         now = time.time()
         for feed in self.feeds.values():
             self._poll(feed, now)
-        if not any(self._has_data(f) for f in self.feeds.values()):
+        if not any(f.data.has_data for f in self.feeds.values()):
             if self.source_error is not None:
                 raise self.source_error
             if not self.feeds and self.unmatched:
@@ -161,6 +162,7 @@ class Follower:
                 raise NoRunsError(f"no snapshot store found: waiting for {self.runs.waiting_for()}")
             raise NoRunsError(f"nothing to show yet at {self.runs}: the store is empty")
         self._sync(time.time(), raise_errors=True, force=True)
+        self._passed()
         self._announce_page()
 
     def run(self) -> None:
@@ -185,6 +187,7 @@ class Follower:
                     self._discover()
                 self._poll_due(now, woken)
                 self._sync(time.time())
+                self._passed()
                 self._announce_page()
                 self._wake.wait(self._timeout(time.time()))
             self._final_pass()
@@ -199,6 +202,11 @@ class Follower:
         for feed in self.feeds.values():
             self._poll(feed, now)
         self._sync(time.time(), force=True)
+        self._passed()
+
+    def _passed(self) -> None:
+        if self.on_pass is not None:
+            self.on_pass(time.time())
 
     @property
     def page_env(self) -> str | None:
@@ -245,7 +253,7 @@ class Follower:
                 self.max_idle_interval if spec.remote else self._quiet_interval(),
             )
             display = RunDisplay(self.client, env, self.max_points, self.view)
-            display.download = self._download_link(spec)
+            display.download = download_link(self.downloads, spec.name, spec.source.describe(""))
             self.feeds[spec.name] = _Feed(
                 spec, StoreReader(spec.source), RunData(spec.name), display, schedule
             )
@@ -268,16 +276,6 @@ class Follower:
             for name, feed in self.feeds.items():
                 self.compare.links[name] = self.client.endpoint.env_url(feed.display.env)
 
-    def _download_link(self, spec: RunSpec) -> str:
-        """HTML getting the run's scalars as CSV: a link while following, else the command."""
-        store = spec.source.describe("")
-        if self.downloads is None:
-            command = f"python -m visualizer export --pickle-dir {store} > {spec.name}.csv"
-            return f"<p>scalars as CSV: <code>{html.escape(command)}</code></p>"
-        self.downloads.stores[spec.name] = store
-        url = html.escape(self.downloads.url(spec.name))
-        return f'<p><a href="{url}" download>download the scalars as CSV</a></p>'
-
     def _announce_page(self) -> None:
         env = self.page_env
         if env is None or env == self._announced:
@@ -291,7 +289,7 @@ class Follower:
             if now >= feed.schedule.due or (woken and not feed.spec.remote):
                 self._poll(feed, now)
         if (
-            not any(self._has_data(f) for f in self.feeds.values())
+            not any(f.data.has_data for f in self.feeds.values())
             and now - self._last_wait_log >= WAIT_LOG_INTERVAL
         ):
             self._last_wait_log = now
@@ -341,11 +339,6 @@ class Follower:
             log.warning("%s; retrying", err)
         self.source_error = err
 
-    @staticmethod
-    def _has_data(feed: _Feed) -> bool:
-        data = feed.data
-        return bool(data.series or data.images or data.meta is not None or data.status is not None)
-
     # --- drawing ------------------------------------------------------------------
 
     def _sync(self, now: float, raise_errors: bool = False, force: bool = False) -> None:
@@ -353,15 +346,11 @@ class Follower:
             return
         try:
             for feed in self.feeds.values():
-                if (
-                    self._has_data(feed)
-                    and feed.display.sync(feed.data, now, force)
-                    and self.on_sent
-                ):
+                if feed.data.has_data and feed.display.sync(feed.data, now, force) and self.on_sent:
                     self.on_sent(feed.spec.name, dict(feed.display.sent_steps), time.time())
             if self.compare is not None:
                 self.compare.sync([f.data for f in self.feeds.values()], now, force)
-            shown = [(f.display.env, f.data) for f in self.feeds.values() if self._has_data(f)]
+            shown = [(f.display.env, f.data) for f in self.feeds.values() if f.data.has_data]
             if shown:
                 self.index.sync(shown, self.compare.env if self.compare else None, now, force)
         except (VisdomUnavailableError, VisdomRequestError) as err:

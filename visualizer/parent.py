@@ -1,16 +1,19 @@
 """Notice when the process that started this one is gone, so a killed parent leaves nothing behind.
 
 Used by the visdom server child (``python -m visualizer.server --child``) and by
-``python -m visualizer --parent-pid PID`` (the trainer's live view).
+``python -m visualizer --parent-pid PID`` (the trainer's live view); and SIGTERM,
+how that parent asks the visualizer to stop.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 log = logging.getLogger(__name__)
 
@@ -56,3 +59,16 @@ def watch_parent(
     thread = threading.Thread(target=watch, name=f"watch-parent-{pid}", daemon=True)
     thread.start()
     return thread
+
+
+@contextmanager
+def stop_on_sigterm(stop: Callable[[], None]) -> Iterator[None]:
+    """SIGTERM calls ``stop`` (the follower's: a last pass, then exit): how the trainer ends its live view."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set signal handlers
+        return
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -77,6 +77,11 @@ class RunData:
         return True
 
     @property
+    def has_data(self) -> bool:
+        """Whether anything was read: a point, an image, the meta or status document."""
+        return bool(self.series or self.images or self.meta is not None or self.status is not None)
+
+    @property
     def points(self) -> int:
         """Scalar points held."""
         return sum(len(s) for s in self.series.values())

@@ -30,6 +30,14 @@ def is_stale(status: dict[str, Any], now: float | None = None) -> bool:
     return now - updated > STALE_AFTER_HEARTBEATS * heartbeat
 
 
+def last_activity(status: dict[str, Any]) -> float | None:
+    """When the run last logged a value (its start before the first one), as the panel shows it.
+
+    Not the heartbeat: the writer thread beats on while a training loop hangs.
+    """
+    return _number(status.get("last_log_time")) or _number(status.get("start_time"))
+
+
 class EtaEstimator:
     """Steps per second over the recent status updates, and the time left at that rate."""
 

@@ -1,4 +1,5 @@
-"""Helpers for the visualizer tests: a visdom reader, a background follower, a counting client, waiting."""
+"""Helpers for the visualizer tests: a visdom reader, a background follower, a counting client,
+waiting, and a loopback npm registry."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -124,3 +126,53 @@ def following(
     assert not thread.is_alive(), "follower did not stop"
     if errors:
         raise errors[0]
+
+
+class Registry:
+    """A loopback stand-in for the npm registry: a version's document, and its tarball.
+
+    ``packages``: ``name@version`` -> (tarball bytes, the integrity published for them).
+    """
+
+    def __init__(self) -> None:
+        self.packages: dict[str, tuple[bytes, str]] = {}
+        self.requests: list[str] = []
+        registry = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                registry.requests.append(self.path)
+                body = registry.answer(self.path)
+                self.send_response(200 if body is not None else 404)
+                self.end_headers()
+                self.wfile.write(body or b"")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+
+    def answer(self, path: str) -> bytes | None:
+        name, _, rest = path.lstrip("/").partition("/")
+        if rest.startswith(f"-/{name}-") and rest.endswith(".tgz"):  # the tarball
+            version = rest.removeprefix(f"-/{name}-").removesuffix(".tgz")
+            return self.packages.get(f"{name}@{version}", (None, ""))[0]
+        if f"{name}@{rest}" not in self.packages:
+            return None
+        _, integrity = self.packages[f"{name}@{rest}"]
+        dist = {"tarball": f"{self.url}{name}/-/{name}-{rest}.tgz", "integrity": integrity}
+        return json.dumps({"name": name, "version": rest, "dist": dist}).encode()
+
+
+@pytest.fixture
+def registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[Registry]:
+    """A :class:`Registry` serving in a thread, and ``npm_config_registry`` pointing at it."""
+    registry = Registry()
+    thread = threading.Thread(target=registry.server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("npm_config_registry", registry.url)
+    yield registry
+    registry.server.shutdown()
+    registry.server.server_close()
+    thread.join(5)

@@ -31,9 +31,11 @@ from tests.fixtures.processes import reap
 from tests.visualizer.conftest import wait_until
 from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _plot
 from tests.visualizer.test_live import first_line
-from visualizer.assets import ASSETS, CACHE_NAME, missing_assets
+from tests.visualizer.test_tarballs import sri
+from visualizer.assets import ASSETS, missing_assets
 from visualizer.endpoint import VisdomEndpoint
 from visualizer.server import page_asset_failures, visdom_answers
+from visualizer.userdirs import CACHE_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 120  # provisioning from cached tarballs, then a server start: a bound, not a target
@@ -77,24 +79,31 @@ def make_store(store: Path) -> None:
 
 
 @pytest.mark.integration
-def test_missing_assets_without_npm_fail_before_any_server(tmp_path):
+def test_missing_assets_offline_without_npm_fail_before_any_server(tmp_path):
+    """No registry to reach and no npm: one error naming the URL and the cache, and the fix."""
     site, store, port = tmp_path / "site", tmp_path / "r" / "pickle", free_port()
     static = bare_visdom(site)
     make_store(store)
     no_npm = tmp_path / "empty-bin"  # a PATH on which npm is not found
     no_npm.mkdir()
+    offline = f"http://127.0.0.1:{free_port()}/"  # nothing listens there
+    env = {**visualizer_env(site, tmp_path / "cache", str(no_npm)), "npm_config_registry": offline}
     result = subprocess.run(
         [sys.executable, "run_visualizer_local.py", "--pickle-dir", str(store),
          "--port", str(port), "--once"],
-        cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT,
-        env=visualizer_env(site, tmp_path / "cache", str(no_npm)),
+        cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT, env=env,
     )  # fmt: skip
     assert result.returncode == ExitCode.UNAVAILABLE, result.stderr
     assert "visdom: " not in result.stdout
     errors = [line for line in result.stderr.splitlines() if " ERROR " in line]
     assert len(errors) == 1, result.stderr
-    assert str(static) in errors[0] and "`npm` is not on PATH" in errors[0]
-    assert f"run `{sys.executable} -m visualizer.assets`" in errors[0]
+    tarballs = tmp_path / "cache" / CACHE_NAME / "npm-assets"
+    assert str(static) in errors[0] and f"can not reach {offline}jquery/3.1.1 (" in errors[0]
+    assert f"put the package's tarball at {tarballs / 'jquery-3.1.1.tgz'}" in errors[0]
+    assert (
+        f"with network access to {offline}, run `{sys.executable} -m visualizer.assets`"
+        in (errors[0])
+    )
     assert "Traceback" not in result.stderr
     assert not visdom_answers(VisdomEndpoint(port=port))
     assert missing_assets(real_visdom() / "static") == []  # the real install is untouched
@@ -104,12 +113,25 @@ def test_missing_assets_without_npm_fail_before_any_server(tmp_path):
 @pytest.mark.skipif(
     not REPO_TARBALLS.is_dir(), reason=f"no npm tarballs in {REPO_TARBALLS}: run `make install`"
 )
-def test_missing_assets_are_provisioned_into_the_cache(tmp_path, chromium_driver):
-    """The tarballs are in the cache already (no network): the page renders from the copy there."""
-    site, cache, store = tmp_path / "site", tmp_path / "cache", tmp_path / "cached-run" / "pickle"
+@pytest.mark.parametrize("source", ["cache", "registry"])
+def test_missing_assets_are_provisioned_without_npm(source, tmp_path, request, chromium_driver):
+    """No npm on PATH. ``cache``: the tarballs are cached already (no network); ``registry``:
+    an empty cache, each tarball fetched from the (loopback) registry and verified.
+    Either way the page renders from the copy in the user's cache."""
+    site, cache, store = tmp_path / "site", tmp_path / "cache", tmp_path / source / "pickle"
+    tarballs = cache / CACHE_NAME / "npm-assets"
+    if source == "cache":
+        shutil.copytree(REPO_TARBALLS, tarballs)
+    else:
+        registry = request.getfixturevalue("registry")  # sets npm_config_registry
+        for tarball in REPO_TARBALLS.glob("*.tgz"):  # it publishes the real files
+            name, version = tarball.name.removesuffix(".tgz").rsplit("-", 1)
+            registry.packages[f"{name}@{version}"] = (
+                tarball.read_bytes(),
+                sri(tarball.read_bytes()),
+            )
     bare_visdom(site)
     make_store(store)
-    shutil.copytree(REPO_TARBALLS, cache / CACHE_NAME / "npm-assets")
     no_npm = tmp_path / "empty-bin"
     no_npm.mkdir()
     log = tmp_path / "visualizer.log"
@@ -122,16 +144,20 @@ def test_missing_assets_are_provisioned_into_the_cache(tmp_path, chromium_driver
         )  # fmt: skip
     try:
         url = first_line(proc, log).strip().removeprefix("visdom: ")
-        assert url.endswith("/env/cached-run"), url
+        assert url.endswith(f"/env/{source}"), log.read_text()
         copies = list((cache / CACHE_NAME).glob("visdom-*-static"))
         assert len(copies) == 1 and missing_assets(copies[0]) == []
+        cached = {p.name for p in tarballs.glob("*.tgz")}
+        assert cached == {t.name for t in REPO_TARBALLS.glob("*.tgz")}
+        if source == "registry":
+            assert len(registry.requests) == 2 * len(cached)  # a document and a tarball each
         chromium_driver.get(url)
         plot = WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(
             lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2 and p
         )
         assert plot["points"] == [60, 60] and plot["smoothed"] == [False, True]  # raw, smoothed
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        assert chromium_driver.save_screenshot(str(ARTIFACTS / "visualizer_cached_assets.png"))
+        assert chromium_driver.save_screenshot(str(ARTIFACTS / f"visualizer_{source}_assets.png"))
         severe = [e for e in chromium_driver.get_log("browser") if e["level"] == "SEVERE"]
         assert severe == []
         proc.send_signal(signal.SIGTERM)

@@ -6,8 +6,9 @@ virtual environment with this interpreter's ``-m venv`` (so the pip that Python
 bundles), for the second case upgrades pip to the newest release, and runs the
 README's install command itself, read from README.md, with no pip cache (a
 cached visdom wheel would hide a failing sdist build). The visualizer is then
-started as the README says, with an empty user cache and npm cache, so visdom's
-JS/CSS files really come from the npm registry, and its printed URL is opened in
+started as the README says, with an empty user cache and no ``npm`` on ``PATH``
+(a laptop without Node.js), so visdom's JS/CSS files really come from the npm
+registry over HTTPS (Python's standard library), and its printed URL is opened in
 headless Chromium. Needs network access to PyPI and the npm registry; deselect
 with ``-m "not install"``.
 """
@@ -33,13 +34,13 @@ from selenium.webdriver.support.ui import WebDriverWait
 from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
 from tests.fixtures.net import free_port
-from tests.fixtures.parts import missing_part
 from tests.fixtures.processes import reap
 from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _plot
 from tests.visualizer.test_live import first_line
-from visualizer.assets import ASSETS, CACHE_NAME, missing_assets
+from visualizer.assets import ASSETS, missing_assets
 from visualizer.endpoint import VisdomEndpoint
 from visualizer.server import visdom_answers
+from visualizer.userdirs import CACHE_NAME
 
 pytestmark = [pytest.mark.integration, pytest.mark.install]
 
@@ -77,17 +78,37 @@ def copy_sources(dest: Path) -> Path:
     return dest
 
 
+def path_without_node(shims: Path) -> str:
+    """This PATH with npm, npx and node taken out: each directory holding one of them is
+    replaced by ``shims/<n>``, links to everything else in it."""
+    node = {"npm", "npx", "node", "nodejs"}
+    dirs = []
+    for n, directory in enumerate(os.environ.get("PATH", "").split(os.pathsep)):
+        here = Path(directory)
+        if not here.is_dir() or not any((here / name).exists() for name in node):
+            dirs.append(directory)
+            continue
+        shim = shims / str(n)
+        shim.mkdir(parents=True)
+        for entry in here.iterdir():
+            if entry.name not in node:
+                (shim / entry.name).symlink_to(entry)
+        dirs.append(str(shim))
+    path = os.pathsep.join(dirs)
+    assert shutil.which("npm", path=path) is None and shutil.which("bash", path=path)
+    return path
+
+
 def user_env(venv: Path, src: Path, cache: Path) -> dict[str, str]:
-    """A shell in ``src`` with ``venv`` activated, no pip cache and empty user caches."""
+    """A shell in ``src`` with ``venv`` activated, no pip cache, empty user caches, no npm."""
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONHOME"}}
     env.update(
-        PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+        PATH=f"{venv / 'bin'}{os.pathsep}{path_without_node(cache / 'no-node-bin')}",
         VIRTUAL_ENV=str(venv),
         PWD=str(src),
         PIP_NO_CACHE_DIR="1",
         PIP_DISABLE_PIP_VERSION_CHECK="1",
         XDG_CACHE_HOME=str(cache),
-        npm_config_cache=str(cache / "npm"),  # npm's own cache: fetched from the registry
     )
     return env
 
@@ -115,10 +136,6 @@ def installed(env: dict[str, str]) -> dict[str, str]:
 @pytest.mark.timeout(PIP_UPGRADE_TIMEOUT_S + INSTALL_TIMEOUT_S + START_TIMEOUT_S + 180)
 @pytest.mark.parametrize("pip", ["bundled pip", "newest pip"])
 def test_the_readme_install_renders_the_runs_plots(pip, tmp_path, chromium_driver, run_name):
-    if shutil.which("npm") is None:
-        missing_part(
-            "npm is not on PATH (apt-get install npm): the visualizer fetches visdom's files with it"
-        )
     _, install, start = readme_laptop_commands()
     src, cache = copy_sources(tmp_path / "src"), tmp_path / "cache"
     venv = src / "venv"
@@ -150,7 +167,9 @@ def test_the_readme_install_renders_the_runs_plots(pip, tmp_path, chromium_drive
     try:
         url = first_line(proc, stderr_log, timeout=START_TIMEOUT_S).strip()
         assert url == f"visdom: http://127.0.0.1:{port}/env/{run_name}", stderr_log.read_text()
-        assert "fetching them with npm" in stderr_log.read_text()
+        assert "fetching them from the npm registry (https://registry.npmjs.org/)" in (
+            stderr_log.read_text()
+        )
         (static,) = (cache / CACHE_NAME).glob("visdom-*-static")
         assert missing_assets(static) == []
         tarballs = list((cache / CACHE_NAME / "npm-assets").glob("*.tgz"))

@@ -1,0 +1,37 @@
+"""Where the visualizer keeps per-user files: a cache it may lose, and state it must keep.
+
+* cache: ``$XDG_CACHE_HOME/remote-train-monitor`` (default ``~/.cache/...``):
+  visdom's JS/CSS tarballs and the static copy served from them; deleting it
+  costs one download.
+* state: ``$XDG_STATE_HOME/remote-train-monitor`` (default ``~/.local/state/...``;
+  on Windows ``%LOCALAPPDATA%\\remote-train-monitor\\state``): which alerts were
+  already sent, so a restarted visualizer does not send them again. Deleting it
+  re-sends the alerts of runs that are still there.
+
+The same places for local stores and S3 ones: nothing is ever written into a
+followed store or bucket.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CACHE_NAME = "remote-train-monitor"
+
+
+def user_cache_dir() -> Path:
+    """This project's cache directory: ``$XDG_CACHE_HOME/remote-train-monitor`` (``~/.cache``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / CACHE_NAME
+
+
+def user_state_dir() -> Path:
+    """This project's state directory (see the module's docstring for where)."""
+    base = os.environ.get("XDG_STATE_HOME")
+    if base:
+        return Path(base) / CACHE_NAME
+    local = os.environ.get("LOCALAPPDATA")
+    if os.name == "nt" and local:
+        return Path(local) / CACHE_NAME / "state"
+    return Path.home() / ".local" / "state" / CACHE_NAME
