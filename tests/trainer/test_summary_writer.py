@@ -28,13 +28,13 @@ def test_scalar_and_image_methods_write_the_store_in_log_dir(tmp_path):
     history, reader, update = read_store(tmp_path / "tb")
     assert set(history.keys()) == {
         ("Loss", "train"),
-        ("scalars", "accuracy"),
+        ("", "accuracy"),
         ("Loss", "val"),
         ("Loss", "test"),
     }
     steps, _, _, values = history.series(("Loss", "train"))
     assert steps == [0, 1, 2] and values == [1.0, 0.5, float(torch.tensor(1 / 3))]
-    assert history.series(("scalars", "accuracy"))[3] == [0.5, 0.6, 0.7]
+    assert history.series(("", "accuracy"))[3] == [0.5, 0.6, 0.7]
     sample, batch = (decode_png(img[5]) for img in update.images)
     assert sample.shape == (4, 5, 3) and (sample == 255).all()
     assert batch.shape == (2 * 8 + 3 * 2, 2 * 8 + 3 * 2, 3)
@@ -89,4 +89,4 @@ def test_a_writer_left_open_is_closed_when_the_program_ends(tmp_path, ending, st
     )
     assert proc.returncode == (0 if ending == "exit" else 1), proc.stderr
     history, reader, update = read_store(tmp_path / "run")
-    assert update.status["state"] == state and history.series(("scalars", "loss"))[3] == [1.0]
+    assert update.status["state"] == state and history.series(("", "loss"))[3] == [1.0]
