@@ -7,7 +7,7 @@ A tiny BERT built from a config (nothing downloaded) on random tokens. Then watc
 import torch
 from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
 
-from integrations.transformers import MonitorCallback
+from remote_train_monitor.transformers import MonitorCallback
 
 
 def random_dataset(n: int, seed: int) -> list[dict]:
@@ -34,7 +34,7 @@ if __name__ == "__main__":
         logging_steps=2,
         eval_strategy="epoch",
         save_strategy="epoch",
-        report_to=[],
+        report_to="none",  # kept as it was: the callback below is the one line added
         use_cpu=True,
     )
     trainer = Trainer(
