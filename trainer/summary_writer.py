@@ -2,7 +2,7 @@
 
 Switching a script that logs to TensorBoard takes one import::
 
-    from trainer import SummaryWriter   # was: from torch.utils.tensorboard import SummaryWriter
+    from remote_train_monitor import SummaryWriter  # was: from torch.utils.tensorboard import ...
 
 Every tag is stored, exported and shown as written: the store keys it as
 :func:`snapshot_store.tags.key_of` says (split at the first ``/``, nothing
