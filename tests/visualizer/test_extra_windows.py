@@ -72,7 +72,7 @@ def test_every_method_with_a_pane_shows_in_visdom(tmp_path, visdom_server, reade
         extra_window("layout", "Taiwan_twse"),
         extra_window("layout", "Taiwan_lines"),
         extra_window("layout", "USA_margin"),
-        *(image_window("images", name) for name in ("my_image", "boxes", "figure")),
+        *(image_window("", name) for name in ("my_image", "boxes", "figure")),
     }
     with following(store, visdom_server.endpoint):
         wait_until(lambda: wins <= set(reader.windows(run_name)), timeout=30)
