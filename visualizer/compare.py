@@ -50,7 +50,7 @@ def compile_runs(text: str) -> re.Pattern[str]:
 def parse_sort_by(text: str) -> SeriesKey:
     """A series' logged name (``val/loss``, ``train_loss``) as its key; ValueError when empty."""
     if not text:
-        raise ValueError("--sort-by needs a series' name as logged (e.g. val/loss or train_loss)")
+        raise ValueError("empty: give a series' name as logged (e.g. val/loss or train_loss)")
     return key_of(text)
 
 

@@ -31,7 +31,7 @@ def test_sort_by_takes_the_name_as_logged(text, key):
 
 
 def test_sort_by_an_empty_name_is_refused():
-    with pytest.raises(ValueError, match="needs a series' name as logged"):
+    with pytest.raises(ValueError, match="empty: give a series' name as logged"):
         parse_sort_by("")
 
 
