@@ -15,16 +15,14 @@ from torch import nn
 from integrations._run import UnsupportedVersionError
 from remote_train_monitor import SummaryWriter
 from remote_train_monitor.accelerate import MonitorTracker, replace_tensorboard
-from tests.integrations.helpers import (
-    EXAMPLES,
+from tests.fixtures.tensorboard import (
     exported_records,
     exported_scalars,
-    read,
-    run_example,
     tensorboard_images,
     tensorboard_scalars,
     tensorboard_texts,
 )
+from tests.integrations.helpers import EXAMPLES, read, run_example
 
 
 @pytest.mark.integration

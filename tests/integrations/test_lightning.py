@@ -15,14 +15,8 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from integrations._run import UnsupportedVersionError
 from integrations.lightning import MonitorLogger
-from tests.integrations.helpers import (
-    EXAMPLES,
-    exported_records,
-    exported_scalars,
-    read,
-    run_example,
-    tensorboard_scalars,
-)
+from tests.fixtures.tensorboard import exported_records, exported_scalars, tensorboard_scalars
+from tests.integrations.helpers import EXAMPLES, read, run_example
 from trainer import SummaryWriter
 
 
