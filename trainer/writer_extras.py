@@ -186,15 +186,8 @@ class WriterExtras:
         """Record a matplotlib figure (or a list of them, tiled) as an image."""
         figures = figure if isinstance(figure, list) else [figure]
         pixels = np.stack([figure_pixels(f, close) for f in figures])
-        group, name = key_of(tag)
-        self._open_recorder().log_image(
-            name,
-            pixels,
-            self._step(global_step),
-            group=group,
-            dataformats="NHWC",
-            wall_time=walltime,
-        )
+        (group, name), step = key_of(tag), self._step(global_step)
+        self._open_recorder().log_image(name, pixels, step, None, group, "NHWC", walltime)
 
     @skips_bad_input
     def add_video(self, tag, vid_tensor, global_step=None, fps=4, walltime=None) -> None:
