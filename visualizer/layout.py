@@ -156,4 +156,4 @@ def ylabel(spec: WindowSpec, names: list[str]) -> str:
 
 def image_window(group: str, name: str) -> str:
     """Window id of the latest image logged as ``name`` in ``group``."""
-    return f"{IMAGE_WIN_PREFIX}{safe_id(group)}_{safe_id(name)}"
+    return f"{IMAGE_WIN_PREFIX}{safe_id(tag_of(group, name))}"
