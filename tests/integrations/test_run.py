@@ -1,4 +1,4 @@
-"""What the framework adapters share: name mapping, version checks, the run's writer."""
+"""What the framework adapters share: kept names, version checks, the run's writer."""
 
 from __future__ import annotations
 
