@@ -84,7 +84,7 @@ def _accelerate(root: Path) -> tuple[Call, Call, Callable[[], None]]:
 
     from integrations.accelerate import MonitorTracker
 
-    ours = Accelerator(cpu=True, log_with=[MonitorTracker(root / "acc")])
+    ours = Accelerator(cpu=True, log_with=[MonitorTracker("bench", root / "acc")])
     tb = Accelerator(cpu=True, log_with="tensorboard", project_dir=str(root / "acc-tb"))
     for accelerator in (ours, tb):
         accelerator.init_trackers("bench", config={"lr": 0.01})

@@ -4,7 +4,9 @@
 
 (on GPUs: ``accelerate launch --multi_gpu --num_processes 2 examples/accelerate_train.py``).
 
-Then watch it with ``python run_visualizer_local.py --pickle-dir checkpoints/accelerate-demo/pickle``.
+Then watch it with ``python run_visualizer_local.py --pickle-dir checkpoints/accelerate-demo``.
+The script is Accelerate's TensorBoard tracking with one line added, ``replace_tensorboard()``:
+the store goes where TensorBoard's event files went, ``<project_dir>/<init_trackers name>``.
 """
 
 import torch
@@ -12,12 +14,12 @@ from accelerate import Accelerator
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from integrations.accelerate import MonitorTracker
+import remote_train_monitor.accelerate
 
 if __name__ == "__main__":
+    remote_train_monitor.accelerate.replace_tensorboard()  # the one line: "tensorboard" is ours
     config = {"lr": 0.05, "batch_size": 16, "epochs": 2}
-    tracker = MonitorTracker("checkpoints/accelerate-demo")
-    accelerator = Accelerator(log_with=[tracker])  # the one argument
+    accelerator = Accelerator(log_with="tensorboard", project_dir="checkpoints")
     accelerator.init_trackers("accelerate-demo", config=config)
 
     x = torch.randn(256, 8, generator=torch.Generator().manual_seed(0))

@@ -8,7 +8,7 @@ from lightning import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from integrations.lightning import MonitorLogger
+from remote_train_monitor.lightning import MonitorLogger
 
 
 class Regressor(LightningModule):

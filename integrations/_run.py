@@ -1,22 +1,13 @@
-"""What the framework adapters share: one run's writer, the metric-name mapping, version checks.
+"""What the framework adapters share: one run's writer, kept names, version checks.
 
 A :class:`MonitorRun` is opened only on the process the framework names as
 global rank zero, so it passes ``rank=0`` to the recorder instead of asking the
 environment again.
 
-Metric names map to the store's groups (one viewer window each) by
-:func:`split_name`:
-
-==============================================  ==========================
-name                                            group / series
-==============================================  ==========================
-``train_loss``, ``train/loss``                  ``train`` / ``loss``
-``val_loss``, ``valid_acc``, ``eval_loss``      ``validation`` / ``loss``, ``acc``
-``test_acc``                                    ``test`` / ``acc``
-``lr``, ``lr-Adam``, ``learning_rate``          ``lr`` / the name as given
-``other/name``                                  ``other`` / ``name``
-anything else (``loss``, ``grad_norm``)         ``train`` / the name as given
-==============================================  ==========================
+Every metric is stored under the name the framework logged, as TensorBoard's
+logger for that framework would tag it: nothing is renamed and two names never
+merge (:func:`snapshot_store.tags.key_of`); which window shows it is the
+viewer's display rule (:func:`visualizer.layout.window_for`).
 """
 
 from __future__ import annotations
@@ -30,22 +21,12 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from snapshot_store.tags import key_of
 from trainer import SummaryWriter
 from transfer_plugins.runner import TransferRunner, resolve_hook
 
 log = logging.getLogger(__name__)
 
-DEFAULT_GROUP = "train"
-# Name prefixes (before the first "_" or "/") that name a group.
-PREFIXES = {
-    "train": "train",
-    "training": "train",
-    "val": "validation",
-    "valid": "validation",
-    "validation": "validation",
-    "eval": "validation",
-    "test": "test",
-}
 # Seconds close() waits for pending uploads before naming what was not sent.
 TRANSFER_DRAIN_S = 60.0
 
@@ -73,21 +54,6 @@ def check_adapter(
         resolve_hook(transfer_spec)
 
 
-def split_name(
-    key: str, default: str = DEFAULT_GROUP, prefixes: Mapping[str, str] = PREFIXES
-) -> tuple[str, str]:
-    """``(group, series)`` of a framework's metric name (table in the module docstring)."""
-    if key in ("lr", "learning_rate") or key.startswith(("lr-", "lr_", "lr/")):
-        return "lr", key
-    head, sep, rest = key.partition("/")
-    if sep and rest:
-        return prefixes.get(head.lower(), head), rest
-    head, sep, rest = key.partition("_")
-    if sep and rest and head.lower() in prefixes:
-        return prefixes[head.lower()], rest
-    return default, key
-
-
 class MonitorRun:
     """The one writer of a run: our SummaryWriter over ``store_dir``, and the transfer hook.
 
@@ -97,7 +63,8 @@ class MonitorRun:
         options: the run's options or hyperparameters, saved in the store's metadata.
         transfer_spec: a ``module.func`` hook every store file and checkpoint is handed to.
         world_size: processes in the job, recorded in the metadata.
-        prefixes: name prefixes that choose a group (see :func:`split_name`).
+        writer_kwargs: more arguments of our :class:`~trainer.SummaryWriter`
+            (TensorBoard's ``flush_secs``...), as a TensorBoard logger passes them on.
     """
 
     def __init__(
@@ -107,7 +74,7 @@ class MonitorRun:
         options: Mapping[str, Any] | None = None,
         transfer_spec: str | None = None,
         world_size: int = 1,
-        prefixes: Mapping[str, str] = PREFIXES,
+        **writer_kwargs: Any,
     ) -> None:
         self.transfer = TransferRunner.from_spec(transfer_spec, root) if transfer_spec else None
         try:
@@ -117,38 +84,43 @@ class MonitorRun:
                 world_size=world_size,
                 on_file=self.transfer.submit if self.transfer is not None else None,
                 rank=0,  # opened only where the framework says global rank zero
+                **writer_kwargs,
             )
         except BaseException:  # an unwritable store: stop the runner's threads too
             if self.transfer is not None:
                 self.transfer.close(0)
             raise
         self.recorder = self.writer.recorder
-        self._prefixes = prefixes
-        self._where: dict[str, tuple[str, str]] = {}  # metric name -> (group, series), cached
-        self._non_finite: set[str] = set()
-        self._last_step = -1
+        self._keys: dict[str, tuple[str, str]] = {}  # logged name -> store key, split once
+        self._warned: set[str] = set()
 
     def log(self, metrics: Mapping[str, Any], step: int | None, epoch: float | None = None) -> None:
-        """Record ``metrics`` at ``step`` (the next step when None), grouped by name."""
-        step = self._last_step + 1 if step is None else step
-        self._last_step = step
+        """Record ``metrics`` at ``step`` as TensorBoard's loggers do: each number under its own
+        name (step None is TensorBoard's 0), a ``str`` as text, a dict as ``add_scalars``."""
+        step = 0 if step is None else int(step)
         groups: dict[str, dict[str, Any]] = {}
         for key, value in metrics.items():
             if isinstance(value, Mapping):  # TensorBoard's add_scalars: a window of its own
                 self.recorder.log(value, step, epoch=epoch, group=key)
-                continue
-            where = self._where.get(key)
-            if where is None:
-                where = self._where[key] = split_name(key, prefixes=self._prefixes)
-            if type(value) is float and not math.isfinite(value) and key not in self._non_finite:
-                self._non_finite.add(key)
-                log.warning("%s: non-finite value %s at step %s (drawn as a gap)", key, value, step)
-            group = groups.get(where[0])
-            if group is None:
-                group = groups[where[0]] = {}
-            group[where[1]] = value
+            elif isinstance(value, str):
+                self.writer.add_text(key, value, step)
+            elif isinstance(value, bool | int | float) or hasattr(value, "item"):
+                where = self._keys.get(key)
+                if where is None:
+                    where = self._keys[key] = key_of(key)
+                if type(value) is float and not math.isfinite(value):
+                    self._warn(key, f"non-finite value {value} at step {step} (drawn as a gap)")
+                groups.setdefault(where[0], {})[where[1]] = value
+            else:
+                self._warn(key, f"{type(value).__name__} is not a number, text or dict: not logged")
         for name, values in groups.items():
             self.recorder.log(values, step, epoch=epoch, group=name)
+
+    def _warn(self, key: str, problem: str) -> None:
+        """Warn once per name (a value logged every step would flood the log)."""
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("%s: %s", key, problem)
 
     def set_options(self, options: Mapping[str, Any]) -> None:
         """Make ``options`` the run's options in the store's metadata, after it opened."""

@@ -4,9 +4,9 @@ The store is ``<save_dir>/<name>/<version>/pickle``, beside Lightning's
 ``checkpoints/`` directory, so one transfer hook (``remote_transfer_cmd``) sends
 both with the same relative layout. Only global rank zero writes: every writing
 method is ``rank_zero_only``, as in Lightning's own loggers, and the writer is
-opened on first use there. Metric names map to groups as
-:func:`integrations._run.split_name` says (``train_loss`` -> train/loss,
-``val_loss`` -> validation/loss); Lightning's ``epoch`` entry becomes the points' epoch.
+opened on first use there. Every metric is stored under the name logged, with
+the steps TensorBoardLogger gives it (Lightning's ``epoch`` entry too, which
+also becomes the points' epoch).
 """
 
 from __future__ import annotations
@@ -100,21 +100,25 @@ class MonitorLogger(Logger):
 
     @rank_zero_only
     def log_hyperparams(
-        self, params: Mapping[str, Any] | Namespace, *args: Any, **kwargs: Any
+        self,
+        params: Mapping[str, Any] | Namespace,
+        metrics: Mapping[str, float] | float | None = None,
+        *args: Any,
+        **kwargs: Any,
     ) -> None:
-        """Make ``params`` (merged with earlier ones) the run's options in the store's metadata."""
+        """Make ``params`` (merged with earlier ones) the run's options in the store's metadata;
+        ``metrics`` are logged at step 0, as TensorBoardLogger does (a number as ``hp_metric``)."""
         params = vars(params) if isinstance(params, Namespace) else dict(params)
         self._hparams.update(params)
         if self._run is not None:
             self._run.set_options(self._hparams)
+        if metrics is not None:
+            self.log_metrics(metrics if isinstance(metrics, Mapping) else {"hp_metric": metrics}, 0)
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-        """Record ``metrics`` at ``step``; an ``epoch`` entry sets their epoch."""
-        epoch = metrics.get("epoch")
-        if epoch is not None:
-            metrics = {k: v for k, v in metrics.items() if k != "epoch"}
-        self._open().log(metrics, step, epoch=epoch)
+        """Record ``metrics`` at ``step``; an ``epoch`` entry also sets their epoch."""
+        self._open().log(metrics, step, epoch=metrics.get("epoch"))
 
     @rank_zero_only
     def after_save_checkpoint(self, checkpoint_callback: Checkpoint) -> None:

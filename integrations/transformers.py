@@ -5,10 +5,12 @@ options); checkpoints the Trainer saves go to the transfer hook, with paths
 relative to ``output_dir``'s parent as the trainer's are (``<run>/pickle/...``,
 ``<run>/checkpoint-500/...``). Only the world process zero writes.
 
-Names from ``on_log`` map to groups as the Trainer's own TensorBoard callback
-does: ``eval_*`` -> validation, ``test_*`` -> test, ``learning_rate`` -> lr and
-everything else -> train under its own name (so the end-of-training
-``train_loss`` average does not replace the last step's ``loss``).
+What is stored is what the Trainer's own ``TensorBoardCallback`` writes: the
+logs under its tags (``eval_loss`` -> ``eval/loss``, ``test_*`` -> ``test/*``,
+everything else ``train/<name>``: ``train/loss``, ``train/learning_rate``,
+``train/epoch``) at the global step, a ``str`` as text, and at the start the
+``args`` and the model's ``model_config`` as JSON text. So ``report_to`` stays
+as it is: this callback is the one line to add.
 """
 
 from __future__ import annotations
@@ -19,15 +21,14 @@ from typing import Any
 
 import transformers
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+from transformers.integrations.integration_utils import rewrite_logs
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from ._run import PREFIXES, MonitorRun, check_adapter, files_under
+from ._run import MonitorRun, check_adapter, files_under
 
 log = logging.getLogger(__name__)
 
 SUPPORTED = ">=4.40,<6"
-# "train_" stays in the name: the Trainer's final summary (train_loss, train_runtime).
-HF_PREFIXES = {k: v for k, v in PREFIXES.items() if v != "train"}
 
 
 class MonitorCallback(TrainerCallback):
@@ -52,9 +53,15 @@ class MonitorCallback(TrainerCallback):
     def on_train_begin(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
-        """Open the store with ``args.to_dict()`` as the run's options."""
-        if state.is_world_process_zero and self.run is None:
-            self._open(args)
+        """Open the store with ``args.to_dict()`` as the run's options; record ``args`` and
+        the model's config as JSON text, as TensorBoard's callback does."""
+        if not state.is_world_process_zero:
+            return
+        run = self.run or self._open(args)
+        run.writer.add_text("args", args.to_json_string())
+        config = getattr(kwargs.get("model"), "config", None)
+        if config is not None and hasattr(config, "to_json_string"):
+            run.writer.add_text("model_config", config.to_json_string())
 
     def on_log(
         self,
@@ -64,14 +71,12 @@ class MonitorCallback(TrainerCallback):
         logs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Record ``logs`` at the global step, with the Trainer's fractional epoch."""
+        """Record ``logs`` under TensorBoard's tags at the global step, with the Trainer's
+        fractional epoch."""
         if not state.is_world_process_zero or not logs:
             return
         run = self.run or self._open(args)  # evaluate() alone has no on_train_begin
-        epoch = logs.get("epoch", state.epoch)
-        if "epoch" in logs:
-            logs = {k: v for k, v in logs.items() if k != "epoch"}
-        run.log(logs, state.global_step, epoch=epoch)
+        run.log(rewrite_logs(logs), state.global_step, epoch=logs.get("epoch", state.epoch))
 
     def on_save(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
@@ -99,7 +104,6 @@ class MonitorCallback(TrainerCallback):
             options=args.to_dict(),
             transfer_spec=self.remote_transfer_cmd,
             world_size=args.world_size,
-            prefixes=HF_PREFIXES,
         )
         return self.run
 

@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each 
     from .reader import read_store as read_store
     from .recorder import Recorder as Recorder
     from .recorder import RecorderError as RecorderError
+    from .tags import key_of as key_of
+    from .tags import tag_of as tag_of
     from .values import REDACTED as REDACTED
     from .values import plain as plain
     from .values import redact as redact
@@ -51,6 +53,8 @@ _EXPORTS = {
     "read_store": "reader",
     "Recorder": "recorder",
     "RecorderError": "recorder",
+    "key_of": "tags",
+    "tag_of": "tags",
     "REDACTED": "values",
     "plain": "values",
     "redact": "values",

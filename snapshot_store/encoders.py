@@ -22,6 +22,7 @@ from PIL import Image, ImageDraw
 from . import frames as fmt
 from . import kinds
 from .images import encode_png, make_grid, to_hwc_uint8, to_numpy
+from .tags import key_of
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,8 @@ PendingExtra = tuple[str, str, int, float, Any, "Encoder | None"]
 def encode_pending(
     pending: list[PendingExtra], epoch: float
 ) -> tuple[list[kinds.ExtraRecord], list[fmt.ImageRecord]]:
-    """Writer thread: the valid extra records of ``pending``, and its images (group "images").
+    """Writer thread: the valid extra records of ``pending``, and its images (keyed as
+    :func:`~snapshot_store.tags.key_of` says, so an image's tag is kept).
 
     A value that fails to encode or breaks its kind's schema costs only itself:
     one warning naming its kind, tag and step.
@@ -48,7 +50,7 @@ def encode_pending(
             log.warning("skipped %s %r at step %d: %s", kind, tag, step, err)
             continue
         if kind == "image":
-            images.append((fmt.IMAGES, tag, step, epoch, float(wall_time), data))
+            images.append((*key_of(tag), step, epoch, float(wall_time), data))
             continue
         record = (kind, tag, step, float(wall_time), data)
         if problem := kinds.record_problem(record):

@@ -2,11 +2,11 @@
 
 Switching a script that logs to TensorBoard takes one import::
 
-    from trainer import SummaryWriter   # was: from torch.utils.tensorboard import SummaryWriter
+    from remote_train_monitor import SummaryWriter  # was: from torch.utils.tensorboard import ...
 
-Tags map to the store's groups the way TensorBoard groups its charts: the part
-before the first ``/`` is the group (one visdom window), the rest the trace name.
-The methods beyond scalars and images are in :mod:`trainer.writer_extras`.
+Every tag is stored, exported and shown as written: the store keys it as
+:func:`snapshot_store.tags.key_of` says (split at the first ``/``, nothing
+renamed), and which window shows it is the viewer's display rule. The methods beyond scalars and images are in :mod:`trainer.writer_extras`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from snapshot_store import Recorder
+from snapshot_store.tags import key_of
 
 from .image_formats import tensorboard_pixels
 from .interrupts import close_at_exit, outcome_of
@@ -29,11 +30,6 @@ log = logging.getLogger(__name__)
 # Our writer thread writes at least this often whatever ``flush_secs`` says: the
 # point is a live view (TensorBoard's 120 s default only bounds the delay).
 _LIVE_SECONDS = 0.1
-
-
-def _split_tag(tag: str) -> tuple[str, str]:
-    group, sep, name = tag.partition("/")
-    return (group, name) if sep and name else ("scalars", tag)
 
 
 class SummaryWriter(WriterExtras):
@@ -65,7 +61,7 @@ class SummaryWriter(WriterExtras):
         self.log_dir = str(log_dir)
         recorder_kwargs.setdefault("flush_interval", min(float(flush_secs), _LIVE_SECONDS))
         self._recorder_kwargs = recorder_kwargs
-        self._tags: dict[str, tuple[str, str]] = {}  # tag -> (group, name), split once
+        self._tags: dict[str, tuple[str, str]] = {}  # tag -> store key, split once
         self.recorder = self._new_recorder()
 
     def _new_recorder(self) -> Recorder:
@@ -104,11 +100,11 @@ class SummaryWriter(WriterExtras):
         new_style: bool = False,
         double_precision: bool = False,
     ) -> None:
-        """Record one scalar under ``tag`` (``group/name``); a tensor is not synchronised
+        """Record one scalar under ``tag``; a tensor is not synchronised
         (see :meth:`snapshot_store.Recorder.log` for what that asks of you)."""
         split = self._tags.get(tag)
         if split is None:
-            split = self._tags[tag] = _split_tag(tag)
+            split = self._tags[tag] = key_of(tag)
         global_step = 0 if global_step is None else int(global_step)  # TensorBoard's default
         self._log_scalar(split[1], scalar_value, global_step, split[0], walltime)
 
@@ -135,8 +131,14 @@ class SummaryWriter(WriterExtras):
     ) -> None:
         """Record one image (CHW by default; any layout and scaling TensorBoard accepts)."""
         pixels, layout = tensorboard_pixels(img_tensor, dataformats)
+        group, name = key_of(tag)
         self._open_recorder().log_image(
-            tag, pixels, self._step(global_step), dataformats=layout, wall_time=walltime
+            name,
+            pixels,
+            self._step(global_step),
+            group=group,
+            dataformats=layout,
+            wall_time=walltime,
         )
 
     @skips_bad_input

@@ -20,6 +20,7 @@ import numpy as np
 
 from snapshot_store import encoders
 from snapshot_store.recorder import Encoder, Recorder
+from snapshot_store.tags import key_of
 from snapshot_store.values import plain, redact
 
 from .image_formats import tensorboard_pixels
@@ -185,9 +186,8 @@ class WriterExtras:
         """Record a matplotlib figure (or a list of them, tiled) as an image."""
         figures = figure if isinstance(figure, list) else [figure]
         pixels = np.stack([figure_pixels(f, close) for f in figures])
-        self._open_recorder().log_image(
-            tag, pixels, self._step(global_step), dataformats="NHWC", wall_time=walltime
-        )
+        (group, name), step = key_of(tag), self._step(global_step)
+        self._open_recorder().log_image(name, pixels, step, None, group, "NHWC", walltime)
 
     @skips_bad_input
     def add_video(self, tag, vid_tensor, global_step=None, fps=4, walltime=None) -> None:

@@ -74,7 +74,7 @@ def runs(text: str) -> str:
 
 
 def sort_by(text: str) -> tuple[str, str]:
-    """argparse type of ``--sort-by``: GROUP/NAME of a series."""
+    """argparse type of ``--sort-by``: a series' name as logged."""
     try:
         return parse_sort_by(text)
     except ValueError as err:

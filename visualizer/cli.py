@@ -154,8 +154,9 @@ def build_parser(
         "--sort-by",
         type=argtypes.sort_by,
         default=None,
-        metavar="GROUP/NAME",
-        help="sort the comparison's runs table by the last value of this series, e.g. val/loss "
+        metavar="NAME",
+        help="sort the comparison's runs table by the last value of this series, named as "
+        "logged, e.g. val/loss or train_loss "
         "(--sort-descending for the largest first; default: by run name)",
     )
     parser.add_argument(

@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from snapshot_store.tags import key_of, tag_of
+
 from . import layout
 from .display import EnvDisplay, run_start
 from .hparams import comparison_table
@@ -46,11 +48,10 @@ def compile_runs(text: str) -> re.Pattern[str]:
 
 
 def parse_sort_by(text: str) -> SeriesKey:
-    """``GROUP/NAME`` as a series key; ValueError when it is not of that form."""
-    group, _, name = text.rpartition("/")
-    if not group or not name:
-        raise ValueError(f"{text!r} is not GROUP/NAME (e.g. val/loss)")
-    return group, name
+    """A series' logged name (``val/loss``, ``train_loss``) as its key; ValueError when empty."""
+    if not text:
+        raise ValueError("empty: give a series' name as logged (e.g. val/loss or train_loss)")
+    return key_of(text)
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,10 @@ def window_spec(key: SeriesKey, runs: int) -> layout.WindowSpec:
     """The comparison window of series ``key`` for ``runs`` runs: after its group's place in a
     run's env, taller as its legend (under the plot, a few runs a row) grows."""
     group, name = key
-    own = layout.window_for_group(group)
+    own = layout.window_for(group, name)
     return layout.WindowSpec(
         f"compare_{layout.safe_id(group)}_{layout.safe_id(name)}",
-        f"{group}/{name}: all runs",
+        f"{tag_of(group, name)}: all runs",
         name,
         own.order,
         height=layout.PLOT_SIZE[1] + 22 * math.ceil(runs / 4),
@@ -203,7 +204,7 @@ class CompareDisplay(EnvDisplay):
     def _sync_select(self, keys: tuple[SeriesKey, ...]) -> bool:
         if self._select_drawn == (self.selection, keys):
             return False
-        choices = [_BY_NAME, *(f"{group}/{name}" for group, name in keys)]
+        choices = [_BY_NAME, *(tag_of(group, name) for group, name in keys)]
         sort = self.selection.sort_by
         rows = [
             {"type": "text", "name": "runs (regex)", "value": self.selection.runs},

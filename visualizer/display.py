@@ -326,9 +326,8 @@ class RunDisplay(EnvDisplay):
             by_win.setdefault(spec.win, (spec, {}))[1][(group, name)] = series
         out = []
         for spec, members in sorted(by_win.values(), key=lambda item: layout.window_order(item[0])):
-            groups = {group for group, _ in members}
-            # One group: traces are named by series; several (val + validation): group/name.
-            labels = {key: key[1] if len(groups) == 1 else f"{key[0]}/{key[1]}" for key in members}
+            groups = len({group for group, _ in members})
+            labels = {key: layout.trace_label(spec, key, groups) for key in members}
             out.append(
                 (
                     replace(spec, ylabel=layout.ylabel(spec, list(labels.values()))),

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from snapshot_store import kinds
 from snapshot_store.reader import read_store
+from snapshot_store.tags import tag_of
 
 from .runs import LocalRuns, S3Runs, locate
 
@@ -24,7 +25,8 @@ HEADER = ("run", "group", "tag", "step", "epoch", "wall_time", "value")
 def export_csv(pickle_dir: str, out: TextIO, s3_client: Any = None) -> int:
     """Write all runs' scalars under ``pickle_dir`` to ``out``; returns the rows written.
 
-    ``tag`` is ``group/name`` as a SummaryWriter would have called it; rows are
+    ``tag`` is the name as logged (the TensorBoard tag, the framework's key), ``group``
+    its part before the first ``/`` (empty for a name without one); rows are
     sorted by run, group, name and step; ``run`` is the name in the run's
     metadata. S3 failures raise :class:`~visualizer.s3.S3ReadError`.
     """
@@ -44,7 +46,7 @@ def export_csv(pickle_dir: str, out: TextIO, s3_client: Any = None) -> int:
                     (
                         spec.name,
                         group,
-                        f"{group}/{name}",
+                        tag_of(group, name),
                         step,
                         repr(float(epoch)),
                         repr(float(wall_time)),
@@ -74,7 +76,7 @@ def export_jsonl(pickle_dir: str, out: TextIO, kind: str = "all", s3_client: Any
     One object a line: ``{"run", "kind", "tag", "step", "wall_time", "data"}``,
     ``data`` holding the kind's fields (see ``snapshot_store/kinds.py``); bytes
     (``png`` of images, ``gif`` of videos, ``wav`` of audio) are base64. Images
-    are tagged ``group/name``. Records come in the order they were written, per
+    are tagged by their logged name. Records come in the order they were written, per
     run. Returns the lines written.
     """
     runs: LocalRuns | S3Runs = locate(pickle_dir, s3_client)
@@ -86,7 +88,7 @@ def export_jsonl(pickle_dir: str, out: TextIO, kind: str = "all", s3_client: Any
         _history, _reader, update = read_store(spec.source)
         records = [(k, tag, step, wall, data) for k, tag, step, wall, data in update.extras]
         records += [
-            ("image", f"{group}/{name}", step, wall, {"png": png})
+            ("image", tag_of(group, name), step, wall, {"png": png})
             for group, name, step, _epoch, wall, png in update.images
         ]
         for record_kind, tag, step, wall_time, data in records:

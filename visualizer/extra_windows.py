@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from snapshot_store.tags import key_of
+
 from .extradata import ExtraKey
 from .layout import LINES_MODE, safe_id
 from .rundata import RunData
@@ -208,8 +210,8 @@ class ExtraWindows:
             for title, (chart, tags) in charts.items():
                 traces = []
                 for tag in tags:
-                    group, sep, name = tag.partition("/")
-                    series = run.series.get((group, name) if sep and name else ("scalars", tag))
+                    # A store from before names were kept has a bare tag in group "scalars".
+                    series = run.series.get(key_of(tag)) or run.series.get(("scalars", tag))
                     if series is not None:
                         every = max(1, len(series) // LAYOUT_MAX_POINTS)
                         x = series.steps()[::every].tolist()

@@ -11,6 +11,8 @@ import base64
 import struct
 from typing import Any
 
+from snapshot_store.tags import tag_of
+
 from . import layout
 from .rundata import IMAGE_HISTORY, ImageSnapshot, RunData, SeriesKey
 from .visdom_client import VisdomClient
@@ -40,7 +42,7 @@ def image_message(env: str, *images: ImageSnapshot) -> dict[str, Any]:
     newest = images[-1]
     group, name = newest.group, newest.name
     opts: dict[str, Any] = {
-        "title": f"{group}/{name}" if group != "images" else name,
+        "title": name if group == "images" else tag_of(group, name),
         "history": IMAGE_HISTORY,
     }
     size = png_size(newest.png)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from snapshot_store.tags import tag_of
+
 
 @dataclass(frozen=True)
 class WindowSpec:
@@ -72,13 +74,73 @@ def window_for_group(group: str) -> WindowSpec:
 _PER_SERIES = {"system"}
 PER_SERIES_ORDER = 20  # after every group's window
 
+# The frameworks' words for the conventional windows, as a name's first part (``eval/loss``,
+# ``val_loss_step``, ``training_loss``). Display only: the name stays as logged.
+_SECTIONS = {
+    "train": "train",
+    "training": "train",
+    "val": "validation",
+    "valid": "validation",
+    "validation": "validation",
+    "eval": "validation",
+    "test": "test",
+    "metric": "metrics",
+    "metrics": "metrics",
+    "lr": "lr",
+    "throughput": "throughput",
+}
 
-def window_for(group: str, name: str) -> WindowSpec:
-    """The window that shows series ``name`` of ``group``."""
+
+def home_window(group: str, name: str) -> WindowSpec:
+    """The window of ``group`` itself (series ``name`` of a per-series group: its own)."""
     if group.lower() not in _PER_SERIES:
         return window_for_group(group)
     win = f"group_{safe_id(group)}_{safe_id(name)}"
     return WindowSpec(win, f"{group}: {name}", name, PER_SERIES_ORDER)
+
+
+def window_for(group: str, name: str) -> WindowSpec:
+    """The window that shows series ``name`` of ``group`` (the display rule over logged names).
+
+    A name's section (its group, or for a name without ``/`` a section word before
+    its first ``_``: ``val_loss``) picks the conventional window (``eval`` and
+    ``val`` share validation); a learning rate goes to the learning-rate window,
+    ``*_per_second`` to throughput, and values on their own scale (``epoch``,
+    ``*runtime``, ``total_flos``) get a window each. Another name without a
+    section is a window of its own, as TensorBoard gives such a tag a card,
+    unless it is a loss (``loss``, ``g_loss``): those share the train losses.
+    """
+    if group.lower() in _PER_SERIES:
+        return home_window(group, name)
+    head, leaf = group, name.rpartition("/")[2]
+    if not group:
+        word, sep, rest = name.partition("_")
+        if sep and rest and word.lower() in _SECTIONS:
+            head, leaf = word, rest
+    leaf = leaf.lower()
+    if _is_lr(leaf) or _is_lr(head.lower()):
+        return _KNOWN["lr"]
+    if leaf.endswith("per_second"):
+        return _KNOWN["throughput"]
+    if leaf == "epoch" or leaf.endswith("runtime") or leaf == "total_flos":
+        return window_for_group(tag_of(group, name))
+    if not head:
+        return _KNOWN["train"] if "loss" in leaf else window_for_group(name)
+    return window_for_group(_SECTIONS.get(head.lower(), head))
+
+
+def _is_lr(word: str) -> bool:
+    """True for a learning rate's usual names: lr, learning_rate, lr-Adam, lr_head."""
+    return word in ("lr", "learning_rate") or word.startswith(("lr-", "lr_"))
+
+
+def trace_label(spec: WindowSpec, key: tuple[str, str], groups: int) -> str:
+    """The legend's name for series ``key`` in ``spec``'s window holding ``groups`` groups:
+    the logged name, shortened to the series name where the window is the group's own."""
+    group, name = key
+    if groups == 1 and home_window(group, name) == spec:
+        return name
+    return tag_of(group, name)
 
 
 def window_order(spec: WindowSpec) -> tuple[int, str]:
@@ -94,4 +156,4 @@ def ylabel(spec: WindowSpec, names: list[str]) -> str:
 
 def image_window(group: str, name: str) -> str:
     """Window id of the latest image logged as ``name`` in ``group``."""
-    return f"{IMAGE_WIN_PREFIX}{safe_id(group)}_{safe_id(name)}"
+    return f"{IMAGE_WIN_PREFIX}{safe_id(tag_of(group, name))}"

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import lightning
 import pytest
 import torch
 from lightning import LightningModule, Trainer
+from lightning.pytorch.loggers import TensorBoardLogger
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from integrations._run import UnsupportedVersionError
 from integrations.lightning import MonitorLogger
+from tests.fixtures.tensorboard import exported_records, exported_scalars, tensorboard_scalars
 from tests.integrations.helpers import EXAMPLES, read, run_example
 from trainer import SummaryWriter
 
@@ -22,9 +25,10 @@ def test_ddp_on_two_cpu_processes_has_one_writer_every_step_and_the_hyperparamet
     run_example([sys.executable, str(EXAMPLES / "lightning_ddp.py")], tmp_path)
     history, meta, status = read(tmp_path / "checkpoints/lightning_logs/version_0/pickle")
     # 256 samples, batch 16, 2 processes: 8 optimizer steps an epoch, logged every step.
-    assert history.series(("train", "loss"))[0] == list(range(16))
-    assert history.series(("validation", "loss"))[0] == [7, 15]
-    assert history.series(("train", "loss"))[1][-1] == 1.0  # Lightning's epoch entry
+    assert history.series(("", "train_loss"))[0] == list(range(16))
+    assert history.series(("", "val_loss"))[0] == [7, 15]
+    assert history.series(("", "train_loss"))[1][-1] == 1.0  # Lightning's epoch entry
+    assert history.series(("", "epoch"))[3][-1] == 1.0  # also a series, as TensorBoard's
     assert len(meta["sessions"]) == 1 and meta["world_size"] == 2
     assert meta["options"] == {"lr": 0.05, "hidden": 16}
     assert status["state"] == "finished"
@@ -76,7 +80,7 @@ def test_checkpoints_go_through_the_transfer_hook_and_experiment_is_our_writer(
     sent = target / "exp/version_0/checkpoints/epoch=1-step=8.ckpt"
     assert sent.read_bytes() == checkpoints[0].read_bytes()
     history, meta, status = read(target / "exp/version_0/pickle")
-    assert history.series(("train", "loss"))[0] == list(range(8))
+    assert history.series(("", "train_loss"))[0] == list(range(8))
     assert meta["options"] == {"lr": 0.1} and status["state"] == "finished"
 
     # A second logger in the same place takes the next version; experiment is our writer.
@@ -87,7 +91,7 @@ def test_checkpoints_go_through_the_transfer_hook_and_experiment_is_our_writer(
     again.log_metrics({"train_loss": 1.0, "epoch": 0}, step=3)
     again.finalize("success")
     history, meta, _ = read(tmp_path / "ckpts/exp/version_1/pickle")
-    assert set(history.keys()) == {("val", "acc"), ("train", "loss")}
+    assert set(history.keys()) == {("val", "acc"), ("", "train_loss"), ("", "epoch")}
     assert len(meta["sessions"]) == 1
 
 
@@ -110,5 +114,66 @@ def test_a_failing_fit_marks_the_run_failed_and_keeps_what_was_logged(tmp_path):
     with pytest.raises(RuntimeError, match="boom"):
         _fit(_Failing(), logger, epochs=1)
     history, meta, status = read(tmp_path / "exp/version_0/pickle")
-    assert history.series(("train", "loss"))[0] == [0, 1]
+    assert history.series(("", "train_loss"))[0] == [0, 1]
     assert status["state"] == "failed" and meta["options"] == {"lr": 0.1}
+
+
+class _AutoEncoder(LightningModule):
+    """The calls of Lightning's autoencoder and GAN templates: a loss per stage logged
+    on_step (``val_loss_step``/``val_loss_epoch``), ``log_dict`` of two losses, ``loss`` and
+    ``train_loss`` at one step, and an image through ``logger.experiment.add_image``."""
+
+    def __init__(self, lr: float = 0.1):
+        super().__init__()
+        self.save_hyperparameters()
+        self.encoder, self.decoder = nn.Linear(4, 2), nn.Linear(2, 4)
+
+    def _common_step(self, batch, stage: str):
+        x = batch[0]
+        loss = nn.functional.mse_loss(self.decoder(self.encoder(x)), x)
+        self.log(f"{stage}_loss", loss, on_step=True)
+        return loss
+
+    def training_step(self, batch, batch_idx):
+        loss = self._common_step(batch, "train")
+        self.log("loss", loss * 2)  # a second name at the same step: kept apart
+        self.log_dict({"g_loss": loss * 3, "d_loss": loss * 4}, prog_bar=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        self._common_step(batch, "val")
+
+    def on_validation_epoch_end(self):
+        grid = self.decoder.weight.detach().abs().reshape(1, 4, 2)
+        for logger in self.loggers:
+            logger.experiment.add_image("validation/generated_images", grid, self.current_epoch)
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+
+
+@pytest.mark.integration
+def test_the_templates_store_tensorboards_tags_steps_and_values(tmp_path):
+    torch.manual_seed(0)
+    data = DataLoader(TensorDataset(torch.randn(32, 4)), batch_size=8)
+    tensorboard = TensorBoardLogger(tmp_path / "tb", default_hp_metric=False)
+    ours = MonitorLogger(tmp_path / "ours")  # the one-line change: logger=MonitorLogger(...)
+    trainer = Trainer(
+        accelerator="cpu",
+        max_epochs=2,
+        log_every_n_steps=1,
+        logger=[tensorboard, ours],
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(_AutoEncoder(), data, data)
+    store = tmp_path / "ours/lightning_logs/version_0/pickle"
+    expected = tensorboard_scalars(Path(tensorboard.log_dir))
+    assert {"loss", "train_loss", "val_loss_step", "val_loss_epoch", "epoch", "g_loss"} <= set(
+        expected
+    )
+    assert exported_scalars(store) == expected
+    images = exported_records(store, "image")
+    assert {tag: sorted(steps) for tag, steps in images.items()} == {
+        "validation/generated_images": [0, 1]
+    }

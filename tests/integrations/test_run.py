@@ -1,4 +1,4 @@
-"""What the framework adapters share: name mapping, version checks, the run's writer."""
+"""What the framework adapters share: kept names, version checks, the run's writer."""
 
 from __future__ import annotations
 
@@ -6,31 +6,21 @@ import logging
 
 import pytest
 
-from integrations._run import MonitorRun, UnsupportedVersionError, require_version, split_name
-from snapshot_store import StoreError
+from integrations._run import MonitorRun, UnsupportedVersionError, require_version
+from snapshot_store import StoreError, read_store
+from snapshot_store.tags import key_of, tag_of
 from tests.integrations.helpers import read
 
 
-@pytest.mark.parametrize(
-    ("key", "where"),
-    [
-        ("train_loss", ("train", "loss")),
-        ("train/loss", ("train", "loss")),
-        ("val_loss", ("validation", "loss")),
-        ("valid_acc", ("validation", "acc")),
-        ("eval_loss", ("validation", "loss")),
-        ("test_acc", ("test", "acc")),
-        ("lr-Adam", ("lr", "lr-Adam")),
-        ("lr-Adam/pg1", ("lr", "lr-Adam/pg1")),
-        ("learning_rate", ("lr", "learning_rate")),
-        ("metrics/f1", ("metrics", "f1")),
-        ("loss", ("train", "loss")),
-        ("grad_norm", ("train", "grad_norm")),
-        ("train_", ("train", "train_")),
-    ],
-)
-def test_metric_names_map_to_groups(key, where):
-    assert split_name(key) == where
+def test_every_name_is_kept_and_two_names_never_merge(tmp_path):
+    store = tmp_path / "run" / "pickle"
+    run = MonitorRun(store, tmp_path)
+    names = ["loss", "train_loss", "train/loss", "training_loss", "eval/loss", "val_loss_step"]
+    run.log({name: float(i) for i, name in enumerate(names)}, 3)
+    run.close()
+    history, _meta, _status = read(store)
+    assert sorted(tag_of(*key) for key in history.keys()) == sorted(names)
+    assert [history.series(key_of(name))[3] for name in names] == [[float(i)] for i in range(6)]
 
 
 def test_a_version_outside_the_range_is_refused_naming_the_range():
@@ -42,36 +32,39 @@ def test_a_version_outside_the_range_is_refused_naming_the_range():
         require_version("X", "lightning", "1.9.5", ">=2.1,<3")
 
 
-def test_bad_values_are_skipped_with_one_warning_and_the_run_goes_on(tmp_path, caplog):
+def test_bad_values_are_skipped_with_one_warning_text_is_text_and_the_run_goes_on(tmp_path, caplog):
     store = tmp_path / "run" / "pickle"
     run = MonitorRun(store, tmp_path, options={"lr": 0.1, "api_token": "s3cret"})
     with caplog.at_level(logging.WARNING):
         for step in range(3):
-            run.log({"train_loss": 1.0 / (step + 1), "val_note": "abc"}, step)
+            run.log({"train_loss": 1.0 / (step + 1), "val_note": "abc", "bad": [1, 2]}, step)
         run.log({"train_loss": float("nan")}, 3)
         run.log({"train_loss": float("inf")}, 4)
         run.close()
     history, meta, status = read(store)
-    assert history.series(("train", "loss"))[0] == [0, 1, 2, 3, 4]
-    assert ("validation", "note") not in history.keys()
+    assert history.series(("", "train_loss"))[0] == [0, 1, 2, 3, 4]
+    assert sorted(history.keys()) == [("", "train_loss")]
+    texts = [r for r in read_store(store)[2].extras if r[0] == "text"]
+    assert [(tag, step) for _kind, tag, step, _wall, _data in texts] == [
+        ("val_note", s) for s in range(3)
+    ]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert sum("validation/note" in w and "not a number" in w for w in warnings) == 1
+    assert sum(w.startswith("bad: list is not a number") for w in warnings) == 1
     assert sum("train_loss: non-finite" in w for w in warnings) == 1
     assert meta["options"] == {"lr": 0.1, "api_token": "***"}
     assert status["state"] == "finished"
 
 
-def test_steps_default_to_the_next_and_dicts_get_a_window(tmp_path):
+def test_steps_default_to_tensorboards_0_and_dicts_get_a_window(tmp_path):
     store = tmp_path / "run" / "pickle"
     run = MonitorRun(store, tmp_path)
     run.log({"loss": 1.0}, None)
-    run.log({"loss": 0.5, "losses": {"a": 1.0, "b": 2.0}}, None)
+    run.log({"loss": 0.5, "losses": {"a": 1.0, "b": 2.0}}, 1)
     run.log({"loss": 0.25}, 10)
-    run.log({"loss": 0.125}, None)
     run.set_options({"hidden": 16})
     run.close()
     history, meta, _ = read(store)
-    assert history.series(("train", "loss"))[0] == [0, 1, 10, 11]
+    assert history.series(("", "loss"))[0] == [0, 1, 10]
     assert history.series(("losses", "b"))[0] == [1]
     assert meta["options"] == {"hidden": 16} and len(meta["sessions"]) == 1
 
@@ -91,7 +84,7 @@ def test_store_files_and_sent_files_go_through_the_transfer_hook(tmp_path, monke
     run.close()
     assert (target / "run" / "model.ckpt").read_bytes() == b"weights"
     history, meta, status = read(target / "run" / "pickle")
-    assert history.series(("train", "loss"))[3] == [1.0]
+    assert history.series(("", "loss"))[3] == [1.0]
     assert meta["options"] == {"lr": 0.5} and status["state"] == "finished"
 
 

@@ -2,33 +2,86 @@
 
 from __future__ import annotations
 
+import runpy
 import sys
 
 import pytest
-import transformers
-from transformers import TrainerControl, TrainerState, TrainingArguments
+from transformers import (
+    Trainer,
+    TrainerControl,
+    TrainerState,
+    TrainingArguments,
+)
 from transformers.integrations import TensorBoardCallback
 
+import integrations.transformers as adapter
 from integrations._run import UnsupportedVersionError
-from integrations.transformers import MonitorCallback
+from remote_train_monitor import SummaryWriter
+from remote_train_monitor.transformers import MonitorCallback
 from snapshot_store import read_store
+from tests.fixtures.tensorboard import (
+    exported_records,
+    exported_scalars,
+    tensorboard_scalars,
+    tensorboard_texts,
+)
 from tests.integrations.helpers import EXAMPLES, read, run_example
-from trainer import SummaryWriter
 
 
 @pytest.mark.integration
-def test_the_example_records_eval_loss_in_validation_and_args_as_options(tmp_path):
+def test_the_example_keeps_the_trainers_names_and_args_as_options(tmp_path):
     run_example([sys.executable, str(EXAMPLES / "transformers_trainer.py")], tmp_path)
     history, meta, status = read(tmp_path / "checkpoints/tiny-bert/pickle")
     # 128 samples, batch 16: 8 steps an epoch; logs every 2 steps, evaluation each epoch.
-    assert history.series(("validation", "loss"))[0] == [8, 16]
-    assert history.series(("validation", "loss"))[1] == [1.0, 2.0]
+    assert history.series(("eval", "loss"))[0] == [8, 16]
+    assert history.series(("eval", "loss"))[1] == [1.0, 2.0]
     assert history.series(("train", "loss"))[0] == [2, 4, 6, 8, 10, 12, 14, 16]
-    assert history.series(("lr", "learning_rate"))[0] == [2, 4, 6, 8, 10, 12, 14, 16]
+    assert history.series(("train", "learning_rate"))[0] == [2, 4, 6, 8, 10, 12, 14, 16]
     assert history.series(("train", "train_loss"))[0] == [16]  # the run's average, its own series
     assert meta["options"]["output_dir"] == "checkpoints/tiny-bert"
     assert meta["options"]["num_train_epochs"] == 2 and len(meta["sessions"]) == 1
     assert status["state"] == "finished"
+
+
+@pytest.mark.integration
+def test_the_trainer_docs_example_stores_what_tensorboards_callback_wrote(tmp_path, monkeypatch):
+    """The Trainer docs' example (model, args, datasets, compute_metrics), report_to tensorboard
+    kept and one line added: the callback. Tags, steps, values and texts as TensorBoard's."""
+    monkeypatch.setenv("TENSORBOARD_LOGGING_DIR", str(tmp_path / "tb"))
+    example = runpy.run_path(str(EXAMPLES / "transformers_trainer.py"))  # its model and data
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "out"),
+        num_train_epochs=2,
+        per_device_train_batch_size=16,
+        logging_steps=2,
+        eval_strategy="epoch",
+        save_strategy="no",
+        report_to="tensorboard",
+        use_cpu=True,
+    )
+
+    def compute_metrics(eval_pred):
+        logits, labels = eval_pred
+        return {"accuracy": float((logits.argmax(-1) == labels).mean())}
+
+    trainer = Trainer(
+        model=example["tiny_bert"](),
+        args=args,
+        train_dataset=example["random_dataset"](64, 0),
+        eval_dataset=example["random_dataset"](32, 1),
+        compute_metrics=compute_metrics,
+        callbacks=[MonitorCallback()],  # the one line
+    )
+    trainer.train()
+    store = tmp_path / "out/pickle"
+    expected = tensorboard_scalars(tmp_path / "tb")
+    assert {"train/loss", "train/learning_rate", "eval/loss", "eval/accuracy"} <= set(expected)
+    assert exported_scalars(store) == expected
+    texts = exported_records(store, "text")
+    assert {tag: {s: d["text"] for s, d in steps.items()} for tag, steps in texts.items()} == (
+        tensorboard_texts(tmp_path / "tb")
+    )
+    assert set(texts) == {"args", "model_config"}
 
 
 def _state(step: int, zero: bool = True) -> TrainerState:
@@ -58,7 +111,9 @@ def test_only_world_process_zero_writes_and_saves_go_through_the_hook(tmp_path, 
     assert (target / "run/checkpoint-2/model.safetensors").read_bytes() == b"weights"
     history, meta, status = read(target / "run/pickle")
     assert history.series(("train", "loss"))[:2] == ([2], [0.5])
-    assert ("train", "note") not in history.keys()
+    assert history.series(("train", "epoch"))[3] == [0.5]
+    texts = {tag for kind, tag, *_ in read_store(target / "run/pickle")[2].extras if kind == "text"}
+    assert texts == {"args", "train/note"}
     assert meta["options"]["output_dir"] == str(tmp_path / "run")
 
 
@@ -79,6 +134,8 @@ def test_tensorboard_callback_accepts_our_writer(tmp_path):
 
 
 def test_an_unsupported_transformers_is_refused_at_construction(monkeypatch):
-    monkeypatch.setattr(transformers, "__version__", "3.5.1")
+    # The module the adapter checks (importing transformers.Trainer can leave another object
+    # under that name in a test module).
+    monkeypatch.setattr(adapter.transformers, "__version__", "3.5.1")
     with pytest.raises(UnsupportedVersionError, match=r"supports transformers >=4\.40,<6"):
         MonitorCallback()

@@ -1,4 +1,4 @@
-"""trainer.SummaryWriter: a TensorBoard script switches by changing one import."""
+"""remote_train_monitor.SummaryWriter: a TensorBoard script switches by changing one import."""
 
 from __future__ import annotations
 
@@ -9,10 +9,16 @@ import numpy as np
 import pytest
 import torch
 
+from remote_train_monitor import SummaryWriter
 from snapshot_store import read_store
 from snapshot_store.images import decode_png
+from tests.fixtures.tensorboard import (
+    exported_records,
+    exported_scalars,
+    tensorboard_images,
+    tensorboard_scalars,
+)
 from tests.trainer.helpers import clean_env
-from trainer import SummaryWriter
 
 
 def test_scalar_and_image_methods_write_the_store_in_log_dir(tmp_path):
@@ -28,13 +34,13 @@ def test_scalar_and_image_methods_write_the_store_in_log_dir(tmp_path):
     history, reader, update = read_store(tmp_path / "tb")
     assert set(history.keys()) == {
         ("Loss", "train"),
-        ("scalars", "accuracy"),
+        ("", "accuracy"),
         ("Loss", "val"),
         ("Loss", "test"),
     }
     steps, _, _, values = history.series(("Loss", "train"))
     assert steps == [0, 1, 2] and values == [1.0, 0.5, float(torch.tensor(1 / 3))]
-    assert history.series(("scalars", "accuracy"))[3] == [0.5, 0.6, 0.7]
+    assert history.series(("", "accuracy"))[3] == [0.5, 0.6, 0.7]
     sample, batch = (decode_png(img[5]) for img in update.images)
     assert sample.shape == (4, 5, 3) and (sample == 255).all()
     assert batch.shape == (2 * 8 + 3 * 2, 2 * 8 + 3 * 2, 3)
@@ -66,7 +72,7 @@ def test_exception_inside_the_context_marks_the_run_failed(tmp_path):
 
 UNCLOSED = """
 import sys
-from trainer import SummaryWriter
+from remote_train_monitor import SummaryWriter
 
 writer = SummaryWriter(sys.argv[1])
 writer.add_scalar("loss", 1.0, 0)
@@ -89,4 +95,28 @@ def test_a_writer_left_open_is_closed_when_the_program_ends(tmp_path, ending, st
     )
     assert proc.returncode == (0 if ending == "exit" else 1), proc.stderr
     history, reader, update = read_store(tmp_path / "run")
-    assert update.status["state"] == state and history.series(("scalars", "loss"))[3] == [1.0]
+    assert update.status["state"] == state and history.series(("", "loss"))[3] == [1.0]
+
+
+def test_the_tutorials_tags_are_exported_as_tensorboard_wrote_them(tmp_path):
+    """The TensorBoard tutorial's calls (``Loss/train``, ``Accuracy/test``) with bare and nested
+    tags and an image, written by torch's writer and ours: the same tags, steps and values."""
+    from torch.utils.tensorboard import SummaryWriter as TensorBoardWriter
+
+    for writer in (TensorBoardWriter(tmp_path / "tb"), SummaryWriter(tmp_path / "ours")):
+        torch.manual_seed(0)
+        for step in range(5):
+            loss = torch.rand(()) / (step + 1)
+            writer.add_scalar("Loss/train", loss, step)
+            writer.add_scalar("Loss/test", loss * 1.5, step)
+            writer.add_scalar("Accuracy/test", 1 - loss, step)
+            writer.add_scalar("loss", loss * 2, step)  # bare: no "scalars/" in front
+            writer.add_scalar("train_loss", loss * 3, step)
+            writer.add_scalar("a/b/c", loss * 4, step)
+        writer.add_image("sample", torch.ones(3, 4, 4), 2)
+        writer.close()
+    assert exported_scalars(tmp_path / "ours") == tensorboard_scalars(tmp_path / "tb")
+    images = {
+        tag: sorted(steps) for tag, steps in exported_records(tmp_path / "ours", "image").items()
+    }
+    assert images == tensorboard_images(tmp_path / "tb") == {"sample": [2]}

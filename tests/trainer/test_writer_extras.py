@@ -158,7 +158,7 @@ def test_every_method_is_stored_and_read_back(tmp_path, caplog):
     }
     for _g, _n, _s, _e, _w, png in update.images:
         assert decode_png(png).ndim == 3
-    assert ("run_14h", "tanx") in history.keys() and ("scalars", "y=2x") in history.keys()
+    assert ("run_14h", "tanx") in history.keys() and ("", "y=2x") in history.keys()
     assert history.series(("hparams", "hparam/accuracy"))[3] == [40.0]  # all at step 0: the last
     by_tag = {tag: data for _k, tag, _s, _w, data in update.extras}
     assert by_tag["x"] == {"shape": [3], "dtype": "int64", "values": [1.0, 2.0, 3.0]}
@@ -219,7 +219,7 @@ def test_bad_input_is_one_warning_naming_the_tag_and_the_run_goes_on(tmp_path, c
     assert len(records) == 5
     history, reader, update = read_store(tmp_path)
     assert update.extras == [] and update.images == []
-    assert history.series(("scalars", "loss"))[3] == [1.0] and update.status["state"] == "finished"
+    assert history.series(("", "loss"))[3] == [1.0] and update.status["state"] == "finished"
 
 
 def test_writing_after_close_reopens_the_store_as_tensorboard_does(tmp_path):
@@ -234,7 +234,7 @@ def test_writing_after_close_reopens_the_store_as_tensorboard_does(tmp_path):
     writer.add_histogram("w", np.arange(10.0), 3)
     writer.close()
     history, _, update = read_store(tmp_path)
-    assert history.series(("scalars", "loss"))[3] == [1.0, 0.5, 0.25]
+    assert history.series(("", "loss"))[3] == [1.0, 0.5, 0.25]
     assert [tag for _k, tag, *_ in update.extras] == ["note", "w"]
     assert len(update.meta["sessions"]) == 4 and update.status["state"] == "finished"
 

@@ -10,6 +10,7 @@ import numpy as np
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from remote_train_monitor import SummaryWriter
 from snapshot_store import Recorder
 from tests.visualizer.conftest import following, wait_until
 from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _choose, _plot, _type
@@ -235,3 +236,49 @@ def test_the_compare_pane_selects_runs_and_sorts_and_relative_time_overlays_them
         assert max(plot["x_last"]) < 600, "each run counts from its own start"
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         assert driver.save_screenshot(str(ARTIFACTS / "visualizer_compare_pane.png"))
+
+
+def test_kept_names_are_grouped_into_windows_and_shown_as_logged(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    """The names Lightning, the HF Trainer (TensorBoard's tags), Accelerate and the TensorBoard
+    tutorial log, as they are stored: windows by the display rule, traces by the logged name."""
+    store = tmp_path / run_name / "pickle"
+    with SummaryWriter(store) as writer:
+        for step in range(40):
+            decay = 1 / (step + 1)
+            for tag, value in {
+                "train/loss": decay,  # HF
+                "train/learning_rate": 0.1 * decay,
+                "loss": 1.2 * decay,  # Lightning: two names at one step, both kept
+                "train_loss": 1.1 * decay,
+                "g_loss": 0.9 + 0.1 * decay,
+                "accuracy": 1 - decay,  # Accelerate's tracking example
+                "Loss/train": 2 * decay,  # the TensorBoard tutorial
+                "Loss/test": 2.5 * decay,
+            }.items():
+                writer.add_scalar(tag, value, step)
+            if step % 10 == 9:
+                writer.add_scalar("eval/loss", 1.3 * decay, step)
+                writer.add_scalar("val_loss_step", 1.4 * decay, step)
+                writer.add_scalar("train/epoch", step / 10, step)
+    Follower(str(store), VisdomClient(visdom_server.endpoint)).run_once()
+
+    driver = chromium_driver
+    driver.get(f"{visdom_server.url}/env/{run_name}")
+    wait = WebDriverWait(driver, BROWSER_WAIT_S)
+    expected = {
+        "train losses": ["g_loss", "loss", "train/loss", "train_loss"],
+        "validation": ["eval/loss", "val_loss_step"],
+        "learning rate": ["train/learning_rate"],
+        "accuracy": ["accuracy"],
+        "Loss": ["test", "train"],
+        "train/epoch": ["train/epoch"],
+    }
+    for title, names in expected.items():
+        plot = wait.until(lambda d, t=title: _plot(d, t))
+        assert sorted(set(plot["names"])) == names, title
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    driver.set_window_size(1280, 1600)  # every window in the picture
+    time.sleep(1)
+    assert driver.save_screenshot(str(ARTIFACTS / "visualizer_kept_names.png"))

@@ -103,7 +103,7 @@ def test_help_lists_every_option_with_help_and_the_export_command(capsys):
         ["--parent-pid", "0"],
         ["--runs", "lr-(0.1"],
         ["--runs", "*"],
-        ["--sort-by", "loss"],
+        ["--sort-by", ""],
         ["--no-such-option"],
     ],
 )

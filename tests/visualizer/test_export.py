@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from remote_train_monitor import SummaryWriter
 from snapshot_store import ExitCode, Recorder
 from visualizer.__main__ import main
 
@@ -64,3 +66,21 @@ def test_an_unknown_kind_is_a_usage_error_listing_the_kinds(store, capsys):
         main(["export", "--pickle-dir", str(store), "--kind", "pie"])
     assert exit_info.value.code == ExitCode.USAGE
     assert "invalid choice: 'pie'" in capsys.readouterr().err
+
+
+def test_a_store_from_before_names_were_kept_exports_as_before(capsys):
+    v1 = Path(__file__).parents[1] / "snapshot_store" / "data" / "store_v1"
+    assert main(["export", "--pickle-dir", str(v1)]) == ExitCode.OK
+    rows = {tuple(line.split(",")[1:3]) for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows == {("train", "train/acc"), ("train", "train/loss")}
+    assert main(["export", "--pickle-dir", str(v1), "--kind", "image"]) == ExitCode.OK
+    assert {line["tag"] for line in _lines(capsys)} == {"images/sample"}
+
+
+def test_kept_names_are_exported_as_logged(tmp_path, capsys):
+    with SummaryWriter(tmp_path / "run") as writer:
+        for tag in ("loss", "train_loss", "train/loss", "a/b/c"):
+            writer.add_scalar(tag, 1.0, 0)
+    assert main(["export", "--pickle-dir", str(tmp_path / "run")]) == ExitCode.OK
+    rows = {tuple(line.split(",")[1:3]) for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows == {("", "loss"), ("", "train_loss"), ("train", "train/loss"), ("a", "a/b/c")}

@@ -20,7 +20,6 @@ from visualizer.extra_windows import (
     percentiles,
 )
 from visualizer.extradata import ExtraData
-from visualizer.layout import image_window
 from visualizer.rundata import RunData
 
 HIST = {"min": 0.0, "max": 4.0, "num": 4, "sum": 6.0, "sum_squares": 14.0}
@@ -72,7 +71,7 @@ def test_every_method_with_a_pane_shows_in_visdom(tmp_path, visdom_server, reade
         extra_window("layout", "Taiwan_twse"),
         extra_window("layout", "Taiwan_lines"),
         extra_window("layout", "USA_margin"),
-        *(image_window("images", name) for name in ("my_image", "boxes", "figure")),
+        *(f"image_{name}" for name in ("my_image", "boxes", "figure")),
     }
     with following(store, visdom_server.endpoint):
         wait_until(lambda: wins <= set(reader.windows(run_name)), timeout=30)

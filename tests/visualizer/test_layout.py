@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from snapshot_store.reader import Update
+from pathlib import Path
+
+from snapshot_store.reader import Update, read_store
 from visualizer import layout
 from visualizer.display import RunDisplay
 from visualizer.rundata import RunData
+
+V1_STORE = Path(__file__).parents[1] / "snapshot_store" / "data" / "store_v1"
 
 
 def _run(series: list[tuple[str, str]]) -> RunData:
@@ -32,3 +36,50 @@ def test_system_metrics_get_a_window_each_after_every_group():
 def test_other_groups_keep_one_window_per_group():
     assert layout.window_for("val", "loss") == layout.window_for("val", "accuracy")
     assert layout.window_for("system", "a").win != layout.window_for("system", "b").win
+
+
+def _windows(series: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    return [(spec.title, sorted(lines)) for spec, lines, _ in RunDisplay._windows(_run(series))]
+
+
+def test_kept_names_are_grouped_into_the_conventional_windows_and_shown_as_logged():
+    # What Lightning, HF (TensorBoard's tags) and Accelerate's examples log, keys as stored.
+    lightning = [("", "loss"), ("", "train_loss"), ("", "val_loss_step"), ("", "epoch")]
+    hf = [("train", "loss"), ("train", "learning_rate"), ("eval", "loss"), ("train", "epoch")]
+    accelerate = [("", "accuracy"), ("", "f1"), ("", "train_loss"), ("", "g_loss")]
+    assert _windows(lightning + hf[:1]) == [
+        ("train losses", ["loss", "train/loss", "train_loss"]),
+        ("validation", ["val_loss_step"]),
+        ("epoch", ["epoch"]),
+    ]
+    assert _windows(hf) == [
+        ("train losses", ["loss"]),
+        ("validation", ["eval/loss"]),
+        ("learning rate", ["train/learning_rate"]),
+        ("train/epoch", ["train/epoch"]),
+    ]
+    assert _windows(accelerate) == [
+        ("train losses", ["g_loss", "train_loss"]),
+        ("accuracy", ["accuracy"]),
+        ("f1", ["f1"]),
+    ]
+
+
+def test_summaries_on_their_own_scale_keep_out_of_the_loss_windows():
+    assert layout.window_for("eval", "samples_per_second").title == "throughput"
+    assert layout.window_for("eval", "runtime").title == "eval/runtime"
+    assert layout.window_for("train", "total_flos").title == "train/total_flos"
+    assert layout.window_for("", "lr-Adam").title == "learning rate"
+
+
+def test_a_store_written_before_names_were_kept_shows_as_before():
+    history = read_store(V1_STORE, images=False)[0]
+    assert _windows(sorted(history.keys())) == [("train losses", ["acc", "loss"])]
+    old = [("train", "loss"), ("val", "loss"), ("lr", "lr"), ("throughput", "samples_per_s")]
+    assert _windows([*old, ("scalars", "accuracy")]) == [
+        ("train losses", ["loss"]),
+        ("validation", ["loss"]),
+        ("learning rate", ["lr"]),
+        ("throughput", ["samples_per_s"]),
+        ("scalars", ["accuracy"]),
+    ]

@@ -1,0 +1,27 @@
+"""A logged name (a TensorBoard tag, a Lightning/HF/Accelerate key) and the store's series key.
+
+The store keys a scalar or image series by ``(group, name)``. A writer keeps the
+name the user logged by splitting it at the first ``/`` only: ``"eval/loss"`` is
+``("eval", "loss")``, ``"a/b/c"`` is ``("a", "b/c")``, and a name without one
+(``"train_loss"``, ``"loss"``) is ``("", name)``. So :func:`tag_of` gives back
+exactly the logged name, and two distinct names never share a key. Which window
+shows a series is the viewer's display rule over these names
+(:func:`visualizer.layout.window_for`), never a rename.
+
+Stores written before names were kept hold conventional groups (``train``,
+``val``, ``lr``, ``scalars``...); they read the same way: their tag is
+``group/name``.
+"""
+
+from __future__ import annotations
+
+
+def key_of(tag: str) -> tuple[str, str]:
+    """The store key ``(group, name)`` of the logged name ``tag`` (inverse of :func:`tag_of`)."""
+    group, sep, name = tag.partition("/")
+    return (group, name) if sep and group and name else ("", tag)
+
+
+def tag_of(group: str, name: str) -> str:
+    """The name that was logged for the series ``(group, name)``."""
+    return f"{group}/{name}" if group else name
