@@ -7,10 +7,11 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import websocket
 
-from tests.visualizer.conftest import VisdomReader
+from tests.visualizer.conftest import VisdomReader, wait_until
 from tests.visualizer.test_images import png
 from visualizer import visdom_child
 from visualizer.images import image_message
@@ -156,3 +157,40 @@ def test_files_visdom_creates_are_private(visdom_server: VisdomServer, run_name:
     while not env_file.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert env_file.stat().st_mode & 0o077 == 0, oct(env_file.stat().st_mode)
+
+
+# Counts the page's requests for a whole env (visdom's way out of a window it got wrong).
+_COUNT_ENV_FETCHES = """
+window.envFetches = 0;
+const open = XMLHttpRequest.prototype.open;
+XMLHttpRequest.prototype.open = function(method, url) {
+  if (String(url).includes('env/')) window.envFetches++;
+  return open.apply(this, arguments);
+};
+"""
+
+
+def test_an_open_page_applies_updates_of_small_values_without_fetching_the_env_again(
+    visdom_server: VisdomServer, reader: VisdomReader, run_name: str, chromium_driver: Any
+) -> None:
+    # A learning rate: Python's JSON writes 1e-05 where the page writes 0.00001, so
+    # visdom's own hash of the window never matched the page's.
+    client = VisdomClient(visdom_server.endpoint)
+    line = {"x": [0], "y": [1e-5], "type": "scatter", "mode": "lines", "name": "lr ·µ"}
+    client.post("events", {"data": [line], "win": "lr", "eid": run_name, "opts": {}, "layout": {}})
+    chromium_driver.get(f"{visdom_server.url}/env/{run_name}")
+    wait_until(lambda: chromium_driver.execute_script(_PLOT_POINTS) == 1, timeout=30)
+    chromium_driver.execute_script(_COUNT_ENV_FETCHES)
+    for step in range(1, 21):
+        update = {"x": [step], "y": [1e-5 / (1 + step)], "name": "lr ·µ"}
+        client.post(
+            "update",
+            {"data": [update], "win": "lr", "eid": run_name, "append": True, "name": None},
+        )
+    wait_until(lambda: chromium_driver.execute_script(_PLOT_POINTS) == 21, timeout=30)
+    assert chromium_driver.execute_script("return window.envFetches") == 0
+
+
+_PLOT_POINTS = (
+    "const d = document.querySelector('.js-plotly-plot'); return d && d.data[0].x.length;"
+)
