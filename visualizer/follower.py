@@ -8,7 +8,6 @@ every ``poll_interval``. S3 stores are polled, backing off while nothing changes
 
 from __future__ import annotations
 
-import html
 import logging
 import math
 import threading
@@ -20,6 +19,7 @@ from typing import Any
 
 from snapshot_store.reader import StoreReader
 
+from . import markup
 from .compare import CompareDisplay, Selection
 from .decimate import check_max_points
 from .display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, OnSent, RunDisplay
@@ -268,15 +268,15 @@ class Follower:
             for name, feed in self.feeds.items():
                 self.compare.links[name] = self.client.endpoint.env_url(feed.display.env)
 
-    def _download_link(self, spec: RunSpec) -> str:
+    def _download_link(self, spec: RunSpec) -> markup.Html:
         """HTML getting the run's scalars as CSV: a link while following, else the command."""
         store = spec.source.describe("")
         if self.downloads is None:
             command = f"python -m visualizer export --pickle-dir {store} > {spec.name}.csv"
-            return f"<p>scalars as CSV: <code>{html.escape(command)}</code></p>"
+            return markup.element("p", "scalars as CSV: ", markup.element("code", command))
         self.downloads.stores[spec.name] = store
-        url = html.escape(self.downloads.url(spec.name))
-        return f'<p><a href="{url}" download>download the scalars as CSV</a></p>'
+        url = self.downloads.url(spec.name)
+        return markup.element("p", markup.link(url, "download the scalars as CSV", " download"))
 
     def _announce_page(self) -> None:
         env = self.page_env
