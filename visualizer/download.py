@@ -18,6 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import quote, unquote
 
+from snapshot_store.frames import StoreError
+
 from .export import export_csv
 from .s3 import S3ReadError
 
@@ -88,22 +90,34 @@ class CsvDownloads:
         out = io.StringIO()
         try:
             export_csv(store, out, self.s3_client)
-        except (OSError, S3ReadError) as err:
+        except (OSError, S3ReadError, StoreError, ValueError) as err:
+            log.warning("CSV of run %r: can not read %s: %s", run, store, err)
             self._fail(request, HTTPStatus.BAD_GATEWAY, f"can not read {store}: {err}")
             return
-        body = out.getvalue().encode()
-        request.send_response(HTTPStatus.OK)
-        request.send_header("Content-Type", "text/csv; charset=utf-8")
-        request.send_header("Content-Disposition", f"attachment; filename*=UTF-8''{quote(run)}.csv")
-        request.send_header("Content-Length", str(len(body)))
-        request.end_headers()
-        request.wfile.write(body)
+        disposition = f"attachment; filename*=UTF-8''{quote(run, safe='')}.csv"
+        self._send(request, HTTPStatus.OK, "text/csv", out.getvalue().encode(), disposition)
+
+    def _fail(self, request: BaseHTTPRequestHandler, status: HTTPStatus, message: str) -> None:
+        self._send(request, status, "text/plain", (message + "\n").encode())
 
     @staticmethod
-    def _fail(request: BaseHTTPRequestHandler, status: HTTPStatus, message: str) -> None:
-        body = (message + "\n").encode()
-        request.send_response(status)
-        request.send_header("Content-Type", "text/plain; charset=utf-8")
-        request.send_header("Content-Length", str(len(body)))
-        request.end_headers()
-        request.wfile.write(body)
+    def _send(
+        request: BaseHTTPRequestHandler,
+        status: HTTPStatus,
+        kind: str,
+        body: bytes,
+        disposition: str | None = None,
+    ) -> None:
+        """Answer ``body``; a browser that went away meanwhile (a cancelled download) is no error."""
+        try:
+            request.send_response(status)
+            request.send_header("Content-Type", f"{kind}; charset=utf-8")
+            if disposition is not None:
+                request.send_header("Content-Disposition", disposition)
+            request.send_header("Content-Length", str(len(body)))
+            request.end_headers()
+            request.wfile.write(body)
+            request.wfile.flush()
+        except ConnectionError as err:  # BrokenPipeError, ConnectionResetError
+            log.debug("download %s: the client closed the connection (%s)", request.path, err)
+            request.close_connection = True
