@@ -22,6 +22,8 @@ from typing import Any
 
 from . import layout, markup
 from .extra_windows import ExtraWindows
+from .fold import RunWindow as _RunWindow  # its spec, lines by label, each label's key
+from .fold import fold_run
 from .hparams import run_table
 from .images import ImagePanes
 from .plotwindow import MIN_REDRAW_INTERVAL as MIN_REDRAW_INTERVAL  # the follow loop paces by it
@@ -43,8 +45,6 @@ STATUS_REFRESH_RUNNING = 1.0
 STATUS_REFRESH_IDLE = 30.0
 
 
-# A run's window: its spec, its traces' lines by label, and each label's series key.
-_RunWindow = tuple[layout.WindowSpec, dict[str, Line], dict[str, SeriesKey]]
 _Windows = list[tuple[layout.WindowSpec, dict[str, Line]]]
 
 
@@ -279,7 +279,7 @@ class RunDisplay(EnvDisplay):
         # layout charts: a hundred idle runs cost a few comparisons each, not a full sync.
         if self._idle(run.version, now, force, CONTROLS_WIN):
             return self._sync_status(run, now) | self.extra.sync(run, now)
-        windows = self._windows(run)
+        windows, folding = fold_run(self._windows(run))
         self._keep_order(
             [
                 layout.STATUS_WIN,
@@ -293,7 +293,7 @@ class RunDisplay(EnvDisplay):
         sent |= self._sync_controls()
         sent |= self._text(
             layout.OPTIONS_WIN,
-            markup.join(self.download, run_table(run)),
+            markup.join(self.download, folding.note() if folding else "", run_table(run)),
             f"{run.name}: options",
             width=560,
             height=layout.HEADER_HEIGHT,
