@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import logging
+import shlex
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,6 +28,12 @@ log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 _PREFIX, _SUFFIX = "/runs/", ".csv"
+
+
+def export_command(store: str, run: str) -> str:
+    """The shell command writing run ``run``'s CSV from ``store``, quoted to run as written."""
+    csv = shlex.quote(f"{run}{_SUFFIX}")
+    return f"python -m visualizer export --pickle-dir {shlex.quote(store)} > {csv}"
 
 
 class CsvDownloads:

@@ -23,7 +23,7 @@ from . import markup
 from .compare import CompareDisplay, Selection
 from .decimate import check_max_points
 from .display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, OnSent, RunDisplay
-from .download import CsvDownloads
+from .download import CsvDownloads, export_command
 from .index import IndexDisplay
 from .rundata import RunData
 from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
@@ -272,7 +272,7 @@ class Follower:
         """HTML getting the run's scalars as CSV: a link while following, else the command."""
         store = spec.source.describe("")
         if self.downloads is None:
-            command = f"python -m visualizer export --pickle-dir {store} > {spec.name}.csv"
+            command = export_command(store, spec.name)
             return markup.element("p", "scalars as CSV: ", markup.element("code", command))
         self.downloads.stores[spec.name] = store
         url = self.downloads.url(spec.name)

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import socket
+import subprocess
+import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from snapshot_store import Recorder
 from tests.visualizer.conftest import following, wait_until
-from visualizer.download import HOST, CsvDownloads
+from visualizer.download import HOST, CsvDownloads, export_command
 from visualizer.export import export_csv
 
 pytestmark = pytest.mark.integration  # starts an HTTP server
@@ -112,3 +116,16 @@ def test_a_download_closed_early_is_a_debug_line(tmp_path, capfd, caplog):
         wait_until(lambda: "closed the connection" in caplog.text)
     assert "Traceback" not in capfd.readouterr().err
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_the_export_command_the_pane_shows_runs_as_written(tmp_path):
+    name = "run #1 'b'?"  # shell-special characters, legal in a run's name and an S3 key
+    store = tmp_path / "my runs" / name / "pickle"
+    with Recorder(store) as rec:
+        for step in range(3):
+            rec.log({"loss": 1.0}, step=step)
+    bin_dir = Path(sys.executable).parent  # `python` is this interpreter, as in a venv
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    command = export_command(str(store), name)
+    subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, check=True, timeout=60)
+    assert (tmp_path / f"{name}.csv").read_text().count("\n") == 4
