@@ -189,3 +189,24 @@ def _open_every_env(driver: Any, reader: VisdomReader, url: str, envs: list[str]
         assert errors == [], f"env {env!r}: {errors}"
         texts += [page["text"], *(f"plotted: {plot}" for plot in page["plots"])]
     return texts
+
+
+def test_markup_in_a_buckets_run_reads_as_text_in_chromium(
+    tmp_path: Path, s3_bucket: Any, visdom_server: Any, reader: VisdomReader, chromium_driver: Any
+) -> None:
+    from tests.visualizer.conftest import following
+    from tests.visualizer.test_s3_source import upload
+
+    def mark(field: str) -> str:
+        return f"{PAYLOADS[len(field) % len(PAYLOADS)]} {field}"
+
+    store = tmp_path / PAYLOADS[0] / "pickle"
+    shown = _hostile_run(store, mark, 0.1)
+    upload(s3_bucket, store, f"runs/{PAYLOADS[0]}/pickle/")  # the key's folder: the run's name
+    env = f"fuzz-{time.monotonic_ns()}"
+    with following(s3_bucket.uri("runs/"), visdom_server.endpoint, env=env, poll_interval=0.05):
+        run_env = env_name(PAYLOADS[0], env, True)
+        wait_until(lambda: len(reader.windows(run_env)) >= RUN_WINDOWS, timeout=BROWSER_WAIT_S)
+        page_text = " ".join(_open_every_env(chromium_driver, reader, visdom_server.url, [run_env]))
+    # (the status badge shows the state in capitals)
+    assert [s for s in shown if s.lower() not in page_text.lower()] == []
