@@ -80,3 +80,20 @@ def test_ten_thousand_groups_make_a_page_that_loads_and_says_what_it_folded(
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     chromium_driver.save_screenshot(str(ARTIFACTS / "fold_many_tags.png"))
     assert console_errors(chromium_driver) == []
+
+
+def test_the_comparison_overlays_its_first_series_and_says_how_many_it_left_out(
+    tmp_path: Path, visdom_server: Any, reader: VisdomReader, run_name: str
+) -> None:
+    for name in ("a", "b"):
+        with Recorder(tmp_path / run_name / name / "pickle", flush_interval=1.0) as rec:
+            for i in range(MAX_WINDOWS + 5):
+                rec.log_scalar("x", float(i), 0, group=f"g{i}")
+    Follower(
+        str(tmp_path / run_name), VisdomClient(visdom_server.endpoint), env=run_name
+    ).run_once()
+    windows = reader.windows(f"{run_name}_compare")
+    plots = [w for w in windows.values() if w.get("type") == "plot"]
+    assert len(plots) == MAX_WINDOWS
+    assert "5 more series are not overlaid here" in windows["runs"]["content"]
+    assert len(reader.windows(f"{run_name}_a")) <= MAX_WINDOWS + 3  # folded there too
