@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -67,6 +67,11 @@ def prefix(group: str) -> str:
 def _natural(text: str) -> list[str | int]:
     """Sort key reading the numbers in ``text`` as numbers (``g2`` before ``g10``)."""
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def plot_windows(keys: Iterable[SeriesKey]) -> int:
+    """How many plot windows series ``keys`` would get, unfolded (one per group, as layout says)."""
+    return len({layout.window_for(group, name).win for group, name in keys})
 
 
 def fold_run(windows: list[RunWindow]) -> tuple[list[RunWindow], Folding | None]:

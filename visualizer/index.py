@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from . import markup
+from .fold import MAX_WINDOWS, plot_windows
 from .layout import safe_id
 from .markup import Html
 from .rundata import RunData
@@ -37,7 +38,9 @@ def _state(run: RunData, now: float) -> str:
     if run.status is None:
         return "no status yet"
     state = str(run.status.get("state", "unknown"))
-    return f"{state} (silent)" if is_stale(run.status, now) else state
+    state = f"{state} (silent)" if is_stale(run.status, now) else state
+    windows = plot_windows(run.series)
+    return f"{state}; {windows:,} plot windows folded" if windows > MAX_WINDOWS else state
 
 
 def _when(stamp: float | None) -> str:
