@@ -6,7 +6,7 @@ So past :data:`MAX_WINDOWS` plot windows in a run's env, the windows of the
 groups that share a prefix (a group's name up to its first digit or separator:
 ``layer12.attn`` and ``layer7`` share ``layer``) are drawn as one window, a trace
 per series named ``group/name``, at most :data:`MAX_FOLDED_SERIES` of them (the
-first in name order). The conventional windows (losses, validation, metrics,
+first in natural order: ``g2`` before ``g10``). The conventional windows (losses, validation, metrics,
 learning rate, throughput) are never folded, and at most :data:`MAX_WINDOWS`
 plot windows are drawn in all. The comparison env draws its first
 :data:`MAX_WINDOWS` series. What was left out is said on the page (the run's
