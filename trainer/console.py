@@ -131,4 +131,5 @@ def watch_command(store_dir: Path, checkpoints_dir: Path, transfer_cmd: str | No
         relative = Path(store_dir).resolve().relative_to(Path(checkpoints_dir).resolve())
     except ValueError:  # a store outside the checkpoints dir is not copied under the prefix
         return local
-    return f"{local} (here), or from any machine: {command}{uri}/{relative.as_posix()}"
+    remote = shlex.quote(f"{uri}/{relative.as_posix()}")  # S3 keys may hold spaces, '#', '?'
+    return f"{local} (here), or from any machine: {command}{remote}"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from transfer_plugins.common import checked_relative
 
 SCHEME = "s3://"
 FORM = "s3://<bucket>/<prefix>"
+# S3's bucket names, with the upper case and '_' older buckets (and other S3 servers) allow.
+_BUCKET = re.compile(r"[A-Za-z0-9._-]+")
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,7 @@ class S3Location:
     @classmethod
     def parse(cls, url: str) -> S3Location:
         """The location of an ``s3://bucket/prefix`` URL; ValueError says what is wrong."""
-        text = str(url).strip()
+        text = str(url).strip()  # the line's ends (a pasted newline), never a key's inner spaces
         if not text.startswith(SCHEME):
             scheme, sep, _ = text.partition("://")
             if sep:
@@ -47,10 +50,13 @@ class S3Location:
         bucket, _, prefix = text[len(SCHEME) :].partition("/")
         if not bucket:
             raise ValueError(f"{text!r} is not of the form {FORM}: it names no bucket")
-        if any(char.isspace() or char in "?#" for char in text):
+        if not _BUCKET.fullmatch(bucket):
             raise ValueError(
-                f"{text!r} is not of the form {FORM}: spaces, '?' and '#' are not allowed"
+                f"{text!r} is not of the form {FORM}: {bucket!r} is not a bucket name "
+                "(letters, digits, '.', '-' and '_' only)"
             )
+        # The prefix is taken as written, as S3 keys are: spaces, '?', '#' and unicode
+        # included (an s3:// URL is no http URL: nothing in it is a query or a fragment).
         return cls(bucket, prefix)
 
     def key(self, relative_path: str) -> str:

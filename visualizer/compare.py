@@ -20,8 +20,9 @@ from typing import Any
 
 from snapshot_store.tags import key_of, tag_of
 
-from . import layout
+from . import layout, markup
 from .display import EnvDisplay, run_start
+from .fold import MAX_WINDOWS, cap
 from .hparams import comparison_table
 from .plotwindow import PALETTE, Line
 from .rundata import RunData, SeriesKey
@@ -144,9 +145,9 @@ class CompareDisplay(EnvDisplay):
         self._apply_page_events()
         chosen = [run for run in runs if self.selection.matches(run.name)]
         keys = tuple(sorted({key for run in runs for key in run.series}))
-        windows = self._windows(chosen)
+        windows, left_out = cap(self._windows(chosen))
         self._keep_order([TABLE_WIN, CONTROLS_WIN, SELECT_WIN, *(spec.win for spec, _ in windows)])
-        sent = self._sync_table(chosen)
+        sent = self._sync_table(chosen, left_out)
         sent |= self._sync_controls()
         sent |= self._sync_select(keys)
         sent |= self._sync_plots(windows, now, force)
@@ -164,10 +165,13 @@ class CompareDisplay(EnvDisplay):
         ordered = sorted(windows, key=lambda key: (specs[key].order, key))
         return [(specs[key], windows[key]) for key in ordered]
 
-    def _sync_table(self, runs: list[RunData]) -> bool:
+    def _sync_table(self, runs: list[RunData], left_out: int = 0) -> bool:
         table = comparison_table(
             runs, self.selection.sort_by, self.selection.descending, self.links
         )
+        if left_out:  # too many series for one page: say so where the runs are listed
+            note = f"{left_out:,} more series are not overlaid here (at most {MAX_WINDOWS})."
+            table = markup.join(table, markup.element("p", note, attrs=" style='color:#9a6700'"))
         if table == self._table:
             return False
         title = f"runs compared ({len(runs)})"

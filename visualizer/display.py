@@ -20,8 +20,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from . import layout
+from . import layout, markup
 from .extra_windows import ExtraWindows
+from .fold import RunWindow as _RunWindow  # its spec, lines by label, each label's key
+from .fold import fold_run
 from .hparams import run_table
 from .images import ImagePanes
 from .plotwindow import MIN_REDRAW_INTERVAL as MIN_REDRAW_INTERVAL  # the follow loop paces by it
@@ -43,8 +45,6 @@ STATUS_REFRESH_RUNNING = 1.0
 STATUS_REFRESH_IDLE = 30.0
 
 
-# A run's window: its spec, its traces' lines by label, and each label's series key.
-_RunWindow = tuple[layout.WindowSpec, dict[str, Line], dict[str, SeriesKey]]
 _Windows = list[tuple[layout.WindowSpec, dict[str, Line]]]
 
 
@@ -233,7 +233,7 @@ class EnvDisplay:
                 plans[spec.win] = plan
         return plans
 
-    def _text(self, win: str, html: str, title: str, **size: int) -> bool:
+    def _text(self, win: str, html: markup.Html, title: str, **size: int) -> bool:
         """Show ``html`` in text pane ``win`` (``width``, ``height`` in pixels); False if it does."""
         if self._texts.get(win) == html:
             return False
@@ -258,7 +258,7 @@ class RunDisplay(EnvDisplay):
     ) -> None:
         super().__init__(client, env, max_points, layout.STATUS_WIN, view)
         self.images = ImagePanes(client, env)
-        self.download = ""  # HTML over the options: how to get the run's scalars as CSV
+        self.download = markup.Html("")  # over the options: how to get the run's scalars as CSV
         self._status_at = 0.0
         self.sent_steps: dict[SeriesKey, int] = {}  # last step on the server per series
         self.extra = ExtraWindows(client.post, env)  # issue 13: text, histograms, hparams...
@@ -279,7 +279,7 @@ class RunDisplay(EnvDisplay):
         # layout charts: a hundred idle runs cost a few comparisons each, not a full sync.
         if self._idle(run.version, now, force, CONTROLS_WIN):
             return self._sync_status(run, now) | self.extra.sync(run, now)
-        windows = self._windows(run)
+        windows, folding = fold_run(self._windows(run))
         self._keep_order(
             [
                 layout.STATUS_WIN,
@@ -293,7 +293,7 @@ class RunDisplay(EnvDisplay):
         sent |= self._sync_controls()
         sent |= self._text(
             layout.OPTIONS_WIN,
-            self.download + run_table(run),
+            markup.join(self.download, folding.note() if folding else "", run_table(run)),
             f"{run.name}: options",
             width=560,
             height=layout.HEADER_HEIGHT,

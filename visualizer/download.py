@@ -10,15 +10,18 @@ browser on the machine that runs the visualizer (the usual laptop setup).
 
 from __future__ import annotations
 
-import html
 import io
 import logging
+import shlex
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import quote, unquote
 
+from snapshot_store.frames import StoreError
+
+from . import markup
 from .export import export_csv
 from .s3 import S3ReadError
 
@@ -28,14 +31,20 @@ HOST = "127.0.0.1"
 _PREFIX, _SUFFIX = "/runs/", ".csv"
 
 
-def download_link(downloads: CsvDownloads | None, run: str, store: str) -> str:
+def export_command(store: str, run: str) -> str:
+    """The shell command writing run ``run``'s CSV from ``store``, quoted to run as written."""
+    csv = shlex.quote(f"{run}{_SUFFIX}")
+    return f"python -m visualizer export --pickle-dir {shlex.quote(store)} > {csv}"
+
+
+def download_link(downloads: CsvDownloads | None, run: str, store: str) -> markup.Html:
     """HTML getting ``run``'s scalars as CSV: a link while following, else the export command."""
     if downloads is None:
-        command = f"python -m visualizer export --pickle-dir {store} > {run}.csv"
-        return f"<p>scalars as CSV: <code>{html.escape(command)}</code></p>"
+        command = export_command(store, run)
+        return markup.element("p", "scalars as CSV: ", markup.element("code", command))
     downloads.stores[run] = store
-    url = html.escape(downloads.url(run))
-    return f'<p><a href="{url}" download>download the scalars as CSV</a></p>'
+    url = downloads.url(run)
+    return markup.element("p", markup.link(url, "download the scalars as CSV", " download"))
 
 
 class CsvDownloads:
@@ -99,22 +108,34 @@ class CsvDownloads:
         out = io.StringIO()
         try:
             export_csv(store, out, self.s3_client)
-        except (OSError, S3ReadError) as err:
+        except (OSError, S3ReadError, StoreError, ValueError) as err:
+            log.warning("CSV of run %r: can not read %s: %s", run, store, err)
             self._fail(request, HTTPStatus.BAD_GATEWAY, f"can not read {store}: {err}")
             return
-        body = out.getvalue().encode()
-        request.send_response(HTTPStatus.OK)
-        request.send_header("Content-Type", "text/csv; charset=utf-8")
-        request.send_header("Content-Disposition", f"attachment; filename*=UTF-8''{quote(run)}.csv")
-        request.send_header("Content-Length", str(len(body)))
-        request.end_headers()
-        request.wfile.write(body)
+        disposition = f"attachment; filename*=UTF-8''{quote(run, safe='')}.csv"
+        self._send(request, HTTPStatus.OK, "text/csv", out.getvalue().encode(), disposition)
+
+    def _fail(self, request: BaseHTTPRequestHandler, status: HTTPStatus, message: str) -> None:
+        self._send(request, status, "text/plain", (message + "\n").encode())
 
     @staticmethod
-    def _fail(request: BaseHTTPRequestHandler, status: HTTPStatus, message: str) -> None:
-        body = (message + "\n").encode()
-        request.send_response(status)
-        request.send_header("Content-Type", "text/plain; charset=utf-8")
-        request.send_header("Content-Length", str(len(body)))
-        request.end_headers()
-        request.wfile.write(body)
+    def _send(
+        request: BaseHTTPRequestHandler,
+        status: HTTPStatus,
+        kind: str,
+        body: bytes,
+        disposition: str | None = None,
+    ) -> None:
+        """Answer ``body``; a browser that went away meanwhile (a cancelled download) is no error."""
+        try:
+            request.send_response(status)
+            request.send_header("Content-Type", f"{kind}; charset=utf-8")
+            if disposition is not None:
+                request.send_header("Content-Disposition", disposition)
+            request.send_header("Content-Length", str(len(body)))
+            request.end_headers()
+            request.wfile.write(body)
+            request.wfile.flush()
+        except ConnectionError as err:  # BrokenPipeError, ConnectionResetError
+            log.debug("download %s: the client closed the connection (%s)", request.path, err)
+            request.close_connection = True

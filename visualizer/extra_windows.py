@@ -11,7 +11,6 @@ whole when their data changes: these records are few, unlike scalar points.
 from __future__ import annotations
 
 import base64
-import html
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,8 +19,10 @@ import numpy as np
 
 from snapshot_store.tags import key_of
 
+from . import markup
 from .extradata import ExtraKey
 from .layout import LINES_MODE, safe_id
+from .markup import Html
 from .rundata import RunData
 
 EXTRA_WIN_PREFIX = "extra_"
@@ -59,7 +60,7 @@ def percentiles(data: dict[str, Any], percents: tuple[int, ...] = PERCENTILES) -
     return out
 
 
-def _text_msg(env: str, win: str, title: str, content: str) -> dict[str, Any]:
+def _text_msg(env: str, win: str, title: str, content: Html) -> dict[str, Any]:
     return {
         "data": [{"content": content, "type": "text"}],
         "win": win,
@@ -90,12 +91,9 @@ def _data_url(mime: str, data: bytes) -> str:
     return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> str:
-    cells = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in rows
-    )
-    return f"<table border='1' cellpadding='3'><tr>{cells}</tr>{body}</table>"
+def _table(header: list[str], rows: list[list[Any]]) -> Html:
+    body = [markup.row(header, "th"), *(markup.row(row) for row in rows)]
+    return markup.element("table", *body, attrs=" border='1' cellpadding='3'")
 
 
 class ExtraWindows:
@@ -135,9 +133,13 @@ class ExtraWindows:
         kind, tag = key
         extras, env, win = run.extras, self.env, extra_window(kind, tag)
         if kind == "text":
-            entries = "".join(
-                f"<p><b>step {step}</b><br><pre>{html.escape(text)}</pre></p>"
-                for step, text in reversed(extras.texts[tag])
+            entries = markup.join(
+                *(
+                    markup.element(
+                        "p", markup.element("b", f"step {step}"), Html("<br>"), _pre(text)
+                    )
+                    for step, text in reversed(extras.texts[tag])
+                )
             )
             return _text_msg(env, win, tag, entries)
         if kind == "histogram":
@@ -161,17 +163,17 @@ class ExtraWindows:
             return _plot_msg(env, win, title, [_mesh_trace(data)], ("x", "y"))
         if kind == "audio":
             src = _data_url("audio/wav", data["wav"])
-            return _text_msg(env, win, title, f"<audio controls><source src='{src}'></audio>")
+            audio = f"<audio controls><source src='{markup.text(src)}'></audio>"
+            return _text_msg(env, win, title, Html(audio))
         if kind == "video":
             src = _data_url("image/gif", data["gif"])
-            return _text_msg(
-                env, win, title, f"<img src='{src}' style='image-rendering:pixelated'>"
-            )
+            video = f"<img src='{markup.text(src)}' style='image-rendering:pixelated'>"
+            return _text_msg(env, win, title, Html(video))
         if kind == "tensor":
             values = ", ".join(f"{v:.6g}" for v in data["values"][:200])
             more = " ..." if len(data["values"]) > 200 else ""
             head = f"shape {data['shape']}, {data['dtype']}"
-            return _text_msg(env, win, title, f"<pre>{head}\n[{values}{more}]</pre>")
+            return _text_msg(env, win, title, _pre(f"{head}\n[{values}{more}]"))
         return None
 
     def _distribution(self, tag: str, by_step: dict[int, dict[str, Any]], win: str) -> dict:
@@ -227,10 +229,13 @@ class ExtraWindows:
                 if traces:
                     msg = _plot_msg(self.env, win, name, traces, ("step", "value"))
                 else:  # its scalars have not arrived (yet): say which are awaited
-                    msg = _text_msg(
-                        self.env, win, name, f"no scalars yet for {html.escape(str(tags))}"
-                    )
+                    msg = _text_msg(self.env, win, name, markup.join(f"no scalars yet for {tags}"))
                 self._post("events", msg)
+
+
+def _pre(value: object) -> Html:
+    """``value`` as preformatted text."""
+    return markup.element("pre", value)
 
 
 def _mesh_trace(data: dict[str, Any]) -> dict[str, Any]:

@@ -8,12 +8,13 @@ sorts the runs by it; the options every run shares are listed once below.
 
 from __future__ import annotations
 
-import html
 import math
 import posixpath
 from collections.abc import Sequence
 from typing import Any
 
+from . import markup
+from .markup import Html
 from .rundata import RunData, SeriesKey
 
 # A value longer than this is cut in a table cell (a path, a long list).
@@ -68,17 +69,17 @@ def sort_runs(
     return sorted(by_name, key=rank)
 
 
-def _row(cells: Sequence[str], tag: str = "td") -> str:
-    return "<tr>" + "".join(f"<{tag}{_CELL}>{cell}</{tag}>" for cell in cells) + "</tr>"
+def _row(cells: Sequence[object], tag: str = "td") -> Html:
+    return markup.row(cells, tag, _CELL)
 
 
-def run_table(run: RunData) -> str:
+def run_table(run: RunData) -> Html:
     """One run's options as an HTML table (name, value)."""
     options = options_of(run)
     if not options:
-        return "<p>this run stored no options</p>"
-    rows = "".join(_row([html.escape(k), html.escape(v)]) for k, v in options.items())
-    return f"<table>{_row(['option', 'value'], 'th')}{rows}</table>"
+        return markup.element("p", "this run stored no options")
+    rows = [_row([k, v]) for k, v in options.items()]
+    return markup.element("table", _row(["option", "value"], "th"), *rows)
 
 
 def comparison_table(
@@ -86,7 +87,7 @@ def comparison_table(
     key: SeriesKey | None,
     descending: bool = False,
     links: dict[str, str] | None = None,
-) -> str:
+) -> Html:
     """The compared runs as an HTML table: a row per run, sorted by ``key``'s last value.
 
     Columns: the run (linked to its env when ``links`` has it), the metric, then
@@ -101,16 +102,16 @@ def comparison_table(
     head = ["run", *([metric] if metric else []), *varying]
     rows = []
     for run in sort_runs(runs, key, descending):
-        name = html.escape(run.name)
-        if run.name in links:
-            name = f'<a href="{html.escape(links[run.name])}">{name}</a>'
+        name = markup.link(links[run.name], run.name) if run.name in links else run.name
         value = last_value(run, key)
         cells = [name, *([("-" if value is None else f"{value:.6g}")] if metric else [])]
-        cells += [html.escape(options[run.name].get(n, "-")) for n in varying]
+        cells += [options[run.name].get(n, "-") for n in varying]
         rows.append(_row(cells))
-    table = f"<table>{_row([html.escape(h) for h in head], 'th')}{''.join(rows)}</table>"
+    table = markup.element("table", _row(head, "th"), *rows)
     if shared:
         first = options[runs[0].name] if runs else {}
-        same = ", ".join(f"{html.escape(n)}={html.escape(first.get(n, '-'))}" for n in shared)
-        table += f"<p style='color:#555'>same in every run: {same}</p>"
+        same = ", ".join(f"{n}={first.get(n, '-')}" for n in shared)
+        table = markup.join(
+            table, markup.element("p", f"same in every run: {same}", attrs=" style='color:#555'")
+        )
     return table

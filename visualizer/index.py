@@ -7,12 +7,14 @@ with its state and when it last reported, and the comparison env when there is o
 
 from __future__ import annotations
 
-import html
 import time
 from collections.abc import Iterable
 from datetime import datetime
 
+from . import markup
+from .fold import MAX_WINDOWS, plot_windows
 from .layout import safe_id
+from .markup import Html
 from .rundata import RunData
 from .status import is_stale
 from .visdom_client import VisdomClient
@@ -36,7 +38,9 @@ def _state(run: RunData, now: float) -> str:
     if run.status is None:
         return "no status yet"
     state = str(run.status.get("state", "unknown"))
-    return f"{state} (silent)" if is_stale(run.status, now) else state
+    state = f"{state} (silent)" if is_stale(run.status, now) else state
+    windows = plot_windows(run.series)
+    return f"{state}; {windows:,} plot windows folded" if windows > MAX_WINDOWS else state
 
 
 def _when(stamp: float | None) -> str:
@@ -107,19 +111,23 @@ class IndexDisplay:
             or datetime.fromtimestamp(now).date() != datetime.fromtimestamp(self._built).date()
         )
 
-    def html(self, runs: Iterable[tuple[str, RunData]], compare_env: str | None, now: float) -> str:
+    def html(
+        self, runs: Iterable[tuple[str, RunData]], compare_env: str | None, now: float
+    ) -> Html:
         """The index as HTML: a row per run, in name order."""
         endpoint = self.client.endpoint
 
-        def link(env: str, text: str) -> str:
-            return f'<a href="{html.escape(endpoint.env_url(env))}">{html.escape(text)}</a>'
+        def link(env: str, text: str) -> Html:
+            return markup.link(endpoint.env_url(env), text)
 
-        def row(cells: list[str], tag: str = "td") -> str:
-            return "<tr>" + "".join(f"<{tag}{_CELL}>{c}</{tag}>" for c in cells) + "</tr>"
-
-        rows = "".join(
-            row([link(env, run.name), html.escape(_state(run, now)), _when(last_report(run))])
+        rows = [
+            markup.row(
+                [link(env, run.name), _state(run, now), _when(last_report(run))], attrs=_CELL
+            )
             for env, run in sorted(runs, key=lambda item: item[1].name)
+        ]
+        head = ["All runs overlaid: ", link(compare_env, compare_env)] if compare_env else []
+        table = markup.element(
+            "table", markup.row(["run", "state", "last update"], "th", _CELL), *rows
         )
-        head = f"<p>All runs overlaid: {link(compare_env, compare_env)}</p>" if compare_env else ""
-        return f"{head}<table>{row(['run', 'state', 'last update'], 'th')}{rows}</table>"
+        return markup.join(markup.element("p", *head) if head else "", table)

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-import html
 import math
 import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from . import markup
+from .markup import Html
+
 # A heartbeat this many intervals late means the trainer is gone (killed, hung,
 # or its host down) even though its last status still says "running".
 STALE_AFTER_HEARTBEATS = 3.0
 DEFAULT_HEARTBEAT = 5.0
 RATE_WINDOW_SECONDS = 120.0
+_NAME_CELL = " style='padding-right:1em;color:#555'"
 
 
 def is_stale(status: dict[str, Any], now: float | None = None) -> bool:
@@ -82,7 +85,7 @@ class StatusView:
     stale: bool
     rows: list[tuple[str, str]]
 
-    def html(self) -> str:
+    def html(self) -> Html:
         """The panel as an HTML table (visdom text windows render HTML)."""
         color = {
             "running": "#1a7f37",
@@ -93,14 +96,15 @@ class StatusView:
         badge = self.state.upper()
         if self.stale:
             badge, color = "STALE (no heartbeat)", "#bc4c00"
-        cells = "".join(
-            f"<tr><td style='padding-right:1em;color:#555'>{html.escape(k)}</td>"
-            f"<td>{html.escape(v)}</td></tr>"
+        cells = (
+            markup.element("tr", markup.element("td", k, attrs=_NAME_CELL), markup.element("td", v))
             for k, v in self.rows
         )
-        return (
-            f"<div style='font-family:sans-serif'><b style='color:{color}'>{html.escape(badge)}</b>"
-            f"<table style='margin-top:4px'>{cells}</table></div>"
+        return markup.element(
+            "div",
+            markup.element("b", badge, attrs=f" style='color:{color}'"),
+            markup.element("table", *cells, attrs=" style='margin-top:4px'"),
+            attrs=" style='font-family:sans-serif'",
         )
 
 

@@ -27,8 +27,12 @@ from typing import Any
 import requests
 
 from .endpoint import VisdomEndpoint
+from .markup import plot_strings
 
 log = logging.getLogger(__name__)
+
+# The routes whose messages draw windows on the page.
+_DRAWING_ROUTES = frozenset({"events", "update"})
 
 
 class VisdomUnavailableError(ConnectionError):
@@ -102,8 +106,13 @@ class VisdomClient:
             ) from None
 
     def post(self, route: str, msg: dict[str, Any]) -> str:
-        """POST ``msg`` as JSON to ``route`` (``events``, ``update``, ...); the reply text."""
+        """POST ``msg`` as JSON to ``route`` (``events``, ``update``, ...); the reply text.
+
+        A window's strings Plotly would read as markup go out escaped (:mod:`.markup`).
+        """
         session = self._connect()
+        if route in _DRAWING_ROUTES:
+            msg = plot_strings(msg)
         response = self._send(session, route, msg)
         if response.status_code != 200:
             raise VisdomRequestError(

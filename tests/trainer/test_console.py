@@ -22,3 +22,9 @@ def test_with_the_s3_hook_the_bucket_is_named_too(tmp_path: Path, monkeypatch) -
     assert line.startswith(f"python run_visualizer_local.py --pickle-dir {store} (here)")
     # Another hook copies elsewhere: only the local store is certain.
     assert "s3://" not in watch_command(store, tmp_path, "mysave.copy")
+
+
+def test_an_s3_key_with_spaces_and_hashes_is_quoted(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("TRANSFER_S3_URI", "s3://bucket/my runs #2/")
+    line = watch_command(tmp_path / "exp 1" / "pickle", tmp_path, "transfer_plugins.s3.save_to_s3")
+    assert line.endswith("--pickle-dir 's3://bucket/my runs #2/exp 1/pickle'")

@@ -17,6 +17,9 @@ from transfer_plugins.s3_location import S3Location
         ("s3://bkt/runs", "bkt", "runs/"),
         ("s3://bkt/runs/", "bkt", "runs/"),
         ("  s3://bkt/some/prefix/exp1/pickle ", "bkt", "some/prefix/exp1/pickle/"),
+        # keys as S3 allows them: nothing is a query or a fragment
+        ("s3://bkt/my runs/run #1?v=2/pickle", "bkt", "my runs/run #1?v=2/pickle/"),
+        ("s3://Old_bkt/ünïcode %20 runs", "Old_bkt", "ünïcode %20 runs/"),
     ],
 )
 def test_parse_gives_a_prefix_that_is_empty_or_ends_in_a_slash(url, bucket, prefix):
@@ -47,8 +50,8 @@ def test_constructed_locations_are_normalised_the_same_way():
         ("s3://", "it names no bucket"),
         ("s3:///prefix", "it names no bucket"),
         ("/local/path", "it does not start with s3://$"),
-        ("s3://bkt/a b", "spaces, '\\?' and '#' are not allowed"),
-        ("s3://bkt/x?versionId=1", "spaces, '\\?' and '#' are not allowed"),
+        ("s3://my bucket/runs", "'my bucket' is not a bucket name"),
+        ("s3://bkt#1/runs", "'bkt#1' is not a bucket name"),
     ],
 )
 def test_parse_says_what_is_wrong(url, hint):

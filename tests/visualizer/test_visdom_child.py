@@ -9,15 +9,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import websocket
 
+from tests.fixtures.net import free_port
 from tests.visualizer.conftest import VisdomReader, wait_until
 from tests.visualizer.test_images import png
 from visualizer import visdom_child
+from visualizer.endpoint import VisdomEndpoint
 from visualizer.images import image_message
 from visualizer.rundata import IMAGE_HISTORY, ImageSnapshot
 from visualizer.server import VisdomServer, visdom_answers
-from visualizer.visdom_client import VisdomClient
+from visualizer.visdom_client import VisdomClient, VisdomRequestError
 
 
 def _snapshots(start: int, stop: int) -> list[ImageSnapshot]:
@@ -157,6 +160,32 @@ def test_files_visdom_creates_are_private(visdom_server: VisdomServer, run_name:
     while not env_file.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert env_file.stat().st_mode & 0o077 == 0, oct(env_file.stat().st_mode)
+
+
+class _LoginServer(VisdomServer):
+    """Our server with visdom's login on at a loopback address (the tests stay on loopback)."""
+
+    @property
+    def login_enabled(self) -> bool:
+        return True
+
+
+def test_with_login_the_cookie_secret_is_private(tmp_path: Path, monkeypatch) -> None:
+    # visdom keeps it in ~/.visdom whatever -env_path says; world-readable, any local user
+    # could sign a login cookie with it.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("VISDOM_COOKIE", raising=False)
+    secret = tmp_path / ".visdom" / "COOKIE_SECRET"
+    for existing in (False, True):  # created by visdom at its first login start, then reused
+        if existing:
+            secret.chmod(0o644)
+        endpoint = VisdomEndpoint("127.0.0.1", free_port(), "ada", "lovelace")
+        with _LoginServer(endpoint, tmp_path / "envs", tmp_path / f"visdom-{existing}.log"):
+            assert secret.is_file() and secret.stat().st_mode & 0o777 == 0o600, existing
+            assert json.loads(VisdomClient(endpoint).post("env_state", {})) is not None
+            guest = VisdomClient(VisdomEndpoint("127.0.0.1", endpoint.port))
+            with pytest.raises(VisdomRequestError):
+                guest.post("env_state", {})
 
 
 # Counts the page's requests for a whole env (visdom's way out of a window it got wrong).
