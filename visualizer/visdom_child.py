@@ -26,7 +26,9 @@ left open for a whole run:
   length, and the page gets a two-operation patch.
 * **visdom's page script mended** (served from memory, the file untouched): image
   panes no longer swallow the keys typed into the view pane's fields, an image
-  pane reads no snapshot past its history, and an update that does not apply to the
+  pane reads no snapshot past its history, a window's messages are applied to the
+  page's copy of it in the order they came (out of order, the page fetched the whole
+  env again, several times a second), and an update that does not apply to the
   page's copy of a window reloads the env instead of throwing.
 * **Its own origin only.** visdom answers any ``Host`` and accepts writes and
   websockets from any page: a web page the user opens could read and wipe the
@@ -82,6 +84,25 @@ _SCRIPT_MENDS = (
     ),
     # An image pane's slider position past its history blanks the page (see above).
     (b"s=s[y]),s.caption", b"s=s[Math.min(y,s.length-1)]),s.caption"),
+    # The page kept a window's copy (what updates are checked against) in step with the
+    # server only while no two messages for it came within 100 ms: window messages wait
+    # in a 100 ms batch before they reach the copy, updates wait 0 ms, and an update's
+    # result for display was patched onto the displayed pane, itself still waiting in that
+    # batch. Out of step, the check failed and the page fetched the whole env again,
+    # whose windows then raced the next update the same way: 4-8 fetches a second in the
+    # soak run, and a page open for the whole run fell minutes behind. So: a window
+    # message reaches the copy at once, an update is checked at once, in the order they
+    # came, and the display gets the checked copy.
+    (
+        b"e.postForEnv(e.state.envIDs):e.addPaneBatched(n);break;",
+        b"e.postForEnv(e.state.envIDs):(e.state.consistent_pane_copy[n.id]="
+        b"JSON.parse(JSON.stringify(n)),e.addPaneBatched(n));break;",
+    ),
+    (b"setTimeout(e._checkWindow,0,n,3)", b"e._checkWindow(n,3)"),
+    (
+        b"var o=e.state.panes[t.win],a=Ty.applyPatch(o,t.content).newDocument;e.addPaneBatched(a)",
+        b"e.addPaneBatched(JSON.parse(JSON.stringify(i)))",
+    ),
     # A window's update that does not apply to the page's copy of it threw (uncaught,
     # the update lost): on failure take visdom's own way out of a mismatch, reloading
     # the env's windows (which also replaces the copy the failed patch left half done).

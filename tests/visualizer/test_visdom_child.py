@@ -220,6 +220,34 @@ def test_an_open_page_applies_updates_of_small_values_without_fetching_the_env_a
     assert chromium_driver.execute_script("return window.envFetches") == 0
 
 
+def test_an_open_page_keeps_up_with_redraws_and_appends_in_quick_succession(
+    visdom_server: VisdomServer, run_name: str, chromium_driver: Any
+) -> None:
+    # What the visualizer sends a window during a run: a redraw, then appends, well
+    # within visdom's 100 ms batch of window messages.
+    client = VisdomClient(visdom_server.endpoint)
+
+    def redraw(points: int) -> None:
+        line = {"x": list(range(points)), "y": [0.5] * points, "type": "scatter", "name": "loss"}
+        msg = {"data": [line], "win": "w", "eid": run_name, "opts": {}, "layout": {}}
+        client.post("events", msg)
+
+    redraw(1)
+    chromium_driver.get(f"{visdom_server.url}/env/{run_name}")
+    wait_until(lambda: chromium_driver.execute_script(_PLOT_POINTS) == 1, timeout=30)
+    chromium_driver.execute_script(_COUNT_ENV_FETCHES)
+    points = 1
+    for _round in range(10):
+        points += 10
+        redraw(points)
+        for _append in range(3):
+            update = {"data": [{"x": [points], "y": [0.25], "name": "loss"}], "append": True}
+            client.post("update", {**update, "win": "w", "eid": run_name, "name": None})
+            points += 1
+    wait_until(lambda: chromium_driver.execute_script(_PLOT_POINTS) == points, timeout=30)
+    assert chromium_driver.execute_script("return window.envFetches") == 0
+
+
 _PLOT_POINTS = (
     "const d = document.querySelector('.js-plotly-plot'); return d && d.data[0].x.length;"
 )
