@@ -159,6 +159,8 @@ class PlotWindow:
         except ValueError as err:
             log.warning("window %r: ignoring the page's zoom: %s", self.spec.win, err)
             return
+        if self._remount:
+            return  # the pane it zoomed goes for a new axis: the new one shows the whole run
         if zoom != self.zoom:
             self.zoom, self._rezoom = zoom, True  # redrawn at once: someone waits for it
 

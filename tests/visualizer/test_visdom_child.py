@@ -156,3 +156,15 @@ def test_files_visdom_creates_are_private(visdom_server: VisdomServer, run_name:
     while not env_file.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert env_file.stat().st_mode & 0o077 == 0, oct(env_file.stat().st_mode)
+
+
+def test_the_page_script_is_served_with_every_mend(visdom_server: VisdomServer) -> None:
+    """Each mend finds its place in visdom's page script (a visdom upgrade would move them)."""
+    own = f"{visdom_server.endpoint.host}:{visdom_server.endpoint.port}"
+    status, script = _request(visdom_server, "GET", "/static/js/main.js", {"Host": own})
+    assert status == 200
+    for old, new in visdom_child._SCRIPT_MENDS:
+        assert new in script and old not in script.replace(new, b""), old[:60]
+    # The plot pane reports its x range (visualizer.zoom) without its data.
+    assert b'event_type:"' + visdom_child.ZOOM_EVENT.encode() + b'"' in script
+    assert b"pane_data:!1" in script
