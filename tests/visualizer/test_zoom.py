@@ -1,11 +1,17 @@
-"""Zoom to full resolution, without a server: the page's x range read back into the axis' terms,
-the stored points of a range, their sampling, and a zoomed window's redraws."""
+"""Zoom to full resolution: the page's x range read back into the axis' terms, the stored points
+of a range, their sampling, a zoomed window's redraws; and the page's event reaching a follower."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
 
+from snapshot_store import Recorder
+from tests.visualizer.conftest import following, wait_until
+from tests.visualizer.test_s3_source import upload
+from tests.visualizer.test_visdom_child import _page_socket
 from visualizer.decimate import decimate_indices
 from visualizer.layout import window_for_group
 from visualizer.plotwindow import Line, PlotWindow
@@ -154,3 +160,30 @@ def test_a_relative_zoom_keeps_its_stretch_when_the_unit_grows():
     loss.extend([100], [1.0], [T0 + 600.0])  # ten minutes in: drawn in minutes now
     plan = window.plan(lines, "env", now=200.0)
     assert plan.msg["layout"]["xaxis"]["range"] == [10 / 60, 20 / 60]
+
+
+def test_a_zoom_from_the_page_redraws_an_s3_run_on_wall_time(
+    tmp_path, s3_bucket, visdom_server, reader, run_name
+):
+    """The page's event, as its socket sends it, reaches the follower of an S3 run."""
+    store, prefix = tmp_path / run_name / "pickle", f"zoom/{run_name}/pickle/"
+    with Recorder(store, flush_interval=0.05) as rec:
+        for step in range(5_000):
+            rec.log({"loss": 1.0 / (step + 1)}, step=step)
+    upload(s3_bucket, store, prefix)
+    with following(
+        s3_bucket.uri(prefix), visdom_server.endpoint, view=ViewSettings(x_axis="wall")
+    ) as follower:
+        wait_until(lambda: reader.has_window(run_name, "train"))
+        loss = follower.feeds[run_name].data.series[("train", "loss")]
+        times = loss.times(slice(None))
+        bounds = local_ms(times[[2_000, 2_100]]).tolist()  # as the page's date axis has them
+        page = _page_socket(visdom_server)
+        try:
+            message = {"target": "train", "eid": run_name, "pane_data": False} | event(bounds)
+            page.send(json.dumps({"cmd": "forward_to_vis", "data": message}))
+            inside = np.flatnonzero((times >= times[2_000]) & (times <= times[2_100]))
+            drawn = local_ms(times[inside[0] - 1 : inside[-1] + 2]).tolist()
+            wait_until(lambda: reader.traces(run_name, "train")["loss"][0] == drawn)
+        finally:
+            page.close()
