@@ -1,6 +1,6 @@
 """Zoom to full resolution in headless Chromium: a zoom set through Plotly, as a drag sets it,
 draws every stored point of the range; a double-click restores the overview; live points keep
-the zoom; the comparison env zooms on relative time."""
+the zoom; the comparison env zooms on relative time, a run's page on wall time."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from tests.visualizer.conftest import following, wait_until
 from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _choose, _plot
 from visualizer.display import DEFAULT_MAX_POINTS, run_start
 from visualizer.follower import Follower
+from visualizer.traces import local_ms
+from visualizer.view import ViewSettings
 from visualizer.visdom_client import VisdomClient
 
 POINTS, SPACING = 1_000_000, 2  # a million points, logged every other step
@@ -141,3 +143,38 @@ def test_the_comparison_zooms_on_relative_time(tmp_path, visdom_server, chromium
         assert plot["x_axis"]["range"] == zoom and plot["x_axis"]["autorange"] is False
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         assert driver.save_screenshot(str(ARTIFACTS / "visualizer_zoom_compare_relative.png"))
+
+
+def test_a_zoom_on_wall_time_draws_every_stored_point_of_its_dates(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    """A date axis reports its range as date strings, as a drag leaves them."""
+    store = tmp_path / run_name / "pickle"
+    _write(store, range(20_000))
+    driver, title = chromium_driver, "train losses"
+    wait = WebDriverWait(driver, BROWSER_WAIT_S)
+    with following(store, visdom_server.endpoint, view=ViewSettings(x_axis="wall")) as follower:
+        client = VisdomClient(visdom_server.endpoint)
+        wait_until(lambda: client.window_exists(run_name, "train"), timeout=BROWSER_WAIT_S)
+        driver.get(f"{visdom_server.url}/env/{run_name}")
+        wait.until(lambda d: (p := _plot(d, title)) and p["x_axis"]["type"] == "date")
+        times = follower.feeds[run_name].data.series[("train", "loss")].times(slice(None))
+        shown = local_ms(times[[8_000, 8_400]]).tolist()
+        # The page's own range in milliseconds, from the date strings it keeps.
+        zoom = driver.execute_script(
+            "const div = Array.from(document.querySelectorAll('.js-plotly-plot'))"
+            "  .find(d => (d.layout.title.text || d.layout.title) === arguments[0]);"
+            "const ax = div._fullLayout.xaxis;"
+            "return Plotly.relayout(div, {'xaxis.range[0]': ax.l2r(arguments[1]),"
+            "  'xaxis.range[1]': ax.l2r(arguments[2])}).then(() => ax.range.map(r => ax.r2l(r)));",
+            title,
+            *shown,
+        )
+        drawn = local_ms(times)
+        stored = drawn[(drawn >= zoom[0]) & (drawn <= zoom[1])].tolist()
+        assert len(stored) >= 100  # date strings keep a tenth of a millisecond
+        plot = wait.until(
+            lambda d: (p := _xs(d, title)) and [x for x in _raw(p) if zoom[0] <= x <= zoom[1]]
+            == stored and p
+        )  # fmt: skip
+        assert len(_raw(plot)) <= len(stored) + 2 and plot["x_axis"]["autorange"] is False
