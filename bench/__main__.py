@@ -3,6 +3,7 @@
     python -m bench            # all
     python -m bench store      # only bench/bench_store.py
     python -m bench viewer     # the page in Chromium: first draw, 10M-point ingest, idle
+    python -m bench zoom       # a 1M-point run zoomed to 1,000 steps in Chromium, every point drawn
     python -m bench gpu        # logging in a fast CUDA loop ("skipped: no CUDA" without one)
 
 These machines are noisy: compare the ratios, not the absolute times.
@@ -14,7 +15,17 @@ import importlib
 import logging
 import sys
 
-SUITES = ("store", "memory", "transfer", "trainer", "visualizer", "viewer", "integrations", "gpu")
+SUITES = (
+    "store",
+    "memory",
+    "transfer",
+    "trainer",
+    "visualizer",
+    "viewer",
+    "zoom",
+    "integrations",
+    "gpu",
+)
 COLUMNS = ("benchmark", "ours", "reference", "ratio", "target", "met")
 
 

@@ -14,7 +14,6 @@ to: no lost and no duplicated points.
 from __future__ import annotations
 
 import logging
-import queue
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -33,6 +32,7 @@ from .series import Series
 from .status import status_view
 from .view import CONTROLS_WIN, ViewSettings, apply_event, controls_message
 from .visdom_client import VisdomClient
+from .zoom import ZOOM_EVENT
 
 log = logging.getLogger(__name__)
 
@@ -125,15 +125,12 @@ class EnvDisplay:
         """True when a window holds back new points until its next redraw slot."""
         return any(window.deferred for window in self.plots.values())
 
-    def _property_updates(self, win: str) -> Iterator[dict[str, Any]]:
-        """The changes made on the page to properties pane ``win`` since the last look."""
+    def _property_updates(self, win: str, kind: str = "PropertyUpdate") -> Iterator[dict[str, Any]]:
+        """The events of ``kind`` from window ``win`` on the page since the last look."""
         events = self.client.events.subscribe(self.env, win)
-        while True:
-            try:
-                event = events.get_nowait()
-            except queue.Empty:
-                return
-            if event.get("event_type") == "PropertyUpdate":
+        while not events.empty():  # the follow loop is the only one taking them
+            event = events.get_nowait()
+            if event.get("event_type") == kind:
                 yield event
 
     def _sync_controls(self) -> bool:
@@ -203,11 +200,10 @@ class EnvDisplay:
     def _idle(self, news: object, now: float, force: bool, *panes: str) -> bool:
         """True when a full sync would find nothing to send.
 
-        That is: ``news`` (the data's update counts) equals :attr:`_synced`, stored
-        at the last full sync; the env is drawn; no point waits for a redraw slot;
-        and the page changed none of ``panes`` (properties panes). Now and then it
-        checks that the server still has the env; an env found gone is forgotten,
-        so the full sync rebuilds it.
+        That is: ``news`` (the data's update counts) equals :attr:`_synced`, stored at the
+        last full sync; the env is drawn; no point waits for a redraw slot; and the page
+        changed none of ``panes`` nor zoomed a plot. Now and then it checks that the server
+        still has the env; an env found gone is forgotten, so the full sync rebuilds it.
         """
         quiet = (
             not force
@@ -216,7 +212,9 @@ class EnvDisplay:
             and self.controls_drawn
             and not self.pending
             # Subscribing also tells the page listener someone still listens.
-            and all(self.client.events.subscribe(self.env, pane).empty() for pane in panes)
+            and all(
+                self.client.events.subscribe(self.env, p).empty() for p in [*panes, *self.plots]
+            )
         )
         return quiet and not (self._probe_due(now) and self._env_gone(now))
 
@@ -228,6 +226,8 @@ class EnvDisplay:
                 window = PlotWindow(spec, self.max_points, self.view, self.colors)
                 self.plots[spec.win] = window
             window.spec = spec  # its y label names the series it has now
+            for event in self._property_updates(spec.win, ZOOM_EVENT):
+                window.zoom_to(event)
             plan = window.plan(lines, self.env, now, force)
             if plan is not None:
                 plans[spec.win] = plan

@@ -7,14 +7,15 @@ series share its name, color and legend entry, so hiding it hides both.
 
 What the page keeps across updates is visdom's doing: its plot pane carries a
 user's zoom (an axis whose ``autorange`` is false) and hidden traces (by trace
-name) from one drawing to the next, so updates never set ``autorange``. A new
-x axis or y scale needs the opposite, a fresh pane: the window is briefly
-replaced by an empty text pane, then drawn anew (see :meth:`PlotWindow.set_view`).
+name) from one drawing to the next. A zoom the page reports is drawn at full
+resolution (:mod:`visualizer.zoom`). A new x axis or y scale needs a fresh pane:
+the window is briefly replaced by an empty text pane, then drawn anew (see
+:meth:`PlotWindow.set_view`).
 """
 
 from __future__ import annotations
 
-import time
+import logging
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,10 +24,15 @@ from typing import Any
 import numpy as np
 
 from . import layout
-from .decimate import MIN_POINTS, check_max_points, decimate_indices
+from .decimate import MIN_POINTS, check_max_points
 from .series import Series
 from .smoothing import Smoother
+from .traces import faint, local_ms
+from .traces import line as trace_line
 from .view import ViewSettings
+from .zoom import Pick, Zoom, pick, sample, zoom_of
+
+log = logging.getLogger(__name__)
 
 # visdom 0.2.4 turns every append into a deepcopy plus jsonpatch.make_patch of the
 # whole window, so an append costs in proportion to the points already drawn and
@@ -44,9 +50,6 @@ REMOUNT_GAP = 0.4
 # A series with fewer points (validation once an epoch) is drawn raw, not smoothed: a
 # moving average over a few points ends visibly off the last value the tables show.
 SPARSE_POINTS = 50
-# The raw curve under a smoothed one is faint through its color's alpha: visdom's
-# page resets every line trace's opacity to 1.
-RAW_ALPHA = 0.3
 # Plotly's own colors, assigned per series so a series' two traces match.
 PALETTE = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
@@ -89,6 +92,7 @@ class _Trace:
     shown: int  # raw points actually drawn after decimation (its smoothed trace draws as many)
     rewinds: int  # the series' rewind count when drawn
     origin: float | None  # where relative time started when drawn
+    picked: tuple[int, int, int] | None = None  # a zoom's points when drawn (Pick.key)
 
 
 @dataclass
@@ -126,6 +130,8 @@ class PlotWindow:
         self._remount = False  # the page must drop its plot before the next drawing
         self._hold_until = 0.0
         self._unit = _TIME_UNITS[0]
+        self.zoom: Zoom | None = None  # the x range the page shows; None: the whole run
+        self._rezoom = False
         self.redraws = 0  # messages sent, by kind
         self.appends = 0
 
@@ -138,12 +144,41 @@ class PlotWindow:
         """Draw with ``view`` from now on (a redraw; a new axis also resets the page's zoom)."""
         if view == self.view:
             return
-        if view.axes() != self.view.axes() and self.drawn:
-            self._remount = True
+        if view.axes() != self.view.axes():
+            self._remount = self.drawn
+            self.zoom = None  # the new pane shows the whole run
         if view.smoothing != self.view.smoothing:
             self.smoothers.clear()
         self.view = view
         self.invalidate()
+
+    def zoom_to(self, event: dict[str, Any]) -> None:
+        """Draw the x range the page's zoom ``event`` reports (none: the whole run) from now on."""
+        try:
+            zoom = zoom_of(event, self.view.x_axis, self._unit[2])
+        except ValueError as err:
+            log.warning("window %r: ignoring the page's zoom: %s", self.spec.win, err)
+            return
+        if self._remount:
+            return  # the pane it zoomed goes for a new axis: the new one shows the whole run
+        if zoom != self.zoom:
+            self.zoom, self._rezoom = zoom, True  # redrawn at once: someone waits for it
+
+    def _picks(self, lines: dict[str, Line]) -> dict[str, Pick | None]:
+        """Each line's points in the zoom (None each when not zoomed)."""
+        zoom = self.zoom
+        return {
+            k: None if zoom is None else pick(zoom, v.series, v.origin) for k, v in lines.items()
+        }
+
+    def _zoom_moved(self, lines: dict[str, Line], zoom: Zoom) -> bool:
+        """Whether new points change what ``zoom`` shows; if not, they count as drawn."""
+        for label, t in self.traces.items():
+            if pick(zoom, lines[label].series, lines[label].origin).key() != t.picked:
+                return True
+        for label, t in self.traces.items():
+            t.sent = len(lines[label].series)
+        return False
 
     def plan(
         self, lines: dict[str, Line], env: str, now: float, force: bool = False
@@ -171,7 +206,9 @@ class PlotWindow:
         fresh = {label: len(lines[label].series) - t.sent for label, t in self.traces.items()}
         if not any(fresh.values()):
             return None
-        within_max = all(
+        if self.zoom is not None and not self._zoom_moved(lines, self.zoom):
+            return None
+        within_max = self.zoom is None and all(
             t.shown + fresh[label] <= self.max_points for label, t in self.traces.items()
         )
         per_point = 2 if self.view.smoothing else 1  # a raw and a smoothed trace
@@ -187,6 +224,7 @@ class PlotWindow:
         """Record that ``plan`` reached the server, taking ``seconds``."""
         self.traces = plan.traces
         self.drawn = bool(plan.traces)
+        self._rezoom &= not plan.redraw
         if not plan.traces:
             return  # the placeholder of a remount
         if plan.redraw:
@@ -207,7 +245,7 @@ class PlotWindow:
 
     def _stale(self, lines: dict[str, Line]) -> bool:
         """True when what the server shows is wrong, not just behind: redraw at once."""
-        if not self.drawn or set(lines) != set(self.traces):
+        if not self.drawn or self._rezoom or set(lines) != set(self.traces):
             return True
         if self.view.x_axis == "relative" and self._relative_moved(lines):
             return True
@@ -248,7 +286,7 @@ class PlotWindow:
         if self.view.x_axis == "relative":
             origin = line.origin if line.origin is not None else np.nan
             return (times - origin) / self._unit[2]
-        return _local_ms(times)
+        return local_ms(times)
 
     @property
     def budget(self) -> int:
@@ -265,13 +303,13 @@ class PlotWindow:
         """The raw trace of ``label`` and, when smoothing, its smoothed one: (points, values) each."""
         color = self.colors.get(label) or series_colors([label])[label]
         out = [
-            _line(
-                label, self._x(line, raw[0]), raw[1], _faint(color) if smooth else color, not smooth
+            trace_line(
+                label, self._x(line, raw[0]), raw[1], faint(color) if smooth else color, not smooth
             )
         ]
         if smooth:
             out.append(
-                _line(label, self._x(line, smooth[0]), smooth[1], color, True)
+                trace_line(label, self._x(line, smooth[0]), smooth[1], color, True)
                 | {"meta": "smoothed"}
             )
         return out
@@ -281,19 +319,23 @@ class PlotWindow:
             label for label in lines if label not in self.traces
         ]
         self._unit = self._time_unit(lines)
-        data, states = [], {}
+        data, states, picks = [], {}, self._picks(lines)
         for label in order:
-            line = lines[label]
-            raw = _thinned(line.series.values(), self.budget)
+            line, chosen = lines[label], picks[label]
+            raw = sample(line.series.values(), chosen, self.budget)
             smooth = (
-                _thinned(self.smoothers[label].values(), self.budget)
+                sample(self.smoothers[label].values(), chosen, self.budget)
                 if self._smoothed(line)
                 else None
             )
             traces = self._traces_of(label, line, raw, smooth)
             data += traces
             states[label] = _Trace(
-                len(line.series), len(traces[0]["x"]), line.series.rewinds, line.origin
+                len(line.series),
+                len(traces[0]["x"]),
+                line.series.rewinds,
+                line.origin,
+                chosen.key() if chosen is not None else None,
             )
         msg = {
             "data": data,
@@ -345,11 +387,13 @@ class PlotWindow:
         return Plan("events", msg, {}, redraw=True)
 
     def _layout(self) -> dict[str, Any]:
-        x_axis = {
+        x_axis: dict[str, Any] = {
             "step": {"title": "step", "type": "linear"},
             "relative": {"title": f"time since start ({self._unit[1]})", "type": "linear"},
             "wall": {"title": "wall time", "type": "date"},
         }[self.view.x_axis]
+        if self.zoom is not None:  # a page opened later shows the zoom it draws
+            x_axis |= {"range": self.zoom.drawn(self._unit[2]), "autorange": False}
         return {
             # Left-aligned: Plotly's toolbar sits at the top right, over a centered title.
             "title": {"text": self.spec.title, "x": 0.02, "xanchor": "left"},
@@ -362,53 +406,3 @@ class PlotWindow:
             "xaxis": x_axis,
             "yaxis": {"title": self.spec.ylabel, "type": "log" if self.view.log_y else "linear"},
         }
-
-
-def _local_ms(times: np.ndarray) -> np.ndarray:
-    """Wall times as Plotly date values: milliseconds of the local clock.
-
-    Plotly shows a date axis in UTC; shifting each time by the local UTC offset
-    of that moment (daylight saving included) makes the axis read local time.
-    """
-    offsets = [time.localtime(t).tm_gmtoff if np.isfinite(t) else 0 for t in times.tolist()]
-    return (times + np.asarray(offsets, dtype=np.float64)) * 1000.0
-
-
-def _json_floats(values: np.ndarray) -> list:
-    """Values as a JSON-safe list: NaN and +/-inf become None (a gap in the line)."""
-    finite = np.isfinite(values)
-    out = values.tolist()
-    if not finite.all():
-        for i in np.flatnonzero(~finite).tolist():
-            out[i] = None
-    return out
-
-
-def _thinned(values: np.ndarray, budget: int) -> tuple[np.ndarray | slice, np.ndarray]:
-    """(points, values) to draw of ``values``: all of them, or at most ``budget`` (min/max kept)."""
-    if len(values) <= budget:
-        return slice(None), values
-    index = decimate_indices(values, budget)
-    return index, values[index]
-
-
-def _faint(color: str) -> str:
-    """``#rrggbb`` as an ``rgba()`` color at RAW_ALPHA."""
-    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
-    return f"rgba({r},{g},{b},{RAW_ALPHA})"
-
-
-def _line(label: str, x: np.ndarray, y: np.ndarray, color: str, legend: bool) -> dict[str, Any]:
-    # Points without an x (a time that was never recorded) are left out:
-    # visdom's append can not take a None x.
-    keep = np.isfinite(x) if x.dtype.kind == "f" else slice(None)
-    return {
-        "x": x[keep].tolist(),
-        "y": _json_floats(y[keep]),
-        "name": label,
-        "type": "scatter",
-        "mode": layout.LINES_MODE,
-        "legendgroup": label,
-        "showlegend": legend,
-        "line": {"color": color, "width": 1.5 if legend else 1.0},
-    }

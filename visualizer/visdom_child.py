@@ -28,8 +28,10 @@ left open for a whole run:
   panes no longer swallow the keys typed into the view pane's fields, an image
   pane reads no snapshot past its history, a window's messages are applied to the
   page's copy of it in the order they came (out of order, the page fetched the whole
-  env again, several times a second), and an update that does not apply to the
-  page's copy of a window reloads the env instead of throwing.
+  env again, several times a second), an update that does not apply to the page's
+  copy of a window reloads the env instead of throwing, and a plot reports a change
+  of its x range (a zoom, a double-click back) to the visualizer, which draws the
+  stored points in that range (:mod:`visualizer.zoom`).
 * **Its own origin only.** visdom answers any ``Host`` and accepts writes and
   websockets from any page: a web page the user opens could read and wipe the
   plots by DNS rebinding, or post to it across origins. Here a loopback server
@@ -69,6 +71,9 @@ from .parent import watch_parent
 
 # How long after the server closed a window a page's "close" of it is taken as its echo.
 ECHO_WINDOW_S = 10.0
+# The event a plot pane sends when its x range changes (visualizer.zoom reads it):
+# {"event_type": ZOOM_EVENT, "range": [lo, hi] in the axis' numbers, or null for autorange}.
+ZOOM_EVENT = "XRange"
 
 
 # visdom 0.2.4's page script, mended where it fails a page left open (each found once or more;
@@ -110,6 +115,22 @@ _SCRIPT_MENDS = (
         b"var r=e.state.consistent_pane_copy[t.win],i=Ty.applyPatch(r,t.content).newDocument;",
         b"var r=e.state.consistent_pane_copy[t.win],i={};"
         b"try{i=Ty.applyPatch(r,t.content).newDocument}catch(x){}",
+    ),
+    # A plot pane keeps its props where its drawing (below) can reach them.
+    (
+        b"function(e){var t=e.contentID,n=e.content,",
+        b"function(e){var rtmPane=e,t=e.contentID,n=e.content,",
+    ),
+    # After each drawing, a change of the x range is sent as the pane's ZOOM_EVENT (null:
+    # autorange), as numbers of the axis (a date axis in ms), without the pane's data.
+    (
+        b'Plotly.newPlot(t,e.concat(r),n.layout,{showLink:!0,linkText:"Edit"})',
+        b'Plotly.newPlot(t,e.concat(r),n.layout,{showLink:!0,linkText:"Edit"}).then(function(g){'
+        b'g.on("plotly_relayout",function(v){'
+        b'if(!Object.keys(v||{}).some(function(k){return k.indexOf("xaxis.")===0}))return;'
+        b"var a=g._fullLayout.xaxis,x=a.autorange?null:a.range.map(function(b){return a.r2l(b)});"
+        b"rtmPane.onFocus(rtmPane.id,function(){rtmPane.appApi.sendPaneMessage("
+        b'{event_type:"' + ZOOM_EVENT.encode() + b'",range:x,pane_data:!1})})})})',
     ),
 )
 

@@ -236,15 +236,18 @@ class LiveRun:
         return self.step - 1
 
 
-def _live_updates(driver, run: LiveRun, check, updates: int = 3) -> dict:
-    """Log ``updates`` bursts, wait for each to reach the page, and ``check`` the plot after each."""
+def _live_updates(driver, run: LiveRun, check, updates: int = 3, first: int = 0) -> dict:
+    """Log ``updates`` bursts, wait for each to reach the page, and ``check`` the plot after each.
+
+    ``first``: the first step drawn (a zoom draws the points from its range on).
+    """
     wait = WebDriverWait(driver, BROWSER_WAIT_S)
     plot = None
     for _ in range(updates):
         last = run.log(40)
         plot = wait.until(
             lambda d, last=last: (p := _plot(d, "train losses")) and len(p["names"]) == 2
-            and p["lengths"][0] == last + 1 and p
+            and p["lengths"][0] == last + 1 - first and p
         )  # fmt: skip
         check(plot)
     assert plot is not None
@@ -293,10 +296,11 @@ def test_log_y_relative_time_zoom_and_hidden_traces_survive_live_updates(
         _live_updates(driver, run, axes_kept)
         assert driver.save_screenshot(str(ARTIFACTS / "visualizer_log_y_relative_time.png"))
 
-        # Zoom into the first part of the run, hide the curve, and keep logging.
+        # Zoom into the run from step 150 on, hide the curve, and keep logging: the zoom is
+        # drawn from the point before it (step 149), and new points arrive in it.
         _choose(driver, "x axis", "step")
         wait.until(lambda d: (p := _plot(d, "train losses")) and p["x_axis"]["title"] == "step")
-        zoom = [10, 90]
+        zoom = [150, 1000]
         driver.execute_script(
             "const div = Array.from(document.querySelectorAll('.js-plotly-plot'))"
             "  .find(d => d.layout.title === 'train losses' || "
@@ -309,7 +313,7 @@ def test_log_y_relative_time_zoom_and_hidden_traces_survive_live_updates(
             assert plot["x_axis"]["range"] == zoom and plot["x_axis"]["autorange"] is False
             assert plot["y_axis"]["type"] == "log"
 
-        _live_updates(driver, run, zoom_kept)
+        _live_updates(driver, run, zoom_kept, first=149)
         assert driver.save_screenshot(str(ARTIFACTS / "visualizer_zoom_kept.png"))
 
         driver.execute_script(  # what a click on the legend entry does
@@ -321,7 +325,7 @@ def test_log_y_relative_time_zoom_and_hidden_traces_survive_live_updates(
         def hidden_kept(plot: dict) -> None:
             assert plot["visible"] == ["legendonly", "legendonly"]
 
-        _live_updates(driver, run, hidden_kept)
+        _live_updates(driver, run, hidden_kept, first=149)
     severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     assert severe == []
 

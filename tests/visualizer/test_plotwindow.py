@@ -17,10 +17,10 @@ from visualizer.plotwindow import (
     SPARSE_POINTS,
     Line,
     PlotWindow,
-    _faint,
     series_colors,
 )
 from visualizer.series import Series
+from visualizer.traces import faint
 from visualizer.view import ViewSettings
 
 RAW = ViewSettings(smoothing=0.0)  # one trace per series
@@ -103,7 +103,7 @@ def test_each_series_is_drawn_raw_and_faint_under_its_smoothed_curve():
     raw, smooth = window.plan({"loss": Line(loss)}, "env", 0.0).msg["data"]
     assert raw["name"] == smooth["name"] == "loss" and smooth["meta"] == "smoothed"
     color = series_colors(["loss"])["loss"]
-    assert smooth["line"]["color"] == color and raw["line"]["color"] == _faint(color)
+    assert smooth["line"]["color"] == color and raw["line"]["color"] == faint(color)
     assert not raw["showlegend"] and smooth["showlegend"], "one legend entry hides both"
     assert raw["y"] == pytest.approx(loss.values().tolist())
     assert smooth["y"][0] == pytest.approx(raw["y"][0], rel=1e-6), "debiased: starts at the data"

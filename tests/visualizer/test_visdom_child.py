@@ -251,3 +251,15 @@ def test_an_open_page_keeps_up_with_redraws_and_appends_in_quick_succession(
 _PLOT_POINTS = (
     "const d = document.querySelector('.js-plotly-plot'); return d && d.data[0].x.length;"
 )
+
+
+def test_the_page_script_is_served_with_every_mend(visdom_server: VisdomServer) -> None:
+    """Each mend finds its place in visdom's page script (a visdom upgrade would move them)."""
+    own = f"{visdom_server.endpoint.host}:{visdom_server.endpoint.port}"
+    status, script = _request(visdom_server, "GET", "/static/js/main.js", {"Host": own})
+    assert status == 200
+    for old, new in visdom_child._SCRIPT_MENDS:
+        assert new in script and old not in script.replace(new, b""), old[:60]
+    # The plot pane reports its x range (visualizer.zoom) without its data.
+    assert b'event_type:"' + visdom_child.ZOOM_EVENT.encode() + b'"' in script
+    assert b"pane_data:!1" in script
