@@ -7,10 +7,11 @@ record our :class:`~trainer.SummaryWriter` writes for the matching ``add_*``
 method, so the store holds what it would hold had the script called that method.
 
 The hparams plugin's three summaries (experiment, session start, session end)
-make one hparams row, as one session is one row in TensorBoard's table. The
-experiment names the metrics but carries no values: TensorBoard takes each from
-the scalar logged under that tag, so the row stores NaN for it and the viewer
-shows the last value of that scalar (see :func:`visualizer.extra_windows`).
+make one hparams row of the writer's own run (tag ``.``, as TensorBoard names
+the log dir's own run; a later session replaces it, as there). The experiment
+names the metrics but carries no values: TensorBoard takes each from the
+scalar logged under that tag, so the row stores NaN for it and the viewer
+shows the last value of that scalar (see :mod:`snapshot_store.kinds`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from snapshot_store.images import decode_png
+from snapshot_store.kinds import OWN_RUN_TAG
 
 if TYPE_CHECKING:
     from .summary_writer import SummaryWriter
@@ -162,7 +164,7 @@ class FileWriter:
         hparams, self._session = self._session, None
         metrics = dict.fromkeys(self._metric_names, UNKNOWN)
         step, walltime = self._session_at
-        self._writer._add_hparams_row(hparams, metrics, None, step, walltime)
+        self._writer._add_hparams_row(hparams, metrics, OWN_RUN_TAG, step, walltime)
 
     def flush(self) -> None:
         """Store a session still open as its row, then wait until everything is on disk."""

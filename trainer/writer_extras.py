@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from snapshot_store import encoders
+from snapshot_store.kinds import HPARAMS_TAG
 from snapshot_store.recorder import Encoder, Recorder
 from snapshot_store.values import plain, redact
 
@@ -341,7 +342,7 @@ class WriterExtras:
     ) -> None:
         """Record one hparams row (NaN for a metric: its value is the scalar of that tag)."""
         hparams = redact({str(k): _hparam_value(v) for k, v in hparam_dict.items()})
-        tag = str(run_name) if run_name else "hparams"
+        tag = str(run_name) if run_name else HPARAMS_TAG
         self._record(
             "hparams", tag, {"hparams": hparams, "metrics": metrics}, global_step, walltime
         )

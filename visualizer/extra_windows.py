@@ -18,9 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from snapshot_store.kinds import HPARAMS_TAG
+
 from .extradata import ExtraKey
-from .layout import LINES_MODE, safe_id
-from .rundata import RunData
+from .hparams import last_value, table_row
+from .layout import LINES_MODE, PLOT_SIZE, safe_id
+from .rundata import RunData, SeriesKey
 
 EXTRA_WIN_PREFIX = "extra_"
 HPARAMS_WIN = f"{EXTRA_WIN_PREFIX}hparams"
@@ -88,12 +91,15 @@ def _data_url(mime: str, data: bytes) -> str:
     return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
 
 
+def _cell(value: Any) -> str:
+    """A table cell's text: a float to 6 significant digits (0.1 * 3 shows as 0.3)."""
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
 def _table(header: list[str], rows: list[list[Any]]) -> str:
-    cells = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in rows
-    )
-    return f"<table border='1' cellpadding='3'><tr>{cells}</tr>{body}</table>"
+    head = table_row([html.escape(h) for h in header], "th")
+    body = "".join(table_row([html.escape(_cell(v)) for v in row]) for row in rows)
+    return f"<table>{head}{body}</table>"
 
 
 class ExtraWindows:
@@ -115,7 +121,7 @@ class ExtraWindows:
         keys = set(extras.latest) | {("text", t) for t in extras.texts}
         keys |= {("histogram", t) for t in extras.histograms}
         keys |= {("layout", "")} if extras.layout else set()
-        keys = {("hparams", "") if k[0] == "hparams" else k for k in keys}
+        keys |= {("hparams", "")} if extras.hparams else set()
         todo = (extras.changed | (keys - self.drawn)) & keys
         now = time.time() if now is None else now
         if now - self._layout_at >= LAYOUT_REFRESH_SECONDS:  # charts follow their scalars
@@ -191,16 +197,21 @@ class ExtraWindows:
         return _plot_msg(self.env, win, f"{tag}: distribution", traces, ("step", "value"))
 
     def _hparams(self, run: RunData) -> dict[str, Any]:
-        records = [r for (kind, _), r in run.extras.latest.items() if kind == "hparams"]
+        """The hparams table: a row per session, a NaN metric taken from its scalar."""
+        records = run.extras.hparams
         names = sorted({k for r in records for k in r[4]["hparams"]})
         metrics = sorted({k for r in records for k in r[4]["metrics"]})
-        rows = [
-            [r[1], *(r[4]["hparams"].get(n, "") for n in names)]
-            + [r[4]["metrics"].get(m, "") for m in metrics]
-            for r in records
-        ]
+        rows = []
+        for number, (_kind, tag, _step, _wall, data) in enumerate(records, 1):
+            run_cell = f"{tag} {number}" if tag == HPARAMS_TAG else tag
+            values = [_metric(run, data["metrics"], m) for m in metrics]
+            rows.append([run_cell, *(data["hparams"].get(n, "") for n in names), *values])
         table = _table(["run", *names, *metrics], rows)
-        return _text_msg(self.env, HPARAMS_WIN, f"{run.name}: hparams", table)
+        if run.extras.hparams_dropped:
+            table += f"<p>{run.extras.hparams_dropped} older rows not shown</p>"
+        msg = _text_msg(self.env, HPARAMS_WIN, f"{run.name}: hparams", table)
+        msg["opts"].update(width=PLOT_SIZE[0], height=PLOT_SIZE[1])  # room for the rows
+        return msg
 
     def _layout_charts(self, run: RunData, layout: dict[str, Any]) -> None:
         """One window per custom-scalar chart: its tags' scalars (Margin: value and bounds)."""
@@ -208,8 +219,7 @@ class ExtraWindows:
             for title, (chart, tags) in charts.items():
                 traces = []
                 for tag in tags:
-                    group, sep, name = tag.partition("/")
-                    series = run.series.get((group, name) if sep and name else ("scalars", tag))
+                    series = run.series.get(tag_key(tag))
                     if series is not None:
                         every = max(1, len(series) // LAYOUT_MAX_POINTS)
                         x = series.steps()[::every].tolist()
@@ -229,6 +239,23 @@ class ExtraWindows:
                         self.env, win, name, f"no scalars yet for {html.escape(str(tags))}"
                     )
                 self._post("events", msg)
+
+
+def tag_key(tag: str) -> SeriesKey:
+    """The series key a SummaryWriter tag is stored under (``group/name``, else ``scalars``)."""
+    group, sep, name = tag.partition("/")
+    return (group, name) if sep and name else ("scalars", tag)
+
+
+def _metric(run: RunData, given: dict[str, float], name: str) -> Any:
+    """An hparams row's metric: the value given, else the last of the scalar ``name``."""
+    value = given.get(name)
+    if value is None:
+        return ""
+    if value == value:  # not NaN: the value add_hparams was given
+        return value
+    last = last_value(run, tag_key(name))
+    return "-" if last is None else last
 
 
 def _mesh_trace(data: dict[str, Any]) -> dict[str, Any]:

@@ -68,7 +68,8 @@ def sort_runs(
     return sorted(by_name, key=rank)
 
 
-def _row(cells: Sequence[str], tag: str = "td") -> str:
+def table_row(cells: Sequence[str], tag: str = "td") -> str:
+    """One row of the page's tables: ``cells`` (HTML, already escaped) in ``tag`` cells."""
     return "<tr>" + "".join(f"<{tag}{_CELL}>{cell}</{tag}>" for cell in cells) + "</tr>"
 
 
@@ -77,8 +78,8 @@ def run_table(run: RunData) -> str:
     options = options_of(run)
     if not options:
         return "<p>this run stored no options</p>"
-    rows = "".join(_row([html.escape(k), html.escape(v)]) for k, v in options.items())
-    return f"<table>{_row(['option', 'value'], 'th')}{rows}</table>"
+    rows = "".join(table_row([html.escape(k), html.escape(v)]) for k, v in options.items())
+    return f"<table>{table_row(['option', 'value'], 'th')}{rows}</table>"
 
 
 def comparison_table(
@@ -107,8 +108,8 @@ def comparison_table(
         value = last_value(run, key)
         cells = [name, *([("-" if value is None else f"{value:.6g}")] if metric else [])]
         cells += [html.escape(options[run.name].get(n, "-")) for n in varying]
-        rows.append(_row(cells))
-    table = f"<table>{_row([html.escape(h) for h in head], 'th')}{''.join(rows)}</table>"
+        rows.append(table_row(cells))
+    table = f"<table>{table_row([html.escape(h) for h in head], 'th')}{''.join(rows)}</table>"
     if shared:
         first = options[runs[0].name] if runs else {}
         same = ", ".join(f"{html.escape(n)}={html.escape(first.get(n, '-'))}" for n in shared)

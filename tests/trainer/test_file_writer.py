@@ -42,7 +42,7 @@ def test_the_hparams_workaround_makes_one_row_as_add_hparams_does(tmp_path):
             writer.add_scalar(key, value)
     scalars, extras, _ = _stored(tmp_path / "ours")
     [(kind, tag, step, data)] = extras
-    assert (kind, tag, step) == ("hparams", "hparams", 0)
+    assert (kind, tag, step) == ("hparams", ".", 0)
     assert data["hparams"] == {"lr": 0.01, "batch_size": 32.0, "optimizer": "adam", "shuffle": 1.0}
     # The experiment names the metrics, their values are the scalars of those tags.
     assert set(data["metrics"]) == set(METRICS) and all(map(math.isnan, data["metrics"].values()))
@@ -55,8 +55,8 @@ def test_a_session_not_ended_is_a_row_when_the_writer_flushes(tmp_path):
         writer.file_writer.add_summary(exp)
         writer.file_writer.add_summary(ssi, global_step=4)
         writer.flush()
-        assert [r[:3] for r in _stored(tmp_path)[1]] == [("hparams", "hparams", 4)]
-        writer.file_writer.add_summary(ssi)  # a second session: a second row at close
+        assert [r[:3] for r in _stored(tmp_path)[1]] == [("hparams", ".", 4)]
+        writer.file_writer.add_summary(ssi)  # a second session of the run: its row again
     assert len(_stored(tmp_path)[1]) == 2
 
 
