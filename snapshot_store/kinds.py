@@ -97,6 +97,8 @@ SCHEMAS: dict[str, dict[str, Callable[[object], bool]]] = {
     "points": {"x": _numbers, "y": _numbers, "labels": _strs},
     "mesh": {"vertices": _numbers, "faces": _ints, "colors": _ints},
     "layout": {"layout": _layout},
+    # A W&B-style alert (tag: its title): text and level (INFO, WARN or ERROR).
+    "alert": {"text": _is(str), "level": _is(str)},
 }
 # Fields whose lists must have one length, per kind.
 _SAME_LENGTH = {

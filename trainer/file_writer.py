@@ -164,7 +164,7 @@ class FileWriter:
         hparams, self._session = self._session, None
         metrics = dict.fromkeys(self._metric_names, UNKNOWN)
         step, walltime = self._session_at
-        self._writer._add_hparams_row(hparams, metrics, OWN_RUN_TAG, step, walltime)
+        self._writer.add_hparams_row(hparams, metrics, OWN_RUN_TAG, step, walltime)
 
     def flush(self) -> None:
         """Store a session still open as its row, then wait until everything is on disk."""

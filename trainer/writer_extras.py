@@ -328,11 +328,11 @@ class WriterExtras:
         if not isinstance(hparam_dict, Mapping) or not isinstance(metric_dict, Mapping):
             raise TypeError("hparam_dict and metric_dict should be dictionaries")
         metrics = {str(k): _one_number(v, f"metric {k!r}") for k, v in metric_dict.items()}
-        self._add_hparams_row(hparam_dict, metrics, run_name, global_step)
+        self.add_hparams_row(hparam_dict, metrics, run_name, global_step)
         if metrics:
             self._open_recorder().log(metrics, self._step(global_step), group="hparams")
 
-    def _add_hparams_row(
+    def add_hparams_row(
         self,
         hparam_dict: Mapping[str, Any],
         metrics: dict[str, float],
@@ -340,7 +340,8 @@ class WriterExtras:
         global_step: int | None,
         walltime: float | None = None,
     ) -> None:
-        """Record one hparams row (NaN for a metric: its value is the scalar of that tag)."""
+        """Record one row of the hparams table, without the metrics as scalars (a W&B run's
+        config and summary); a NaN metric's value is the scalar of that tag."""
         hparams = redact({str(k): _hparam_value(v) for k, v in hparam_dict.items()})
         tag = str(run_name) if run_name else HPARAMS_TAG
         self._record(

@@ -171,6 +171,9 @@ class ExtraWindows:
             return _text_msg(
                 env, win, title, f"<img src='{src}' style='image-rendering:pixelated'>"
             )
+        if kind == "alert":  # a W&B-style run.alert(): the latest of this title
+            text = f"<p><b>{html.escape(data['level'])}</b> {html.escape(data['text'])}</p>"
+            return _text_msg(env, win, f"alert: {tag} @ step {step}", text)
         if kind == "tensor":
             values = ", ".join(f"{v:.6g}" for v in data["values"][:200])
             more = " ..." if len(data["values"]) > 200 else ""
