@@ -88,7 +88,7 @@ class Run:
 
     def _store_config(self) -> None:
         if self._writer is not None and self._writer.recorder.enabled:
-            self._monitor.set_options(plain(flatten(self.config.as_dict())))  # type: ignore[union-attr]
+            self._monitor.set_options(plain(self.config.as_dict()))  # type: ignore[union-attr]
 
     def log(
         self, data: Mapping[str, Any], step: int | None = None, commit: bool | None = None
@@ -156,7 +156,9 @@ class Run:
         wait_duration: float | timedelta | None = None,
     ) -> None:
         """Store an alert record (one per ``title`` per ``wait_duration``, default a minute)."""
-        level_name = AlertLevel(level or AlertLevel.INFO).value  # ValueError names the levels
+        level_name = str(level or AlertLevel.INFO)
+        if level_name not in set(AlertLevel):
+            raise ValueError("level must be one of 'INFO', 'WARN', or 'ERROR'")
         wait = wait_duration or DEFAULT_ALERT_WAIT
         seconds = wait.total_seconds() if isinstance(wait, timedelta) else float(wait)
         now = time.monotonic()
@@ -177,7 +179,8 @@ class Run:
         if writer is None:
             self.finished = True
             return
-        metrics = {k: float(v) for k, v in self.summary.items() if number(v) is not None}
+        summary = flatten(self.summary.as_dict())  # define_metric's {"min": ...} as "key.min"
+        metrics = {k: float(v) for k, v in summary.items() if number(v) is not None}
         config = flatten(self.config.as_dict())
         writer.add_hparams_row(config, metrics, run_name=self.name, global_step=self.step)
         self.finished = True

@@ -13,8 +13,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from integrations.wandb_media import flatten
 from snapshot_store import read_store
 from tests.integrations.helpers import run_example
 from tests.trainer.helpers import REPO
@@ -74,17 +76,28 @@ def wandb_run(root: Path, timeout: float = 60) -> dict[str, Any]:
                     row[head] = value
             step = row.pop("_step")
             for key, value in row.items():
-                if not key.startswith("_"):
+                if isinstance(value, dict) and "_type" not in value:  # a nested dict's keys
+                    for name, inner in value.items():
+                        history.setdefault(f"{key}.{name}", {})[step] = inner
+                elif not key.startswith("_"):
                     history.setdefault(key, {})[step] = value
-        elif kind == "config":
-            for item in record.config.update:
+        elif kind in ("run", "config"):  # init's config, then config.update's
+            updates = record.run.config.update if kind == "run" else record.config.update
+            for item in updates:
                 key = item.key or ".".join(item.nested_key)
                 if not key.startswith("_"):
                     config[key] = json.loads(item.value_json)
         elif kind == "summary":
             for item in record.summary.update:
                 summary[item.key or ".".join(item.nested_key)] = json.loads(item.value_json)
-    return {"history": history, "config": config, "summary": summary}
+    media = {key.partition(".")[0] for key in summary if key.endswith("._type")}
+    numbers = {
+        key: value
+        for key, value in flatten(summary).items()
+        if not key.startswith("_") and key.partition(".")[0] not in media
+        and isinstance(value, (int, float))
+    }  # fmt: skip
+    return {"history": history, "config": config, "summary": numbers}
 
 
 def stored_run(store: Path) -> dict[str, Any]:
@@ -143,3 +156,130 @@ def test_wandbs_mnist_example_stores_wandbs_keys_steps_and_values(tmp_path):
         k: v for k, v in ref["summary"].items() if not k.startswith("_") and isinstance(v, float)
     }
     assert row["metrics"] == pytest.approx(numeric) and ours["status"]["state"] == "finished"
+
+
+@pytest.mark.integration
+def test_wandbs_step_and_commit_rules_summaries_and_media_are_wandbs(tmp_path):
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "ours").mkdir()
+    ref, ours = _run_both(Path(__file__).with_name("wandb_steps.py"), tmp_path)
+    scalars = {"a", "b", "c", "d", "val_loss", "nested.x", "nested.y"}
+    assert set(ref["history"]) == scalars | {"weights", "note", "predictions"}
+    for key in scalars:
+        assert ours["history"][key] == ref["history"][key], key
+    assert ref["history"]["a"] == {0: 1, 1: 3, 5: 4}  # step 3 came after 5: dropped
+    extras = {(kind, tag): (step, data) for kind, tag, step, data in ours["extras"]}
+    step, histogram = extras[("histogram", "weights")]
+    assert step == 10 and histogram["counts"] == ref["history"]["weights"][10]["values"]
+    assert histogram["limits"] == ref["history"]["weights"][10]["bins"][1:]
+    assert extras[("text", "note")] == (11, {"text": ref["history"]["note"][11]})
+    step, table = extras[("text", "predictions")]
+    assert step == 12 and table["text"].splitlines() == ["epoch\taccuracy", "1\t0.5", "2\t0.75"]
+    assert [e[1:] for e in ours["extras"] if e[0] == "alert"] == [
+        ("done", 13, {"text": "the loop ended", "level": "WARN"})
+    ]  # the second alert of that title came within W&B's minute: not sent
+    [row] = [data for kind, _tag, _step, data in ours["extras"] if kind == "hparams"]
+    assert row["metrics"] == pytest.approx(ref["summary"]) and row["metrics"]["val_loss.min"] == 0.5
+    assert ours["options"] == ref["config"] == {
+        "lr": 0.1, "layers": [64, 32], "optimizer": {"name": "adam", "beta": 0.9}, "epochs": 2,
+    }  # fmt: skip
+
+
+@pytest.fixture
+def wandb(tmp_path, monkeypatch):
+    """The module as a script imports it, in ``tmp_path``; no run left behind."""
+    import remote_train_monitor.wandb as module
+
+    for name in ("WANDB_PROJECT", "WANDB_NAME", "WANDB_DIR", "WANDB_MODE", "RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    yield module
+    module.finish()
+
+
+def test_calls_before_init_name_the_missing_init(wandb):
+    with pytest.raises(wandb.Error, match=r"wandb\.init\(\)"):
+        wandb.log({"loss": 1.0})
+    with pytest.raises(wandb.Error, match=r"wandb\.init\(\)"):
+        wandb.config.update({"lr": 0.1})
+    assert wandb.run is None
+    wandb.finish()  # as W&B: nothing to finish is not an error
+
+
+def test_config_is_set_once_per_key_as_wandbs(wandb, tmp_path):
+    run = wandb.init(project="p", name="n", config={"--lr": 0.1})
+    assert wandb.run is run and wandb.config is run.config
+    assert run.config.lr == run.config["lr"] == 0.1 and "lr" in run.config
+    run.config.batch_size = 32
+    with pytest.raises(wandb.ConfigError, match="allow_val_change=True"):
+        run.config.update({"lr": 0.2})
+    run.config.update({"lr": 0.2}, allow_val_change=True)
+    run.config.setdefaults({"lr": 0.3, "epochs": 2})
+    assert run.config.as_dict() == {"lr": 0.2, "batch_size": 32, "epochs": 2}
+    run.finish()
+    store = tmp_path / "wandb" / "p" / "n" / "pickle"
+    assert read_store(store)[2].meta["options"] == {"lr": 0.2, "batch_size": 32, "epochs": 2}
+
+
+def test_a_taken_name_is_numbered_and_init_again_returns_the_run(wandb, tmp_path):
+    first = wandb.init(project="p", name="n")
+    assert wandb.init(project="p", name="other") is first  # W&B's reinit default in a script
+    second = wandb.init(project="p", name="n", reinit="finish_previous")
+    assert first.finished and second.name == "n-2"
+    with pytest.raises(ValueError, match="ERROR"):
+        second.alert("t", "x", level="LOUD")
+    second.finish(exit_code=1)
+    states = {
+        p.parent.name: read_store(p)[2].status["state"]
+        for p in (tmp_path / "wandb" / "p").glob("*/pickle")
+    }
+    assert states == {"n": "finished", "n-2": "failed"}
+
+
+def test_an_exception_in_the_with_block_fails_the_run(wandb, tmp_path):
+    with pytest.raises(RuntimeError), wandb.init(project="p", name="n") as run:
+        run.log({"loss": 1.0})
+        raise RuntimeError("diverged")
+    assert read_store(tmp_path / "wandb" / "p" / "n" / "pickle")[2].status["state"] == "failed"
+
+
+@pytest.mark.parametrize(
+    "env, kwargs",
+    [
+        ({"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}, {}),
+        ({}, {"mode": "disabled"}),
+    ],
+)
+def test_another_rank_or_a_disabled_run_stores_nothing(wandb, tmp_path, monkeypatch, env, kwargs):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    run = wandb.init(project="p", config={"lr": 0.1}, **kwargs)
+    wandb.log({"loss": 1.0, "img": wandb.Image(np.zeros((4, 4, 3)))})
+    wandb.alert("t", "x")
+    assert run.step == 1 and run.summary["loss"] == 1.0
+    run.finish()
+    assert not (tmp_path / "wandb").exists()
+
+
+def test_media_store_their_plain_form(wandb, tmp_path):
+    import torch
+
+    run = wandb.init(project="p", name="n")
+    chw = torch.full((3, 2, 5), 200.0)
+    run.log({"img": wandb.Image(chw), "grads": torch.arange(100.0), "none": None})
+    run.log({"gallery": [wandb.Image(np.full((2, 3), 9, np.uint8)), wandb.Image(np.zeros((4, 2)))]})
+    run.finish()
+    _, _, update = read_store(tmp_path / "wandb" / "p" / "n" / "pickle")
+    from snapshot_store.images import decode_png
+
+    images = {name: decode_png(png) for _g, name, _s, _e, _w, png in update.images}
+    assert images["img"].shape == (2, 5, 3) and (images["img"] == 200).all()
+    assert images["gallery"].shape[:2] == (4, 2 * 3)  # padded to the largest, in a row
+    [(kind, tag, step, data)] = [(*e[:3], e[4]) for e in update.extras if e[0] != "hparams"]
+    assert (kind, tag, step, len(data["counts"]), data["num"]) == (
+        "histogram",
+        "grads",
+        0,
+        32,
+        100.0,
+    )
