@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -247,7 +248,12 @@ def init(
     monitor = None
     if mode != "disabled" and launch.rank == 0:
         monitor = MonitorRun(store, root, {}, remote_transfer_cmd, launch.world_size)
-        log_.info("wandb run %s writes %s (watch it: --pickle-dir %s)", name, store, root / project)
+        if os.environ.get("WANDB_SILENT", "").lower() not in ("1", "true"):  # W&B's switch
+            print(  # where the run is, as W&B prints it: the user needs the path to watch it
+                f"wandb: run {name} is stored in {store}; watch it with "
+                f"run-visualizer --pickle-dir {root / project}",
+                file=sys.stderr,
+            )
     run = Run(monitor, name, project, store)
     values = as_dict(config)
     if config_include_keys:
