@@ -19,15 +19,12 @@ from __future__ import annotations
 import io
 import logging
 import wave
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from snapshot_store.images import decode_png
 from snapshot_store.kinds import OWN_RUN_TAG
-
-if TYPE_CHECKING:
-    from .summary_writer import SummaryWriter
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +44,8 @@ def _wav_samples(data: bytes) -> tuple[np.ndarray, int]:
 class FileWriter:
     """Accepts TensorBoard ``Summary`` and ``Event`` protobufs for one :class:`SummaryWriter`."""
 
-    def __init__(self, writer: SummaryWriter) -> None:
+    def __init__(self, writer: Any) -> None:
+        # ``writer`` is the trainer.SummaryWriter that owns this one (not imported: it imports us).
         self._writer = writer
         self._metric_names: list[str] = []  # from the last experiment summary
         self._bool_hparams: set[str] = set()
