@@ -16,7 +16,9 @@ from __future__ import annotations
 import logging
 import math
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -40,6 +42,7 @@ __all__ = [
     "Histogram",
     "Image",
     "Run",
+    "Settings",
     "Summary",
     "Table",
     "alert",
@@ -47,6 +50,8 @@ __all__ = [
     "finish",
     "init",
     "log",
+    "login",
+    "save",
     "watch",
 ]
 
@@ -72,7 +77,11 @@ class Run:
         self._monitor = monitor
         self.name = self.id = name
         self.project = project
-        self.dir = str(store_dir)
+        # W&B's run.dir: where a script puts files for the run (a model it saves, say).
+        files = store_dir.parent / "files" if monitor is not None else Path(tempfile.mkdtemp())
+        files.mkdir(parents=True, exist_ok=True)
+        self.dir = str(files)
+        self._saved: list[Path] = []
         self.url: str | None = None
         self.config = Config(self._store_config)
         self.summary = Summary()
@@ -170,6 +179,24 @@ class Run:
             data = {"text": str(text), "level": level_name}
             self._writer.recorder.log_record("alert", str(title), data, self.step)
 
+    def save(self, glob_str: str, base_path: str | None = None, policy: str = "live") -> list[str]:
+        """Copy the files ``glob_str`` matches into :attr:`dir` and hand them to the transfer
+        hook (again at ``finish``); returns their paths there."""
+        saved = []
+        pattern = Path(glob_str)
+        anchor = Path(pattern.anchor or ".")  # Path.glob takes relative patterns only
+        for source in sorted(anchor.glob(str(pattern.relative_to(pattern.anchor)))):
+            relative = source.relative_to(base_path) if base_path else Path(source.name)
+            target = Path(self.dir) / relative
+            if source.resolve() != target.resolve():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
+            saved.append(target)
+        if self._writer is not None:
+            self._saved += [p for p in saved if p not in self._saved]
+            self._monitor.send(saved)  # type: ignore[union-attr]
+        return [str(p) for p in saved]
+
     def finish(self, exit_code: int | None = None, quiet: bool | None = None) -> None:
         """Store the summary, close the store (failed for a non-zero ``exit_code``)."""
         self._close("failed" if exit_code else "finished")
@@ -185,6 +212,7 @@ class Run:
         config = flatten(self.config.as_dict())
         writer.add_hparams_row(config, metrics, run_name=self.name, global_step=self.step)
         self.finished = True
+        self._monitor.send([p for p in self._saved if p.exists()])  # type: ignore[union-attr]
         self._monitor.close(state)  # type: ignore[union-attr]
         if run is self:
             run = None
@@ -288,6 +316,23 @@ def alert(title: str, text: str, level: Any = None, wait_duration: Any = None) -
 def define_metric(name: str, step_metric: str | None = None, **kwargs: Any) -> None:
     """``run.define_metric`` of the current run."""
     _current().define_metric(name, step_metric, **kwargs)
+
+
+def save(glob_str: str, base_path: str | None = None, policy: str = "live") -> list[str]:
+    """``run.save`` of the current run."""
+    return _current().save(glob_str, base_path, policy)
+
+
+def login(*args: Any, **kwargs: Any) -> bool:
+    """True: no account is needed (W&B's ``login`` arguments are accepted)."""
+    return True
+
+
+class Settings:
+    """``wandb.Settings(...)``, accepted for ``init(settings=...)``; nothing in it applies."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.__dict__.update(kwargs)
 
 
 def watch(models: Any = None, *args: Any, **kwargs: Any) -> None:

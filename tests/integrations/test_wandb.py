@@ -283,3 +283,27 @@ def test_media_store_their_plain_form(wandb, tmp_path):
         32,
         100.0,
     )
+
+
+def test_saved_files_and_the_store_go_through_the_transfer_hook(wandb, tmp_path, monkeypatch):
+    import torch
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    monkeypatch.setenv("TRANSFER_LOCAL_DIR", str(shared))
+    assert wandb.login(key="not needed") is True
+    run = wandb.init(
+        project="p",
+        name="n",
+        settings=wandb.Settings(start_method="thread"),
+        remote_transfer_cmd="transfer_plugins.local.copy_to",
+    )
+    run.log({"loss": 0.5})
+    torch.save({"w": torch.ones(2)}, Path(run.dir) / "model.pt")  # W&B examples save there
+    (tmp_path / "notes.txt").write_text("kept")
+    assert wandb.save(str(Path(run.dir) / "model.pt")) == [str(Path(run.dir) / "model.pt")]
+    assert wandb.save(str(tmp_path / "*.txt")) == [str(Path(run.dir) / "notes.txt")]
+    run.finish()
+    assert torch.load(shared / "p" / "n" / "files" / "model.pt")["w"].tolist() == [1.0, 1.0]
+    assert (shared / "p" / "n" / "files" / "notes.txt").read_text() == "kept"
+    assert read_store(shared / "p" / "n" / "pickle")[0].series(("scalars", "loss"))[3] == [0.5]
