@@ -307,3 +307,19 @@ def test_saved_files_and_the_store_go_through_the_transfer_hook(wandb, tmp_path,
     assert torch.load(shared / "p" / "n" / "files" / "model.pt")["w"].tolist() == [1.0, 1.0]
     assert (shared / "p" / "n" / "files" / "notes.txt").read_text() == "kept"
     assert read_store(shared / "p" / "n" / "pickle")[0].series(("scalars", "loss"))[3] == [0.5]
+
+
+@pytest.mark.integration
+def test_under_torchrun_every_rank_may_call_init_and_rank_zero_alone_writes(tmp_path):
+    from tests.trainer.helpers import torchrun_cmd
+
+    # W&B's examples/pytorch/pytorch-ddp/log-all.py way: every process calls init and logs.
+    cmd = torchrun_cmd(
+        "--standalone", "--nproc-per-node", "2", str(MNIST),
+        "remote_train_monitor.wandb", "--epochs", "1",
+    )  # fmt: skip
+    run_example(cmd, tmp_path, WANDB_DIR=str(tmp_path), WANDB_PROJECT="p", WANDB_NAME="n")
+    [store] = (tmp_path / "wandb" / "p").glob("*/pickle")
+    ours = stored_run(store)
+    assert store.parent.name == "n" and ours["status"]["state"] == "finished"
+    assert sorted(ours["history"]["Test Loss"]) == [4]  # one process's steps, not two
