@@ -111,6 +111,8 @@ class Run:
         """
         if not isinstance(data, Mapping):
             raise TypeError("wandb.log must be passed a dictionary")
+        if any(not isinstance(key, str) for key in data):
+            raise TypeError("Key values passed to `wandb.log` must be strings.")
         if step is not None:
             if step < self.step:
                 log_.warning(

@@ -228,6 +228,8 @@ def test_a_taken_name_is_numbered_and_init_again_returns_the_run(wandb, tmp_path
     assert first.finished and second.name == "n-2"
     with pytest.raises(ValueError, match="ERROR"):
         second.alert("t", "x", level="LOUD")
+    with pytest.raises(TypeError, match="must be strings"):
+        second.log({1: 2.0})
     second.finish(exit_code=1)
     states = {
         p.parent.name: read_store(p)[2].status["state"]
