@@ -3,7 +3,7 @@
 A script written against ``wandb`` runs with that one import changed:
 ``init``, ``log`` (W&B's ``step``/``commit`` rules), ``config``, ``summary``,
 ``finish``, ``alert``, ``Image``, ``Histogram``, ``Table``, ``define_metric``
-(its ``summary=`` kept) and ``watch`` (a no-op: W&B documents it as optional).
+(its ``summary=`` kept) and ``watch`` (gradient histograms, as W&B's).
 The run is stored at ``<dir>/wandb/<project>/<name>/pickle``; each logged key
 is stored under its own name, as a SummaryWriter tag, at W&B's step. Only
 global rank zero writes; other ranks get a run that stores nothing.
@@ -30,8 +30,9 @@ from snapshot_store.rank import read_launch_env
 from snapshot_store.values import plain
 from trainer.interrupts import close_at_exit, outcome_of
 
+from . import wandb_watch
 from ._run import MonitorRun
-from .wandb_config import Config, ConfigError, Error, Summary, as_dict
+from .wandb_config import Config, ConfigError, Error, Settings, Summary, as_dict, login
 from .wandb_media import AlertLevel, Histogram, Image, Table, flatten, number, store_value
 
 __all__ = [
@@ -82,6 +83,7 @@ class Run:
         files.mkdir(parents=True, exist_ok=True)
         self.dir = str(files)
         self._saved: list[Path] = []
+        self._hooks: list[Any] = []  # watch()'s
         self.url: str | None = None
         self.config = Config(self._store_config)
         self.summary = Summary()
@@ -154,11 +156,19 @@ class Run:
         if summary:
             self._metrics.append((name, [op.strip() for op in summary.split(",")]))
 
-    def watch(self, models: Any = None, *args: Any, **kwargs: Any) -> None:
-        """No-op: W&B documents ``watch`` as optional; gradients are not stored."""
+    def watch(self, models: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
+        """Store histograms of ``models``' gradients (or parameters), as W&B (wandb_watch.py)."""
+        return wandb_watch.watch(self, models, *args, **kwargs)
 
     def unwatch(self, models: Any = None) -> None:
-        """No-op, as :meth:`watch`."""
+        """Remove every hook :meth:`watch` set."""
+        for hook in self._hooks:
+            hook.remove()
+        self._hooks.clear()
+
+    def _histogram(self, tag: str, tensor: Any) -> None:
+        if self._writer is not None:
+            self._writer.add_histogram(tag, tensor.detach(), self.step, bins=wandb_watch.BINS)
 
     def alert(
         self,
@@ -205,6 +215,7 @@ class Run:
 
     def _close(self, state: str) -> None:
         global run
+        self.unwatch()
         writer = self._writer
         if writer is None:
             self.finished = True
@@ -325,21 +336,9 @@ def save(glob_str: str, base_path: str | None = None, policy: str = "live") -> l
     return _current().save(glob_str, base_path, policy)
 
 
-def login(*args: Any, **kwargs: Any) -> bool:
-    """True: no account is needed (W&B's ``login`` arguments are accepted)."""
-    return True
-
-
-class Settings:
-    """``wandb.Settings(...)``, accepted for ``init(settings=...)``; nothing in it applies."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        self.__dict__.update(kwargs)
-
-
-def watch(models: Any = None, *args: Any, **kwargs: Any) -> None:
-    """No-op, as :meth:`Run.watch`."""
-    _current().watch(models, *args, **kwargs)
+def watch(models: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
+    """``run.watch`` of the current run."""
+    return _current().watch(models, *args, **kwargs)
 
 
 def __getattr__(name: str) -> Any:

@@ -120,3 +120,15 @@ class Summary(_Items):
     def _set(self, key: str, value: Any, allow_val_change: bool | None = None) -> None:
         self._items[key] = value
         self._explicit.add(key)
+
+
+def login(*args: Any, **kwargs: Any) -> bool:
+    """True: no account is needed (W&B's ``login`` arguments are accepted)."""
+    return True
+
+
+class Settings:
+    """``wandb.Settings(...)``, accepted for ``init(settings=...)``; nothing in it applies."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.__dict__.update(kwargs)

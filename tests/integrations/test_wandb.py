@@ -159,6 +159,34 @@ def test_wandbs_mnist_example_stores_wandbs_keys_steps_and_values(tmp_path):
 
 
 @pytest.mark.integration
+def test_watch_stores_wandbs_gradient_and_parameter_histograms(tmp_path):
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "ours").mkdir()
+    args = ("--epochs", "2", "--watch-log", "all", "--watch-log-freq", "3")
+    ref, ours = _run_both(MNIST, tmp_path, *args)
+    watched = {k for k in ref["history"] if k.startswith(("gradients/", "parameters/"))}
+    assert "gradients/conv1.weight" in watched and "parameters/fc.bias" in watched
+    histograms = {
+        (tag, step): data for kind, tag, step, data in ours["extras"] if kind == "histogram"
+    }
+    assert {tag for tag, _step in histograms} == watched
+    for key in watched:
+        steps = sorted(ref["history"][key])
+        assert sorted(s for tag, s in histograms if tag == key) == steps, key
+        for step in steps:
+            theirs, mine = ref["history"][key][step], histograms[(key, step)]
+            # W&B: 64 counts between 65 edges; ours TensorBoard's: each count with its right
+            # edge (a first empty bucket holds the left edge). The non-empty buckets agree.
+            ours_ = [(edge, n) for edge, n in zip(mine["limits"], mine["counts"], strict=True) if n]
+            wandbs = [
+                (e, n) for e, n in zip(theirs["bins"][1:], theirs["values"], strict=True) if n
+            ]
+            assert [n for _e, n in ours_] == [n for _e, n in wandbs], (key, step)
+            edges = [e for e, _n in wandbs]  # W&B computes them in float32
+            assert [e for e, _n in ours_] == pytest.approx(edges, rel=1e-5, abs=1e-8)
+
+
+@pytest.mark.integration
 def test_wandbs_step_and_commit_rules_summaries_and_media_are_wandbs(tmp_path):
     (tmp_path / "ref").mkdir()
     (tmp_path / "ours").mkdir()

@@ -83,13 +83,15 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--momentum", type=float, default=0.5)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--watch-log", default="gradients")  # wandb.watch's defaults
+    parser.add_argument("--watch-log-freq", type=int, default=1000)
     args = parser.parse_args()
     wandb.config.update(args)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     model = Net()
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
-    wandb.watch(model)
+    wandb.watch(model, log=args.watch_log, log_freq=args.watch_log_freq)
     train_data, test_data = digits(128, args.seed), digits(64, args.seed + 1)
     for _epoch in range(1, args.epochs + 1):
         train(args, model, optimizer, train_data)
