@@ -4,6 +4,7 @@
     python -m bench store      # only bench/bench_store.py
     python -m bench viewer     # the page in Chromium: first draw, 10M-point ingest, idle
     python -m bench gpu        # logging in a fast CUDA loop ("skipped: no CUDA" without one)
+    python -m bench wandb      # wandb.log beside W&B offline
 
 These machines are noisy: compare the ratios, not the absolute times.
 """
@@ -14,7 +15,9 @@ import importlib
 import logging
 import sys
 
-SUITES = ("store", "memory", "transfer", "trainer", "visualizer", "viewer", "integrations", "gpu")
+SUITES = (
+    "store", "memory", "transfer", "trainer", "visualizer", "viewer", "integrations", "wandb", "gpu",
+)  # fmt: skip
 COLUMNS = ("benchmark", "ours", "reference", "ratio", "target", "met")
 
 

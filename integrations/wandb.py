@@ -36,25 +36,10 @@ from .wandb_config import Config, ConfigError, Error, Settings, Summary, as_dict
 from .wandb_media import AlertLevel, Histogram, Image, Table, flatten, number, store_value
 
 __all__ = [
-    "AlertLevel",
-    "Config",
-    "ConfigError",
-    "Error",
-    "Histogram",
-    "Image",
-    "Run",
-    "Settings",
-    "Summary",
-    "Table",
-    "alert",
-    "define_metric",
-    "finish",
-    "init",
-    "log",
-    "login",
-    "save",
+    "AlertLevel", "Config", "ConfigError", "Error", "Histogram", "Image", "Run", "Settings",
+    "Summary", "Table", "alert", "define_metric", "finish", "init", "log", "login", "save",
     "watch",
-]
+]  # fmt: skip
 
 log_ = logging.getLogger(__name__)
 
@@ -127,17 +112,21 @@ class Run:
             self.step = int(step)
         writer = self._writer
         for key, value in flatten(data).items():
-            if writer is not None and not store_value(writer, key, value, self.step):
+            scalar = number(value)  # the common case, stored without store_value's dispatch
+            if writer is not None and scalar is not None:
+                writer.add_scalar(key, scalar, self.step)
+            elif writer is not None and not store_value(writer, key, value, self.step):
                 log_.warning("wandb.log(%r): a %s is not stored", key, type(value).__name__)
-            self._summarize(key, value)
+            self._summarize(key, value, scalar)
         if (step is None and commit is None) or commit:
             self.step += 1
 
-    def _summarize(self, key: str, value: Any) -> None:
-        ops = next((ops for pattern, ops in self._metrics if fnmatch(key, pattern)), None)
+    def _summarize(self, key: str, value: Any, new: float | None) -> None:
+        ops = None
+        if self._metrics:
+            ops = next((ops for pattern, ops in self._metrics if fnmatch(key, pattern)), None)
         if key in self.summary._explicit or ops == ["none"]:
             return
-        new = number(value)
         if ops is None or new is None:
             self.summary._items[key] = new if new is not None else value
             return

@@ -176,6 +176,8 @@ def _tiled(images: Sequence[Image]) -> np.ndarray:
 
 def number(value: Any) -> float | None:
     """``value`` as a float when it is one number (bool, int, float, numpy or 1-element tensor)."""
+    if type(value) is float:  # most logged values: checked first, cheaply
+        return value
     if isinstance(value, (bool, int, float, np.number, np.bool_)):
         return float(value)
     if hasattr(value, "shape") and hasattr(value, "item") and int(np.prod(value.shape)) == 1:
