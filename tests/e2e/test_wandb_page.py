@@ -40,3 +40,29 @@ def test_a_wandb_script_shows_on_the_page(tmp_path, visdom_server, chromium_driv
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     assert chromium_driver.save_screenshot(str(ARTIFACTS / "wandb_page.png")), titles
     assert console_errors(chromium_driver) == []
+
+
+def test_a_wandb_alert_is_a_pane_of_text_not_markup(tmp_path, visdom_server, chromium_driver):
+    import remote_train_monitor.wandb as wandb
+
+    run_name = f"wandb-{uuid.uuid4().hex[:8]}"
+    run = wandb.init(project="p", name=run_name, dir=str(tmp_path))
+    run.log({"loss": float("nan")})
+    run.alert(title="loss is NaN", text="<b>stop</b> it", level=wandb.AlertLevel.ERROR)
+    run.finish()
+    store = tmp_path / "wandb" / "p" / run_name / "pickle"
+    Follower(str(store), VisdomClient(visdom_server.endpoint)).run_once()
+    chromium_driver.get(f"{visdom_server.url}/env/{run_name}")
+    wait = WebDriverWait(chromium_driver, BROWSER_WAIT_S)
+    wait.until(lambda d: "alert: loss is NaN @ step 1" in panes(d))
+    text = chromium_driver.execute_script(ALERT_JS)
+    assert "ERROR <b>stop</b> it" in text  # the stored text, shown as text: never markup
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    assert chromium_driver.save_screenshot(str(ARTIFACTS / "wandb_alert.png"))
+
+
+# The alert pane's text as the page shows it.
+ALERT_JS = """
+return Array.from(document.querySelectorAll('.react-grid-item'))
+  .filter(p => p.innerText.includes('alert: loss is NaN')).map(p => p.innerText).join('\\n');
+"""
