@@ -71,11 +71,9 @@ class SummaryWriter(WriterExtras):
             stamp = datetime.now().strftime("%b%d_%H-%M-%S")
             log_dir = Path("runs") / f"{stamp}_{socket.gethostname()}{comment}"
         self.log_dir = str(log_dir)
-        self.flush_secs, self.max_queue, self.filename_suffix = (
-            flush_secs,
-            max_queue,
-            filename_suffix,
-        )
+        self.flush_secs = flush_secs
+        self.max_queue = max_queue
+        self.filename_suffix = filename_suffix
         self.purge_step = None  # TensorBoard's: consumed when its file writer opens
         self.default_bins = DEFAULT_BINS.tolist()  # add_histogram's "tensorflow" bins
         self.file_writer: FileWriter | None = FileWriter(self)

@@ -204,9 +204,10 @@ class ExtraWindows:
         records = run.extras.hparams
         names = sorted({k for r in records for k in r[4]["hparams"]})
         metrics = sorted({k for r in records for k in r[4]["metrics"]})
-        rows = []
-        for number, (_kind, tag, _step, _wall, data) in enumerate(records, 1):
-            run_cell = f"{tag} {number}" if tag == HPARAMS_TAG else tag
+        rows, calls = [], run.extras.hparams_dropped  # add_hparams calls without a run name
+        for _kind, tag, _step, _wall, data in records:
+            calls += tag == HPARAMS_TAG
+            run_cell = f"{tag} {calls}" if tag == HPARAMS_TAG else tag
             values = [_metric(run, data["metrics"], m) for m in metrics]
             rows.append([run_cell, *(data["hparams"].get(n, "") for n in names), *values])
         table = _table(["run", *names, *metrics], rows)
