@@ -18,6 +18,7 @@ import pytest
 
 from integrations.wandb_media import flatten
 from snapshot_store import read_store
+from tests.fixtures.parts import need_module
 from tests.integrations.helpers import run_example
 from tests.trainer.helpers import REPO
 
@@ -125,6 +126,7 @@ def stored_run(store: Path) -> dict[str, Any]:
 
 def _run_both(script: Path, tmp_path: Path, *args: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The script under W&B (offline) and under our module; both runs read back."""
+    need_module("wandb")  # W&B itself, the reference
     env = {"WANDB_PROJECT": "p", "WANDB_NAME": "n", "WANDB_SILENT": "true"}
     run_example([sys.executable, str(script), "wandb", *args], tmp_path / "ref", WANDB_MODE="offline",
                 WANDB_DIR=str(tmp_path / "ref"), **env)  # fmt: skip
