@@ -5,6 +5,7 @@
     python -m bench viewer     # the page in Chromium: first draw, 10M-point ingest, idle
     python -m bench zoom       # a 1M-point run zoomed to 1,000 steps in Chromium, every point drawn
     python -m bench gpu        # logging in a fast CUDA loop ("skipped: no CUDA" without one)
+    python -m bench wandb      # wandb.log beside W&B offline
 
 These machines are noisy: compare the ratios, not the absolute times.
 """
@@ -16,16 +17,9 @@ import logging
 import sys
 
 SUITES = (
-    "store",
-    "memory",
-    "transfer",
-    "trainer",
-    "visualizer",
-    "viewer",
-    "zoom",
-    "integrations",
-    "gpu",
-)
+    "store", "memory", "transfer", "trainer", "visualizer", "viewer", "zoom", "integrations",
+    "wandb", "gpu",
+)  # fmt: skip
 COLUMNS = ("benchmark", "ours", "reference", "ratio", "target", "met")
 
 

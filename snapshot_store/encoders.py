@@ -21,7 +21,7 @@ from PIL import Image, ImageDraw
 
 from . import frames as fmt
 from . import kinds
-from .images import encode_png, make_grid, to_hwc_uint8, to_numpy
+from .images import encode_png, make_grid, to_hwc_uint8, to_numpy, video_grid
 from .tags import key_of
 
 log = logging.getLogger(__name__)
@@ -159,7 +159,8 @@ def gif(raw: tuple[Any, float]) -> dict[str, Any]:
     array = to_numpy(video)
     if array.ndim != 5:
         raise ValueError(f"video of shape {array.shape}; expected (N, T, C, H, W)")
-    frames = [Image.fromarray(make_grid(array[:, t], "NCHW")) for t in range(array.shape[1])]
+    shape = video_grid(array.shape[0])
+    frames = [Image.fromarray(make_grid(array[:, t], "NCHW", shape)) for t in range(array.shape[1])]
     frames = [f.convert("RGB") if f.mode not in ("RGB", "L") else f for f in frames]
     buf = io.BytesIO()
     duration = max(1, round(1000 / float(fps)))

@@ -42,8 +42,29 @@ def to_hwc_uint8(image: np.ndarray, dataformats: str = "CHW") -> np.ndarray:
     return np.clip(image, 0, 255).round().astype(np.uint8)
 
 
-def make_grid(images: np.ndarray, dataformats: str = "NCHW", padding: int = 2) -> np.ndarray:
-    """Tile a batch (NCHW, NHWC or NHW) into one HWC uint8 image, about square."""
+# TensorBoard's add_images: 8 images per row, no padding, black where the last row ends.
+GRID_COLUMNS = 8
+
+
+def video_grid(count: int) -> tuple[int, int]:
+    """``(rows, columns)`` TensorBoard's ``add_video`` tiles ``count`` videos in.
+
+    The batch is padded with black to a power of two, ``2**((count.bit_length() - 1) // 2)``
+    rows of it: 16 videos are 4x4, 8 are 2x4, 3 are 1x4.
+    """
+    padded = 1 << (count - 1).bit_length()
+    rows = 2 ** ((count.bit_length() - 1) // 2)
+    return rows, padded // rows
+
+
+def make_grid(
+    images: np.ndarray, dataformats: str = "NCHW", shape: tuple[int, int] | None = None
+) -> np.ndarray:
+    """Tile a batch (NCHW, NHWC or NHW) into one HWC uint8 image, as TensorBoard does.
+
+    ``shape`` is ``(rows, columns)``; by default ``min(N, 8)`` columns and as many
+    rows as needed (16 images of 100x100 make 800x200).
+    """
     fmt = dataformats.upper()
     if fmt not in ("NCHW", "NHWC", "NHW"):
         raise ValueError(f"dataformats must be NCHW, NHWC or NHW, not {dataformats!r}")
@@ -55,16 +76,13 @@ def make_grid(images: np.ndarray, dataformats: str = "NCHW", padding: int = 2) -
     channels = max(t.shape[2] for t in tiles)
     tiles = [np.repeat(t, channels, axis=2) if t.shape[2] == 1 else t for t in tiles]
     n = len(tiles)
-    cols = int(np.ceil(np.sqrt(n)))
-    rows = int(np.ceil(n / cols))
+    cols = min(n, GRID_COLUMNS)
+    rows, cols = shape if shape is not None else (-(-n // cols), cols)
     h, w = tiles[0].shape[:2]
-    grid = np.zeros(
-        (rows * (h + padding) + padding, cols * (w + padding) + padding, channels), np.uint8
-    )
+    grid = np.zeros((rows * h, cols * w, channels), np.uint8)
     for i, tile in enumerate(tiles):
         r, c = divmod(i, cols)
-        y, x = padding + r * (h + padding), padding + c * (w + padding)
-        grid[y : y + h, x : x + w] = tile
+        grid[r * h : (r + 1) * h, c * w : (c + 1) * w] = tile
     return grid
 
 

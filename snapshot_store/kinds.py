@@ -21,6 +21,14 @@ ExtraRecord = tuple[str, str, int, float, dict]
 
 _PLAIN = (str, int, float, bool, type(None))
 
+# hparams rows, as TensorBoard's table has one per session: every record tagged
+# HPARAMS_TAG (an add_hparams call without a run name) is a row of its own; a
+# record with another tag (a run name; OWN_RUN_TAG for the hparams summaries
+# given to the writer's own file writer) replaces that tag's earlier row. A NaN
+# metric is not given: its value is the last of the scalar logged under that tag.
+HPARAMS_TAG = "hparams"
+OWN_RUN_TAG = "."
+
 
 def _is_number(value: object) -> bool:
     return fmt._is_number(value)  # one owner of what a stored number is
@@ -89,6 +97,8 @@ SCHEMAS: dict[str, dict[str, Callable[[object], bool]]] = {
     "points": {"x": _numbers, "y": _numbers, "labels": _strs},
     "mesh": {"vertices": _numbers, "faces": _ints, "colors": _ints},
     "layout": {"layout": _layout},
+    # A W&B-style alert (tag: its title): text and level (INFO, WARN or ERROR).
+    "alert": {"text": _is(str), "level": _is(str)},
 }
 # Fields whose lists must have one length, per kind.
 _SAME_LENGTH = {

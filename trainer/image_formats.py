@@ -42,3 +42,17 @@ def tensorboard_pixels(image: Any, dataformats: str) -> tuple[np.ndarray, str]:
         scaled = np.nan_to_num(array.astype(np.float32) * 255.0)
         array = scaled.clip(0, 255).astype(np.uint8)
     return array, "NHWC" if array.ndim == 4 else "HWC"
+
+
+def figure_pixels(figure: Any, close: bool) -> np.ndarray:
+    """HWC uint8 RGBA pixels of a matplotlib figure (rendered with its Agg canvas)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    pixels = np.array(canvas.buffer_rgba(), copy=True)
+    if close:
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)
+    return pixels

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from snapshot_store import Recorder
+from snapshot_store.encoders import DEFAULT_BINS
 from snapshot_store.tags import key_of
 
+from .file_writer import FileWriter
 from .image_formats import tensorboard_pixels
 from .interrupts import close_at_exit, outcome_of
 from .writer_extras import WriterExtras, skips_bad_input
@@ -41,6 +43,12 @@ class SummaryWriter(WriterExtras):
     replaces the earlier value, the queue is unbounded and there is no event
     file. Other keyword arguments go to :class:`~snapshot_store.Recorder`
     (``options``, ``world_size``, ``on_file``, ``rank``, ``flush_interval``...).
+
+    What code reaches past the API for is there as in TensorBoard: ``file_writer``
+    (also ``_get_file_writer()`` and ``all_writers[log_dir]``) takes the summaries
+    ``torch.utils.tensorboard.summary.*`` builds (see :mod:`trainer.file_writer`);
+    ``flush_secs``, ``max_queue``, ``filename_suffix``, ``default_bins`` and
+    ``purge_step`` (None once the writer is open, as TensorBoard leaves it).
     """
 
     def __init__(
@@ -59,6 +67,13 @@ class SummaryWriter(WriterExtras):
             stamp = datetime.now().strftime("%b%d_%H-%M-%S")
             log_dir = Path("runs") / f"{stamp}_{socket.gethostname()}{comment}"
         self.log_dir = str(log_dir)
+        self.flush_secs = flush_secs
+        self.max_queue = max_queue
+        self.filename_suffix = filename_suffix
+        self.purge_step = None  # TensorBoard's: consumed when its file writer opens
+        self.default_bins = DEFAULT_BINS.tolist()  # add_histogram's "tensorflow" bins
+        self.file_writer: FileWriter | None = FileWriter(self)
+        self.all_writers: dict[str, FileWriter] | None = {self.log_dir: self.file_writer}
         recorder_kwargs.setdefault("flush_interval", min(float(flush_secs), _LIVE_SECONDS))
         self._recorder_kwargs = recorder_kwargs
         self._tags: dict[str, tuple[str, str]] = {}  # tag -> store key, split once
@@ -82,6 +97,13 @@ class SummaryWriter(WriterExtras):
     ) -> None:
         """``_log_scalar`` between close() and the next call: reopen, then log."""
         self._open_recorder().log_scalar(name, value, step, group, wall_time)
+
+    def _get_file_writer(self) -> FileWriter:
+        """TensorBoard's default file writer (made again when code set it to None)."""
+        if self.file_writer is None or self.all_writers is None:
+            self.file_writer = FileWriter(self)
+            self.all_writers = {self.log_dir: self.file_writer}
+        return self.file_writer
 
     def get_logdir(self) -> str:
         """The directory this writer writes to."""
@@ -155,16 +177,24 @@ class SummaryWriter(WriterExtras):
 
     def flush(self) -> None:
         """Block until everything recorded so far is on disk."""
+        self._end_hparams_session()
         self.recorder.flush()
 
     def close(self) -> None:
         """Flush and mark the run finished; a later ``add_*`` reopens the store, as TensorBoard."""
+        self._end_hparams_session()
         self.recorder.close()
         self._log_scalar = self._log_scalar_reopening  # type: ignore[assignment]
 
     def __enter__(self) -> SummaryWriter:
         return self
 
+    def _end_hparams_session(self) -> None:
+        """An hparams session given to the file writer and not ended is a row now."""
+        if self.file_writer is not None:
+            self.file_writer.end_session()
+
     def __exit__(self, exc_type, exc_val, exc_tb) -> None:
+        self._end_hparams_session()
         self.recorder.close(outcome_of(exc_val))
         self._log_scalar = self._log_scalar_reopening  # type: ignore[assignment]

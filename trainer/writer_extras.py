@@ -19,11 +19,12 @@ from typing import Any, TypeVar
 import numpy as np
 
 from snapshot_store import encoders
+from snapshot_store.kinds import HPARAMS_TAG
 from snapshot_store.recorder import Encoder, Recorder
 from snapshot_store.tags import key_of
 from snapshot_store.values import plain, redact
 
-from .image_formats import tensorboard_pixels
+from .image_formats import figure_pixels, tensorboard_pixels
 
 log = logging.getLogger(__name__)
 
@@ -72,20 +73,6 @@ def _hparam_value(value: Any) -> Any:
         value = value.item()
     value = plain(value)
     return value if isinstance(value, (int, float, str, bool, type(None))) else str(value)
-
-
-def figure_pixels(figure: Any, close: bool) -> np.ndarray:
-    """HWC uint8 RGBA pixels of a matplotlib figure (rendered with its Agg canvas)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    canvas = FigureCanvasAgg(figure)
-    canvas.draw()
-    pixels = np.array(canvas.buffer_rgba(), copy=True)
-    if close:
-        import matplotlib.pyplot as plt
-
-        plt.close(figure)
-    return pixels
 
 
 class WriterExtras:
@@ -335,13 +322,28 @@ class WriterExtras:
     def add_hparams(
         self, hparam_dict, metric_dict, hparam_domain_discrete=None, run_name=None, global_step=None
     ) -> None:
-        """Record hyperparameters and their metrics (tag ``run_name``, default ``hparams``);
-        the metrics are also scalars in group ``hparams``, as TensorBoard logs them."""
+        """Record hyperparameters and their metrics: one row of the hparams table per call
+        (tag ``run_name``, default ``hparams``); the metrics are also scalars in group
+        ``hparams``, as TensorBoard logs them."""
         if not isinstance(hparam_dict, Mapping) or not isinstance(metric_dict, Mapping):
             raise TypeError("hparam_dict and metric_dict should be dictionaries")
-        hparams = redact({str(k): _hparam_value(v) for k, v in hparam_dict.items()})
         metrics = {str(k): _one_number(v, f"metric {k!r}") for k, v in metric_dict.items()}
-        tag = str(run_name) if run_name else "hparams"
-        self._record("hparams", tag, {"hparams": hparams, "metrics": metrics}, global_step)
+        self.add_hparams_row(hparam_dict, metrics, run_name, global_step)
         if metrics:
             self._open_recorder().log(metrics, self._step(global_step), group="hparams")
+
+    def add_hparams_row(
+        self,
+        hparam_dict: Mapping[str, Any],
+        metrics: dict[str, float],
+        run_name: str | None,
+        global_step: int | None,
+        walltime: float | None = None,
+    ) -> None:
+        """Record one row of the hparams table, without the metrics as scalars (a W&B run's
+        config and summary); a NaN metric's value is the scalar of that tag."""
+        hparams = redact({str(k): _hparam_value(v) for k, v in hparam_dict.items()})
+        tag = str(run_name) if run_name else HPARAMS_TAG
+        self._record(
+            "hparams", tag, {"hparams": hparams, "metrics": metrics}, global_step, walltime
+        )

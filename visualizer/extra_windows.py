@@ -17,13 +17,15 @@ from typing import Any
 
 import numpy as np
 
+from snapshot_store.kinds import HPARAMS_TAG
 from snapshot_store.tags import key_of
 
 from . import markup
 from .extradata import ExtraKey
-from .layout import LINES_MODE, safe_id
+from .hparams import last_value, table_row
+from .layout import LINES_MODE, PLOT_SIZE, safe_id
 from .markup import Html
-from .rundata import RunData
+from .rundata import RunData, SeriesKey
 
 EXTRA_WIN_PREFIX = "extra_"
 HPARAMS_WIN = f"{EXTRA_WIN_PREFIX}hparams"
@@ -91,9 +93,14 @@ def _data_url(mime: str, data: bytes) -> str:
     return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
 
 
+def _cell(value: Any) -> str:
+    """A table cell's text: a float to 6 significant digits (0.1 * 3 shows as 0.3)."""
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
 def _table(header: list[str], rows: list[list[Any]]) -> Html:
-    body = [markup.row(header, "th"), *(markup.row(row) for row in rows)]
-    return markup.element("table", *body, attrs=" border='1' cellpadding='3'")
+    body = [table_row(header, "th"), *(table_row([_cell(v) for v in row]) for row in rows)]
+    return markup.element("table", *body)
 
 
 class ExtraWindows:
@@ -115,7 +122,7 @@ class ExtraWindows:
         keys = set(extras.latest) | {("text", t) for t in extras.texts}
         keys |= {("histogram", t) for t in extras.histograms}
         keys |= {("layout", "")} if extras.layout else set()
-        keys = {("hparams", "") if k[0] == "hparams" else k for k in keys}
+        keys |= {("hparams", "")} if extras.hparams else set()
         todo = (extras.changed | (keys - self.drawn)) & keys
         now = time.time() if now is None else now
         if now - self._layout_at >= LAYOUT_REFRESH_SECONDS:  # charts follow their scalars
@@ -169,6 +176,9 @@ class ExtraWindows:
             src = _data_url("image/gif", data["gif"])
             video = f"<img src='{markup.text(src)}' style='image-rendering:pixelated'>"
             return _text_msg(env, win, title, Html(video))
+        if kind == "alert":  # a W&B-style run.alert(): the latest of this title
+            text = markup.element("p", markup.element("b", data["level"]), " ", data["text"])
+            return _text_msg(env, win, f"alert: {tag} @ step {step}", text)
         if kind == "tensor":
             values = ", ".join(f"{v:.6g}" for v in data["values"][:200])
             more = " ..." if len(data["values"]) > 200 else ""
@@ -195,16 +205,23 @@ class ExtraWindows:
         return _plot_msg(self.env, win, f"{tag}: distribution", traces, ("step", "value"))
 
     def _hparams(self, run: RunData) -> dict[str, Any]:
-        records = [r for (kind, _), r in run.extras.latest.items() if kind == "hparams"]
+        """The hparams table: a row per session, a NaN metric taken from its scalar."""
+        records = run.extras.hparams
         names = sorted({k for r in records for k in r[4]["hparams"]})
         metrics = sorted({k for r in records for k in r[4]["metrics"]})
-        rows = [
-            [r[1], *(r[4]["hparams"].get(n, "") for n in names)]
-            + [r[4]["metrics"].get(m, "") for m in metrics]
-            for r in records
-        ]
+        rows, calls = [], run.extras.hparams_dropped  # add_hparams calls without a run name
+        for _kind, tag, _step, _wall, data in records:
+            calls += tag == HPARAMS_TAG
+            run_cell = f"{tag} {calls}" if tag == HPARAMS_TAG else tag
+            values = [_metric(run, data["metrics"], m) for m in metrics]
+            rows.append([run_cell, *(data["hparams"].get(n, "") for n in names), *values])
         table = _table(["run", *names, *metrics], rows)
-        return _text_msg(self.env, HPARAMS_WIN, f"{run.name}: hparams", table)
+        if run.extras.hparams_dropped:
+            older = f"{run.extras.hparams_dropped} older rows not shown"
+            table = markup.join(table, markup.element("p", older))
+        msg = _text_msg(self.env, HPARAMS_WIN, f"{run.name}: hparams", table)
+        msg["opts"].update(width=PLOT_SIZE[0], height=PLOT_SIZE[1])  # room for the rows
+        return msg
 
     def _layout_charts(self, run: RunData, layout: dict[str, Any]) -> None:
         """One window per custom-scalar chart: its tags' scalars (Margin: value and bounds)."""
@@ -212,8 +229,7 @@ class ExtraWindows:
             for title, (chart, tags) in charts.items():
                 traces = []
                 for tag in tags:
-                    # A store from before names were kept has a bare tag in group "scalars".
-                    series = run.series.get(key_of(tag)) or run.series.get(("scalars", tag))
+                    series = run.series.get(_series_key(run, tag))
                     if series is not None:
                         every = max(1, len(series) // LAYOUT_MAX_POINTS)
                         x = series.steps()[::every].tolist()
@@ -236,6 +252,24 @@ class ExtraWindows:
 def _pre(value: object) -> Html:
     """``value`` as preformatted text."""
     return markup.element("pre", value)
+
+
+def _series_key(run: RunData, tag: str) -> SeriesKey:
+    """The key of the scalar ``tag`` in ``run``: as logged, or a bare tag in a store from
+    before names were kept (group ``scalars``)."""
+    key = key_of(tag)
+    return ("scalars", tag) if key not in run.series and ("scalars", tag) in run.series else key
+
+
+def _metric(run: RunData, given: dict[str, float], name: str) -> Any:
+    """An hparams row's metric: the value given, else the last of the scalar ``name``."""
+    value = given.get(name)
+    if value is None:
+        return ""
+    if value == value:  # not NaN: the value add_hparams was given
+        return value
+    last = last_value(run, _series_key(run, name))
+    return "-" if last is None else last
 
 
 def _mesh_trace(data: dict[str, Any]) -> dict[str, Any]:

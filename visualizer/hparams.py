@@ -69,7 +69,8 @@ def sort_runs(
     return sorted(by_name, key=rank)
 
 
-def _row(cells: Sequence[object], tag: str = "td") -> Html:
+def table_row(cells: Sequence[object], tag: str = "td") -> Html:
+    """One row of the page's tables; each cell escaped unless it is markup built here."""
     return markup.row(cells, tag, _CELL)
 
 
@@ -78,8 +79,8 @@ def run_table(run: RunData) -> Html:
     options = options_of(run)
     if not options:
         return markup.element("p", "this run stored no options")
-    rows = [_row([k, v]) for k, v in options.items()]
-    return markup.element("table", _row(["option", "value"], "th"), *rows)
+    rows = [table_row([k, v]) for k, v in options.items()]
+    return markup.element("table", table_row(["option", "value"], "th"), *rows)
 
 
 def comparison_table(
@@ -106,8 +107,8 @@ def comparison_table(
         value = last_value(run, key)
         cells = [name, *([("-" if value is None else f"{value:.6g}")] if metric else [])]
         cells += [options[run.name].get(n, "-") for n in varying]
-        rows.append(_row(cells))
-    table = markup.element("table", _row(head, "th"), *rows)
+        rows.append(table_row(cells))
+    table = markup.element("table", table_row(head, "th"), *rows)
     if shared:
         first = options[runs[0].name] if runs else {}
         same = ", ".join(f"{n}={first.get(n, '-')}" for n in shared)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 
@@ -43,8 +44,37 @@ def test_scalar_and_image_methods_write_the_store_in_log_dir(tmp_path):
     assert history.series(("", "accuracy"))[3] == [0.5, 0.6, 0.7]
     sample, batch = (decode_png(img[5]) for img in update.images)
     assert sample.shape == (4, 5, 3) and (sample == 255).all()
-    assert batch.shape == (2 * 8 + 3 * 2, 2 * 8 + 3 * 2, 3)
+    assert batch.shape == (8, 4 * 8, 3)  # one row: TensorBoard puts up to 8 in a row
     assert update.status["state"] == "finished" and reader.warnings == []
+
+
+@pytest.mark.parametrize("count", [3, 16, 17])
+def test_add_images_tiles_the_batch_as_tensorboard_does(tmp_path, count):
+    from torch.utils.tensorboard.summary import image
+
+    batch = torch.rand(count, 3, 100, 100)
+    with SummaryWriter(tmp_path) as writer:
+        writer.add_images("batch", batch, 0)
+    ours = decode_png(read_store(tmp_path)[2].images[0][5])
+    theirs = decode_png(image("batch", batch).value[0].image.encoded_image_string)
+    assert ours.shape == theirs.shape and (ours == theirs).all()
+    if count == 16:
+        assert ours.shape == (200, 800, 3)
+
+
+@pytest.mark.parametrize("count", [1, 3, 5, 16])
+def test_add_video_tiles_the_batch_as_tensorboard_does(tmp_path, count):
+    from PIL import Image
+    from torch.utils.tensorboard._utils import _prepare_video
+
+    video = torch.rand(count, 2, 3, 6, 10)
+    with SummaryWriter(tmp_path) as writer:
+        writer.add_video("clip", video, 0)
+    gif = read_store(tmp_path)[2].extras[0][4]["gif"]
+    with Image.open(io.BytesIO(gif)) as frames:
+        size = frames.size
+    _time, height, width, _channels = _prepare_video(video.numpy()).shape
+    assert size == (width, height)
 
 
 def test_add_scalar_without_a_step_is_step_zero_and_defers_tensors(tmp_path, caplog):

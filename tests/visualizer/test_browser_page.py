@@ -47,8 +47,8 @@ def log_run(store: Path, lr: float, batch: int, steps: int = 60, images: int = 3
             if step % 20 == 19:
                 rec.log({"loss": lr * 12 / (step + 1)}, step=step, group="val")
                 rec.log({"accuracy": 1 - lr / (step + 1)}, step=step, group="metrics")
-        for i in range(images):  # four rows of four: the pane must show the 4th row
-            grid = np.full((16, 3, 32, 32), (i + 1) / (images + 1), dtype=np.float32)
+        for i in range(images):  # four rows of eight (as TensorBoard tiles): the 4th must show
+            grid = np.full((32, 3, 32, 32), (i + 1) / (images + 1), dtype=np.float32)
             rec.log_image("predictions", grid, step=20 * (i + 1), dataformats="NCHW")
 
 
@@ -152,7 +152,9 @@ def test_windows_come_in_the_same_order_live_and_replayed(
         rec.log({"loss": 1.0}, step=0)
         rec.flush()
         drawn("train")
-        rec.log_image("predictions", np.zeros((4, 3, 8, 8)), step=1, dataformats="NCHW")
+        # Two images in a row make a 480 px pane: a 640 px one beside a 600 px plot is as
+        # wide as the page, and whether it fits then hangs on the scroll bar (page layout).
+        rec.log_image("predictions", np.zeros((2, 3, 8, 8)), step=1, dataformats="NCHW")
         rec.flush()
         drawn("image_images_predictions")
         rec.log({"accuracy": 0.5}, step=1, group="metrics")
