@@ -1,0 +1,115 @@
+"""A full disk while training, on a real small filesystem (a tmpfs) under the real ``trainer`` CLI.
+
+The run stops with one line naming the checkpoint, the space it needs and what
+was kept (exit 1), the last good checkpoint loads, the store reads, and
+``--continue-train`` resumes; or, with ``--on-disk-full continue``, training
+goes on without checkpoints and says so once.
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+
+from snapshot_store import ExitCode
+from tests.fixtures.disk import fill
+from tests.trainer.helpers import (
+    read_run,
+    run,
+    start,
+    train_args,
+    trainer_cmd,
+    wait_for_file,
+)
+from trainer import checkpoint
+from trainer.disk_full import out_of_space
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("trainer train: error:")]
+
+
+def test_a_full_disk_stops_cleanly_keeping_the_last_good_checkpoint(tiny_dataset, small_disk):
+    run_dir = small_disk / "full"
+    args = train_args(tiny_dataset, small_disk, "full", "--save-epoch-freq", "0")
+    proc = start(trainer_cmd("train", *args, "--num-epochs", "500"), cwd=small_disk.parent)
+    try:
+        wait_for_file(run_dir, "latest.pth", proc)
+        ballast = fill(small_disk)
+        _, stderr = proc.communicate(timeout=180)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == ExitCode.FAILED, stderr[-3000:]
+    assert "Traceback" not in stderr and "Logging error" not in stderr, stderr[-3000:]
+    [line] = error_lines(stderr)
+    assert f"no space left for checkpoint {run_dir}/" in line, line
+    # The space the checkpoint needs and what is free.
+    assert re.search(r"it needs [\d.]+ [kM]B, [\d.]+ [kM]B free there", line), line
+    assert f"the last good checkpoint {run_dir / 'latest.pth'} is kept" in line, line
+    kept = checkpoint.load(run_dir / "latest.pth")
+    assert kept["epoch"] >= 1
+    assert not list(run_dir.glob(".*.tmp")), "the failed write's temporary file is left"
+
+    ballast.unlink()
+    history, _, status = read_run(run_dir)
+    assert status["state"] == "failed"
+    steps, _ = history.series(("train", "loss"))[:2]
+    assert len(steps) and max(steps) >= kept["step"]
+
+    resumed = run(
+        trainer_cmd("train", *args, "--num-epochs", str(kept["epoch"] + 1), "--continue-train"),
+        cwd=small_disk.parent,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resumed from {run_dir / 'latest.pth'} at epoch {kept['epoch']}" in resumed.stderr
+    assert checkpoint.load(run_dir / "latest.pth")["epoch"] == kept["epoch"] + 1
+
+
+def test_no_room_for_the_first_checkpoint_says_there_is_nothing_to_resume(tiny_dataset, small_disk):
+    fill(small_disk, leave=128 * 1024)  # room for the store, not for a 313 kB checkpoint
+    args = train_args(tiny_dataset, small_disk, "first", "--num-epochs", "2")
+    done = run(trainer_cmd("train", *args), cwd=small_disk.parent)
+    assert done.returncode == ExitCode.FAILED, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    [line] = error_lines(done.stderr)
+    assert "no checkpoint was written yet, so there is nothing to resume" in line, line
+    _, _, status = read_run(small_disk / "first")
+    assert status["state"] == "failed"
+
+
+def test_on_disk_full_continue_trains_on_without_checkpoints_and_says_so_once(
+    tiny_dataset, small_disk
+):
+    fill(small_disk, leave=128 * 1024)
+    args = train_args(tiny_dataset, small_disk, "goes-on", "--num-epochs", "3")
+    done = run(trainer_cmd("train", *args, "--on-disk-full", "continue"), cwd=small_disk.parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.stderr.count("Training goes on without checkpoints") == 1, done.stderr[-3000:]
+    assert "done: 3 epochs" in done.stderr
+    history, _, status = read_run(small_disk / "goes-on")
+    assert status["state"] == "finished"
+    assert status["checkpoints_skipped"] >= 3  # latest.pth of each epoch (best.pth too)
+    assert not (small_disk / "goes-on" / "latest.pth").exists()
+
+
+def test_a_bad_on_disk_full_value_is_refused_before_training(tiny_dataset, tmp_path):
+    args = train_args(tiny_dataset, tmp_path, "bad")
+    done = run(trainer_cmd("train", *args, "--on-disk-full", "ignore"), cwd=tmp_path)
+    assert done.returncode == ExitCode.USAGE
+    assert "--on-disk-full: invalid choice: 'ignore'" in done.stderr, done.stderr
+    assert not (tmp_path / "bad").exists()
+
+
+def test_out_of_space_finds_enospc_behind_torch_saves_runtime_error():
+    try:
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        except OSError:
+            raise RuntimeError("unexpected pos")  # noqa: B904 - as torch.save raises it
+    except RuntimeError as err:
+        assert out_of_space(err)
+    assert out_of_space(OSError(errno.EDQUOT, "Disk quota exceeded"))
+    assert not out_of_space(PermissionError(errno.EACCES, "Permission denied"))
+    assert not out_of_space(RuntimeError("unexpected pos"))
