@@ -13,6 +13,8 @@ import re
 
 from snapshot_store import ExitCode
 from tests.fixtures.disk import fill
+from tests.fixtures.net import free_port
+from tests.fixtures.processes import reap
 from tests.trainer.helpers import (
     read_run,
     run,
@@ -21,6 +23,7 @@ from tests.trainer.helpers import (
     trainer_cmd,
     wait_for_file,
 )
+from tests.trainer.test_distributed import _start_ranks
 from trainer import checkpoint
 from trainer.disk_full import out_of_space
 
@@ -113,3 +116,46 @@ def test_out_of_space_finds_enospc_behind_torch_saves_runtime_error():
     assert out_of_space(OSError(errno.EDQUOT, "Disk quota exceeded"))
     assert not out_of_space(PermissionError(errno.EACCES, "Permission denied"))
     assert not out_of_space(RuntimeError("unexpected pos"))
+
+
+def test_a_disk_that_fills_mid_run_under_continue_gives_no_traceback(tiny_dataset, small_disk):
+    run_dir = small_disk / "fills"
+    args = train_args(tiny_dataset, small_disk, "fills", "--on-disk-full", "continue")
+    proc = start(trainer_cmd("train", *args, "--num-epochs", "40"), cwd=small_disk.parent)
+    try:
+        wait_for_file(run_dir, "latest.pth", proc)
+        fill(small_disk)  # loss_log.txt, the store and the checkpoints all meet a full disk
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "Traceback" not in stderr and "Logging error" not in stderr, stderr[-3000:]
+    assert stderr.count("Training goes on without checkpoints") == 1, stderr[-3000:]
+    assert stderr.count(f"can not write {run_dir / 'loss_log.txt'}") <= 1
+    assert "done: 40 epochs" in stderr
+    assert checkpoint.load(run_dir / "latest.pth")["epoch"] >= 1  # the last good one, whole
+
+
+def test_every_rank_of_a_ddp_job_stops_together_with_one_line_each(tiny_dataset, small_disk):
+    fill(small_disk, leave=128 * 1024)
+    port = str(free_port())
+    args = train_args(tiny_dataset, small_disk, "ddp", "--batch-size", "8", "--n-epochs", "2")
+    ranks = [
+        {"RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+        for r in range(2)
+    ]
+    procs = _start_ranks(trainer_cmd("train", *args), small_disk.parent, ranks)
+    outputs = []
+    try:
+        outputs = [proc.communicate(timeout=180)[0] for proc in procs]
+    finally:
+        for proc in procs:
+            reap(proc)
+    assert [proc.returncode for proc in procs] == [ExitCode.FAILED] * 2, outputs
+    assert not any("Traceback" in out for out in outputs), outputs
+    assert "nothing to resume" in error_lines(outputs[0])[0]
+    assert error_lines(outputs[1]) == [
+        f"trainer train: error: rank 0 could not write {small_disk / 'ddp' / 'latest.pth'} "
+        "(disk full); stopping"
+    ]
