@@ -32,18 +32,23 @@ def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("trainer train: error:")]
 
 
+def train_into_a_filling_disk(disk, name: str, *args: str) -> tuple[int, str]:
+    """Train on ``disk``, fill it once the first checkpoint is there; exit status and stderr."""
+    proc = start(trainer_cmd("train", *args), cwd=disk.parent)
+    try:
+        wait_for_file(disk / name, "latest.pth", proc)
+        fill(disk)  # loss_log.txt, the store and the checkpoints all meet a full disk
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        reap(proc)
+    return proc.returncode, stderr
+
+
 def test_a_full_disk_stops_cleanly_keeping_the_last_good_checkpoint(tiny_dataset, small_disk):
     run_dir = small_disk / "full"
     args = train_args(tiny_dataset, small_disk, "full", "--save-epoch-freq", "0")
-    proc = start(trainer_cmd("train", *args, "--num-epochs", "500"), cwd=small_disk.parent)
-    try:
-        wait_for_file(run_dir, "latest.pth", proc)
-        ballast = fill(small_disk)
-        _, stderr = proc.communicate(timeout=180)
-    finally:
-        proc.kill()
-        proc.wait()
-    assert proc.returncode == ExitCode.FAILED, stderr[-3000:]
+    status, stderr = train_into_a_filling_disk(small_disk, "full", *args, "--num-epochs", "500")
+    assert status == ExitCode.FAILED, stderr[-3000:]
     assert "Traceback" not in stderr and "Logging error" not in stderr, stderr[-3000:]
     [line] = error_lines(stderr)
     assert f"no space left for checkpoint {run_dir}/" in line, line
@@ -54,7 +59,7 @@ def test_a_full_disk_stops_cleanly_keeping_the_last_good_checkpoint(tiny_dataset
     assert kept["epoch"] >= 1
     assert not list(run_dir.glob(".*.tmp")), "the failed write's temporary file is left"
 
-    ballast.unlink()
+    (small_disk / "ballast").unlink()
     history, _, status = read_run(run_dir)
     assert status["state"] == "failed"
     steps, _ = history.series(("train", "loss"))[:2]
@@ -121,15 +126,8 @@ def test_out_of_space_finds_enospc_behind_torch_saves_runtime_error():
 def test_a_disk_that_fills_mid_run_under_continue_gives_no_traceback(tiny_dataset, small_disk):
     run_dir = small_disk / "fills"
     args = train_args(tiny_dataset, small_disk, "fills", "--on-disk-full", "continue")
-    proc = start(trainer_cmd("train", *args, "--num-epochs", "40"), cwd=small_disk.parent)
-    try:
-        wait_for_file(run_dir, "latest.pth", proc)
-        fill(small_disk)  # loss_log.txt, the store and the checkpoints all meet a full disk
-        _, stderr = proc.communicate(timeout=300)
-    finally:
-        proc.kill()
-        proc.wait()
-    assert proc.returncode == 0, stderr[-3000:]
+    status, stderr = train_into_a_filling_disk(small_disk, "fills", *args, "--num-epochs", "40")
+    assert status == 0, stderr[-3000:]
     assert "Traceback" not in stderr and "Logging error" not in stderr, stderr[-3000:]
     assert stderr.count("Training goes on without checkpoints") == 1, stderr[-3000:]
     assert stderr.count(f"can not write {run_dir / 'loss_log.txt'}") <= 1
