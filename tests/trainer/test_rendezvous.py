@@ -7,6 +7,7 @@ group holds MASTER_PORT, and the trainer's ranks meet through its store.
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,7 @@ from snapshot_store import ExitCode
 from tests.fixtures.net import free_port
 from tests.trainer.helpers import clean_env, train_args, trainer_cmd
 from tests.trainer.test_distributed import _check_two_rank_run, _start_ranks, _wait_all
+from tests.visualizer.conftest import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -24,7 +26,8 @@ pytestmark = pytest.mark.integration
 WRAPPER = textwrap.dedent(
     """
     import os
-    import subprocess
+    import socket
+import subprocess
     import sys
 
     import torch.distributed as dist
@@ -77,6 +80,14 @@ def test_a_wrapper_that_runs_the_trainer_twice_meets_afresh_each_time(tiny_datas
     _check_two_rank_run(tmp_path / "twice", steps_per_epoch=3, epochs=2)
 
 
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
 def test_a_port_held_by_another_training_job_is_refused_in_one_line(tiny_dataset, tmp_path):
     port = str(free_port())
     env = {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
@@ -90,19 +101,16 @@ def test_a_port_held_by_another_training_job_is_refused_in_one_line(tiny_dataset
         text=True,
     )
     try:
-        second = None
-        for _ in range(60):  # until the first job's rank 0 serves (bounded)
-            second = subprocess.run(
-                trainer_cmd("train", *train_args(tiny_dataset, tmp_path, "second")),
-                cwd=tmp_path,
-                env=clean_env(**env),
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-            if "already used by another training job" in second.stderr:
-                break
-        assert second is not None
+        wait_until(lambda: _listening(int(port)) or first.poll() is not None, timeout=60)
+        assert first.poll() is None, first.communicate()[1][-3000:]
+        second = subprocess.run(
+            trainer_cmd("train", *train_args(tiny_dataset, tmp_path, "second")),
+            cwd=tmp_path,
+            env=clean_env(**env),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert second.returncode == ExitCode.USAGE, second.stderr[-3000:]
         assert "Traceback" not in second.stderr, second.stderr[-3000:]
         assert second.stderr.strip().splitlines()[-1] == (
