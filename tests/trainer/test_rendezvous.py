@@ -26,8 +26,7 @@ pytestmark = pytest.mark.integration
 WRAPPER = textwrap.dedent(
     """
     import os
-    import socket
-import subprocess
+    import subprocess
     import sys
 
     import torch.distributed as dist
