@@ -72,7 +72,8 @@ class RunSession:
         self.system: SystemMetrics | None = None
         self.step_timer = StepTimer()  # fed by the loop; read by the system metrics sampler
         self.hosts: list[str] = []
-        self.checkpoints_skipped = 0  # in a row, for a full disk (on_disk_full="continue")
+        self.checkpoints_skipped = 0  # for a full disk, with on_disk_full="continue"
+        self._disk_full = False  # the last checkpoint did not fit: said once until one does
 
     @property
     def loss_log(self) -> Path:
@@ -213,20 +214,18 @@ class RunSession:
                 self._on_file(path, True)
         flag = torch.tensor([0.0 if full is None else 1.0], device=self.devices.device)
         if not distributed.all_reduce_sum(flag).item():
-            if self.checkpoints_skipped:
+            if self._disk_full:
+                self._disk_full = False
                 log.info("%s written: checkpoints are saved again", path)
-                self.checkpoints_skipped = 0
             return path
         self._on_disk_full(full, path)
         return None
 
     def _on_disk_full(self, full: checkpoint.DiskFullError | None, path: Path) -> None:
-        """Stop the run, or go on without this checkpoint and say so once."""
+        """Go on without this checkpoint (said once), or stop the run on every rank."""
         latest = self.config.run_dir / checkpoint.LATEST
-        if full is None:  # another rank's view: rank 0 writes and says why
-            raise checkpoint.DiskFullError(f"rank 0 could not write {path} (disk full); stopping")
         if self.config.on_disk_full == "continue":
-            if not self.checkpoints_skipped:
+            if full is not None and not self._disk_full:
                 kept = f"the last good one is {latest}" if latest.exists() else "none written yet"
                 log.warning(
                     "disk full: %s. Training goes on without checkpoints (--on-disk-full "
@@ -234,9 +233,12 @@ class RunSession:
                     full,
                     kept,
                 )
+            self._disk_full = True
             self.checkpoints_skipped += 1
             self.set_status(checkpoints_skipped=self.checkpoints_skipped)
             return
+        if full is None:  # another rank's view: rank 0 writes and says why
+            raise checkpoint.DiskFullError(f"rank 0 could not write {path} (disk full); stopping")
         if latest.exists():
             then = (
                 f"the last good checkpoint {latest} is kept: free space (or move the run dir), "

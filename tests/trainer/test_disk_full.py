@@ -11,6 +11,8 @@ from __future__ import annotations
 import errno
 import re
 
+import pytest
+
 from snapshot_store import ExitCode
 from tests.fixtures.disk import fill
 from tests.fixtures.net import free_port
@@ -135,7 +137,8 @@ def test_a_disk_that_fills_mid_run_under_continue_gives_no_traceback(tiny_datase
     assert checkpoint.load(run_dir / "latest.pth")["epoch"] >= 1  # the last good one, whole
 
 
-def test_every_rank_of_a_ddp_job_stops_together_with_one_line_each(tiny_dataset, small_disk):
+@pytest.mark.parametrize("mode", ["stop", "continue"])
+def test_every_rank_of_a_ddp_job_stops_or_goes_on_together(tiny_dataset, small_disk, mode):
     fill(small_disk, leave=128 * 1024)
     port = str(free_port())
     args = train_args(tiny_dataset, small_disk, "ddp", "--batch-size", "8", "--n-epochs", "2")
@@ -143,15 +146,21 @@ def test_every_rank_of_a_ddp_job_stops_together_with_one_line_each(tiny_dataset,
         {"RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
         for r in range(2)
     ]
-    procs = _start_ranks(trainer_cmd("train", *args), small_disk.parent, ranks)
+    cmd = trainer_cmd("train", *args, "--on-disk-full", mode)
+    procs = _start_ranks(cmd, small_disk.parent, ranks)
     outputs = []
     try:
         outputs = [proc.communicate(timeout=180)[0] for proc in procs]
     finally:
         for proc in procs:
             reap(proc)
-    assert [proc.returncode for proc in procs] == [ExitCode.FAILED] * 2, outputs
     assert not any("Traceback" in out for out in outputs), outputs
+    if mode == "continue":
+        assert [proc.returncode for proc in procs] == [0, 0], outputs
+        assert outputs[0].count("Training goes on without checkpoints") == 1, outputs[0]
+        assert "done: 2 epochs" in outputs[0]
+        return
+    assert [proc.returncode for proc in procs] == [ExitCode.FAILED] * 2, outputs
     assert "nothing to resume" in error_lines(outputs[0])[0]
     assert error_lines(outputs[1]) == [
         f"trainer train: error: rank 0 could not write {small_disk / 'ddp' / 'latest.pth'} "
