@@ -11,7 +11,8 @@ from tests.fixtures.disk import fill
 
 def test_records_left_on_a_full_disk_are_counted_in_the_final_status(small_disk, caplog):
     store = small_disk / "run" / "pickle"
-    recorder = Recorder(store, rank=0, flush_interval=0.05)
+    # No timed flush before close(): the 20,000 points below are one batch (~0.6 MB).
+    recorder = Recorder(store, rank=0, flush_interval=600.0, heartbeat_seconds=600.0)
     recorder.log({"loss": 1.0}, step=0)
     assert recorder.flush()
     # Room for the small status document, not for a batch of 20,000 points (~0.6 MB).
