@@ -166,3 +166,26 @@ def test_every_rank_of_a_ddp_job_stops_or_goes_on_together(tiny_dataset, small_d
         f"trainer train: error: rank 0 could not write {small_disk / 'ddp' / 'latest.pth'} "
         "(disk full); stopping"
     ]
+
+
+def test_fit_raises_disk_full_error_or_goes_on_as_asked(small_disk):
+    import torch
+    from torch import nn
+    from torch.utils.data import TensorDataset
+
+    import trainer
+
+    fill(small_disk, leave=128 * 1024)
+    data = TensorDataset(torch.rand(64, 256), torch.rand(64, 256))
+    model = nn.Linear(256, 256)  # 0.26 MB of weights, twice that again in Adam's moments
+    optimizer = torch.optim.Adam(model.parameters())
+    kwargs = {"checkpoints_dir": str(small_disk), "remote": True, "num_epochs": 2, "ddp": False}
+    with pytest.raises(trainer.DiskFullError, match="nothing to resume"):
+        trainer.fit(
+            model, nn.MSELoss(), optimizer, {"train": data, "valid": data}, name="stops", **kwargs
+        )
+    result = trainer.fit(
+        model, nn.MSELoss(), optimizer, {"train": data, "valid": data}, name="goes-on", on_disk_full="continue",
+        **kwargs,
+    )  # fmt: skip
+    assert result.epochs_completed == 2 and result.latest_checkpoint is None
