@@ -3,14 +3,11 @@
 The real visualizer (``run_visualizer_local.py``) follows a real store into the
 real visdom server while one of its segments is unreadable (mode 000). Root
 reads any file whatever its mode, so as root the visualizer runs without the
-two capabilities that let it (``setpriv`` drops CAP_DAC_OVERRIDE and
-CAP_DAC_READ_SEARCH): the same uid, now held to file permissions, as any user is.
+two capabilities that let it (:func:`~tests.fixtures.disk.held_to_file_modes`).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 import time
@@ -19,23 +16,13 @@ from pathlib import Path
 import pytest
 
 from snapshot_store import Recorder
+from tests.fixtures.disk import held_to_file_modes
 from tests.fixtures.processes import reap
 from tests.visualizer.conftest import VisdomReader, wait_until
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-CAPS = "-dac_override,-dac_read_search"
-
-
-def held_to_file_modes() -> list[str]:
-    """A command prefix under which this uid can not read a mode-000 file."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("as root a mode-000 file stays readable, and setpriv (util-linux) is absent")
-    return [setpriv, f"--inh-caps={CAPS}", f"--bounding-set={CAPS}", "--"]
 
 
 def test_a_segment_unreadable_for_a_while_is_drawn_once_readable(tmp_path, visdom_server):
