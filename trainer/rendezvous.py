@@ -45,8 +45,15 @@ def job_store(env: LaunchEnv, timeout: timedelta) -> dist.Store:
 def _serve(host: str, port: int, world_size: int, timeout: timedelta) -> dist.Store | None:
     """Rank 0's own store; None when the port is already held (by the launcher, maybe)."""
     try:
+        # multi_tenant, as env:// has it: a second run in this process shares the server.
         store = dist.TCPStore(
-            host, port, world_size, is_master=True, timeout=timeout, wait_for_workers=False
+            host,
+            port,
+            world_size,
+            is_master=True,
+            timeout=timeout,
+            wait_for_workers=False,
+            multi_tenant=True,
         )
     except dist.DistNetworkError as err:
         if "EADDRINUSE" not in str(err) and "address already in use" not in str(err).lower():
