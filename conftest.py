@@ -21,6 +21,7 @@ pytest_plugins = [
     "tests.fixtures.net",
     "tests.fixtures.visdom",
     "tests.fixtures.s3",
+    "tests.fixtures.disk",
 ]
 
 # Fixtures that start a real server, browser or process group.
@@ -34,6 +35,7 @@ INTEGRATION_FIXTURES = frozenset(
         "s3_bucket",
         "private_s3_bucket",
         "silent_server",
+        "small_disk",
     }
 )
 

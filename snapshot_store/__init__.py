@@ -17,12 +17,12 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each 
     from .frames import atomic_file as atomic_file
     from .frames import ensure_writable_dir as ensure_writable_dir
     from .frames import write_atomic as write_atomic
+    from .local_source import LocalSource as LocalSource
     from .rank import LaunchEnv as LaunchEnv
     from .rank import LaunchError as LaunchError
     from .rank import global_rank as global_rank
     from .rank import read_launch_env as read_launch_env
     from .reader import History as History
-    from .reader import LocalSource as LocalSource
     from .reader import StoreReader as StoreReader
     from .reader import Update as Update
     from .reader import read_store as read_store
@@ -47,7 +47,7 @@ _EXPORTS = {
     "global_rank": "rank",
     "read_launch_env": "rank",
     "History": "reader",
-    "LocalSource": "reader",
+    "LocalSource": "local_source",
     "StoreReader": "reader",
     "Update": "reader",
     "read_store": "reader",

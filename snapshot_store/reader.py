@@ -11,14 +11,12 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import stat
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from . import frames as fmt
 from . import kinds
+from .local_source import LocalSource
 
 log = logging.getLogger(__name__)
 
@@ -43,78 +41,6 @@ class Source(Protocol):
 
         Fewer bytes than asked means the file ends there.
         """
-
-
-class LocalSource:
-    """A store directory on a local or mounted filesystem.
-
-    Only regular files, or symlinks to regular files inside the store, are
-    listed or read: opening a FIFO or a device named like a store file could
-    block the reader forever or touch hardware, and a symlink out of the store
-    would read files the store does not own.
-    """
-
-    def __init__(
-        self,
-        store_dir: str | os.PathLike[str],
-        warn: Callable[[str], None] | None = None,
-    ) -> None:
-        self.root = Path(store_dir)
-        self._warn = warn or (lambda message: log.warning("%s", message))
-        self._refused: set[str] = set()  # names already warned about: one warning each
-
-    def describe(self, name: str) -> str:
-        return str(self.root / name)
-
-    def _refuse(self, name: str, why: str) -> None:
-        if name not in self._refused:
-            self._refused.add(name)
-            self._warn(f"skipped {self.describe(name)}: {why}")
-
-    def _inside(self, path: Path) -> bool:
-        """Whether ``path`` (resolved) lies in the store directory (resolved)."""
-        return path.is_relative_to(self.root.resolve())
-
-    def list(self) -> dict[str, tuple]:
-        found = {}
-        try:
-            entries = list(os.scandir(self.root))
-        except (FileNotFoundError, NotADirectoryError):
-            return {}
-        for entry in entries:
-            name = entry.name
-            if name.startswith("."):
-                continue  # temp files of atomic writes
-            store_file = name in (fmt.META_FILE, fmt.STATUS_FILE) or fmt.parse_segment_name(name)
-            try:
-                st = entry.stat(follow_symlinks=False)
-                if stat.S_ISLNK(st.st_mode):
-                    if not self._inside(Path(entry.path).resolve()):
-                        if store_file:
-                            self._refuse(name, "a symlink that leads outside the store")
-                        continue
-                    st = entry.stat()  # an inside link: the file it names
-            except (OSError, RuntimeError):
-                continue  # replaced between listing and stat, dangling, or a symlink loop
-            if not stat.S_ISREG(st.st_mode):
-                if store_file:
-                    self._refuse(name, "not a regular file")
-                continue
-            found[name] = (st.st_size, st.st_mtime_ns)
-        return found
-
-    def read(self, name: str, offset: int = 0, length: int | None = None) -> bytes:
-        path = (self.root / name).resolve()
-        # Checked again here: the entry may have been swapped since list().
-        if not self._inside(path):
-            raise OSError(f"{self.describe(name)} leads outside the store")
-        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise OSError(f"{self.describe(name)} is not a regular file")
-            f.seek(offset)
-            return f.read(-1 if length is None else length)
 
 
 @dataclass
@@ -149,6 +75,7 @@ class _SegmentState:
     closed_seen: bool = False
     done: bool = False  # corrupt or hostile: skipped for good
     warned_torn: bool = False
+    unreadable: bool = False  # the last read failed (permission, I/O): read again next poll
 
 
 class StoreReader:
@@ -170,6 +97,7 @@ class StoreReader:
         )
         self._segments: dict[str, _SegmentState] = {}
         self._documents: dict[str, tuple] = {}
+        self._unreadable_documents: set[str] = set()
         self.warnings: list[str] = []
         self._newer_warned = False
         self.more = False  # the last poll stopped at max_bytes: poll again at once
@@ -215,7 +143,8 @@ class StoreReader:
             if not finished:  # stopped at the budget, mid-file
                 self.more = True
                 break
-            state.size_seen, state.closed_seen = size, closed
+            if not state.unreadable:
+                state.size_seen, state.closed_seen = size, closed
         return update
 
     def _check_version(self, version: object) -> None:
@@ -246,8 +175,11 @@ class StoreReader:
         except FileNotFoundError:
             self._documents.pop(name, None)
             return None
-        except OSError as err:
-            self._warn(f"skipped {where}: can not read it ({err})")
+        except OSError as err:  # read again at the next poll; said once while it lasts
+            self._documents.pop(name, None)
+            if name not in self._unreadable_documents:
+                self._unreadable_documents.add(name)
+                self._warn(f"skipped {where} for now: can not read it ({err}); trying again")
             return None
         except fmt.StoreError as err:
             self._warn(f"skipped {err}")
@@ -275,10 +207,14 @@ class StoreReader:
                 data = self.source.read(name, state.offset, want)
             except FileNotFoundError:
                 return total, True
-            except OSError as err:
-                self._warn(f"skipped {where}: can not read it ({err})")
-                state.done = True
+            except OSError as err:  # permission, a failing disk: maybe for a while only
+                if not state.unreadable:
+                    self._warn(f"skipped {where} for now: can not read it ({err}); trying again")
+                state.unreadable = True
                 return total, True
+            if state.unreadable:
+                state.unreadable = False
+                log.info("%s is readable again", where)
             total += len(data)
             consumed, need = self._frames(data, where, stream, state, size, update)
             state.offset += consumed

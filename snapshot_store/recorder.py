@@ -33,6 +33,7 @@ from .rank import global_rank
 from .scalar_columns import ScalarColumns, ScalarRecord
 from .segments import SegmentWriter
 from .tensor_values import TENSOR_TYPES, is_tensor
+from .unwritten import unwritten_records
 from .values import redact
 
 log = logging.getLogger(__name__)
@@ -538,6 +539,8 @@ class Recorder:
             "host": socket.gethostname(),
             "pid": self._pid,
         }
+        if self._state != "running":  # closing: what is still pending now is lost, so counted
+            status["unwritten_records"] = unwritten_records(self._retry_frames)
         path = self.store_dir / fmt.STATUS_FILE
         try:
             fmt.write_atomic(path, fmt.encode_document(status))

@@ -14,6 +14,7 @@ _EXPORTS = {
     "RunConfig": "trainer.config",
     "SummaryWriter": "trainer.summary_writer",
     "Recorder": "snapshot_store",
+    "DiskFullError": "trainer.disk_full",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 import numpy as np
 import torch
 
 from snapshot_store import atomic_file
+
+from .console import amount
+from .disk_full import DiskFullError, out_of_space
 
 # The run dir's checkpoints: the newest state (resumed from) and the best validation score's.
 LATEST, BEST = "latest.pth", "best.pth"
@@ -80,10 +84,43 @@ def load_parts(saved: Mapping[str, Any], parts: Mapping[str, Any]) -> None:
 
 
 def save(obj: Any, path: Path) -> None:
-    """``torch.save`` ``obj`` to ``path`` so that the file appears whole or not at all."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_file(path) as f:
-        torch.save(obj, f)
+    """``torch.save`` ``obj`` to ``path`` so that the file appears whole or not at all.
+
+    A full disk raises :class:`DiskFullError` naming the space the checkpoint needs;
+    the temporary file is gone and a previous ``path`` is kept as it was.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_file(path) as f:
+            torch.save(obj, f)
+    except (OSError, RuntimeError) as err:
+        if not out_of_space(err):
+            raise
+        raise DiskFullError(
+            f"no space left for checkpoint {path}: it needs {amount(_size_of(obj))}, "
+            f"{amount(shutil.disk_usage(path.parent).free)} free there"
+        ) from None
+
+
+class _ByteCounter:
+    """A file-like sink that only counts what ``torch.save`` writes to it."""
+
+    size = 0
+
+    def write(self, data: Any) -> int:
+        n = memoryview(data).nbytes
+        self.size += n
+        return n
+
+    def flush(self) -> None:
+        """Nothing is buffered."""
+
+
+def _size_of(obj: Any) -> int:
+    """The bytes ``torch.save(obj)`` writes (serialised again, on the failure path only)."""
+    counter = _ByteCounter()
+    torch.save(obj, cast(IO[bytes], counter))  # torch calls only write() and flush()
+    return counter.size
 
 
 def load(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from snapshot_store.values import redact_text
 from transfer_plugins.runner import TransferSpecError
 
 from .data import DataError
+from .disk_full import DiskFullError
 from .interrupts import Terminated
 from .options import Parser, UsageError, parse_train_args
 
@@ -191,6 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except USER_ERRORS as err:
         print(f"trainer {argv[0]}: error: {redact_text(str(err))}", file=sys.stderr)
         return ExitCode.USAGE
+    except DiskFullError as err:  # the job started: not a usage error, but no traceback either
+        print(f"trainer {argv[0]}: error: {err}", file=sys.stderr)
+        return ExitCode.FAILED
     except KeyboardInterrupt:
         print(f"trainer {argv[0]}: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED

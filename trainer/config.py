@@ -22,6 +22,7 @@ from snapshot_store.values import redact_text
 
 AMP_MODES = ("off", "bf16", "fp16")
 MONITOR_MODES = ("min", "max")
+DISK_FULL_MODES = ("stop", "continue")
 # Spellings users bring from the seeds (Catalyst's num_epochs, DeepLIIF's n_epochs).
 ALIASES = {"n_epochs": "num_epochs", "epochs": "num_epochs"}
 
@@ -250,6 +251,14 @@ class RunConfig(Checked):
         at_least(0),
         group="logging",
         kind=int,
+    )
+    on_disk_full: str = option(
+        "stop",
+        "when a checkpoint does not fit on the disk: stop (keeping the last good one, exit 1) "
+        "or continue training without checkpoints until space frees up",
+        one_of(*DISK_FULL_MODES),
+        group="logging",
+        choices=DISK_FULL_MODES,
     )
     remote: bool = option(
         False,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -15,6 +16,11 @@ from snapshot_store.values import redact_text
 from transfer_plugins.common import S3_URI_ENV
 
 _pkg_log = logging.getLogger("trainer")
+
+
+def amount(size: int) -> str:
+    """A byte count as people read it: ``312.5 kB``, ``1.2 MB``."""
+    return f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size / 1e3:.1f} kB"
 
 
 class RedactSecrets(logging.Filter):
@@ -45,6 +51,29 @@ def configure_logging(master: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+class _LogFile(logging.FileHandler):
+    """``loss_log.txt``: a line it can not write (a full disk) is said once, not a traceback each."""
+
+    failed = False
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging names it
+        self._say_once(sys.exc_info()[1])
+
+    def close(self) -> None:
+        try:
+            super().close()  # flushes what is buffered: a full disk fails here too
+        except OSError as err:
+            self._say_once(err)
+
+    def _say_once(self, err: BaseException | None) -> None:
+        if not self.failed:
+            self.failed = True
+            print(
+                f"can not write {self.baseFilename} ({err}); log lines go to the console only",
+                file=sys.stderr,
+            )
+
+
 @contextmanager
 def run_logging(master: bool, log_file: Path | None) -> Iterator[None]:
     """Rank 0 logs the run to the console and ``log_file``; other ranks only log errors."""
@@ -53,7 +82,7 @@ def run_logging(master: bool, log_file: Path | None) -> Iterator[None]:
     if master:
         _pkg_log.setLevel(logging.INFO)
         if log_file is not None:
-            to_file = logging.FileHandler(log_file, encoding="utf-8")
+            to_file = _LogFile(log_file, encoding="utf-8")
             to_file.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
             handlers.append(to_file)
         if not logging.getLogger().handlers:  # a library call with no logging configured

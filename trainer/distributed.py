@@ -21,6 +21,8 @@ from torch.nn.parallel import DistributedDataParallel
 
 from snapshot_store import LaunchEnv, LaunchError, read_launch_env
 
+from .rendezvous import job_store
+
 log = logging.getLogger(__name__)
 
 __all__ = ["Devices", "LaunchEnv", "LaunchError", "detect", "select_devices"]
@@ -146,12 +148,12 @@ def init_process_group(env: LaunchEnv, devices: Devices, timeout_s: float = 600.
             devices.backend, store=store, rank=env.rank, world_size=env.world_size, timeout=timeout
         )
     else:
-        # env:// reads these; Slurm's defaults were derived in detect(), so export them.
+        # Exported for anything in this process that reads them (Slurm's were derived in detect()).
         os.environ.setdefault("MASTER_ADDR", str(env.master_addr))
         os.environ.setdefault("MASTER_PORT", str(env.master_port))
         dist.init_process_group(
             devices.backend,
-            init_method="env://",
+            store=job_store(env, timeout),
             rank=env.rank,
             world_size=env.world_size,
             timeout=timeout,

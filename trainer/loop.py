@@ -275,7 +275,9 @@ class Trainer:
             "rng": rng_states,
             "options": self.session.options,
         }
-        self.saved[filename] = self.session.save_checkpoint(state, filename)
+        path = self.session.save_checkpoint(state, filename)
+        if path is not None:  # None: the disk is full and the run goes on without it
+            self.saved[filename] = path
 
     def _resume(self) -> None:
         """Continue from ``latest.pth`` when asked, or after an elastic restart."""

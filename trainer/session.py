@@ -72,6 +72,8 @@ class RunSession:
         self.system: SystemMetrics | None = None
         self.step_timer = StepTimer()  # fed by the loop; read by the system metrics sampler
         self.hosts: list[str] = []
+        self.checkpoints_skipped = 0  # for a full disk, with on_disk_full="continue"
+        self._disk_full = False  # the last checkpoint did not fit: said once until one does
 
     @property
     def loss_log(self) -> Path:
@@ -193,14 +195,61 @@ class RunSession:
         if self.recorder is not None:
             self.recorder.set_status(**fields)
 
-    def save_checkpoint(self, state: dict[str, Any], filename: str) -> Path:
-        """Write ``state`` atomically into the run dir (rank 0) and send it; returns its path."""
+    def save_checkpoint(self, state: dict[str, Any], filename: str) -> Path | None:
+        """Write ``state`` atomically into the run dir (rank 0) and send it; returns its path.
+
+        Every rank learns whether it fit. On a full disk the run stops with
+        :class:`~trainer.checkpoint.DiskFullError` (the last good checkpoint kept), or,
+        with ``on_disk_full="continue"``, returns None and training goes on.
+        """
         path = self.config.run_dir / filename
+        full: checkpoint.DiskFullError | None = None
         if self.recorder is not None:
             self.recorder.flush()  # points up to this step are on disk before the checkpoint says so
-            checkpoint.save(state, path)
-            self._on_file(path, True)
-        return path
+            try:
+                checkpoint.save(state, path)
+            except checkpoint.DiskFullError as err:
+                full = err
+            else:
+                self._on_file(path, True)
+        flag = torch.tensor([0.0 if full is None else 1.0], device=self.devices.device)
+        if not distributed.all_reduce_sum(flag).item():
+            if self._disk_full:
+                self._disk_full = False
+                log.info("%s written: checkpoints are saved again", path)
+            return path
+        self._on_disk_full(full, path)
+        return None
+
+    def _on_disk_full(self, full: checkpoint.DiskFullError | None, path: Path) -> None:
+        """Go on without this checkpoint (said once), or stop the run on every rank."""
+        latest = self.config.run_dir / checkpoint.LATEST
+        if self.config.on_disk_full == "continue":
+            if full is not None and not self._disk_full:
+                kept = f"the last good one is {latest}" if latest.exists() else "none written yet"
+                log.warning(
+                    "disk full: %s. Training goes on without checkpoints (--on-disk-full "
+                    "continue; %s) and saves them again once space frees up",
+                    full,
+                    kept,
+                )
+            self._disk_full = True
+            self.checkpoints_skipped += 1
+            self.set_status(checkpoints_skipped=self.checkpoints_skipped)
+            return
+        if full is None:  # another rank's view: rank 0 writes and says why
+            raise checkpoint.DiskFullError(f"rank 0 could not write {path} (disk full); stopping")
+        if latest.exists():
+            then = (
+                f"the last good checkpoint {latest} is kept: free space (or move the run dir), "
+                "then resume with --continue-train, or pass --on-disk-full continue"
+            )
+        else:
+            then = (
+                "no checkpoint was written yet, so there is nothing to resume: free space "
+                "(or choose another --checkpoints-dir) and start the run again"
+            )
+        raise checkpoint.DiskFullError(f"disk full: {full}; training stopped and {then}")
 
     def checkpoint_to_resume(self) -> Path | None:
         """``latest.pth`` when asked to continue (or after an elastic restart), seen by every rank."""

@@ -19,6 +19,7 @@ from pathlib import Path
 from snapshot_store import ExitCode
 from transfer_plugins.runner import TransferRunner, TransferSpecError
 
+from .console import amount
 from .options import Parser
 
 log = logging.getLogger("trainer.sync")
@@ -50,7 +51,7 @@ def send_remaining(transfer: TransferRunner, run_dir: Path, timeout: float) -> l
             log.info(
                 "sending %d file(s) (%s) through %s before exiting, for up to %.0f s; Ctrl-C skips",
                 count,
-                _amount(size),
+                amount(size),
                 transfer.name,
                 timeout,
             )
@@ -63,7 +64,7 @@ def send_remaining(transfer: TransferRunner, run_dir: Path, timeout: float) -> l
                 "still sending through %s: %d file(s), %s left%s; Ctrl-C skips",
                 transfer.name,
                 count,
-                _amount(size),
+                amount(size),
                 f" ({failing} failing, retried with backoff)" if failing else "",
             )
     except KeyboardInterrupt:
@@ -78,10 +79,6 @@ def send_remaining(transfer: TransferRunner, run_dir: Path, timeout: float) -> l
             sync_command(run_dir, transfer.name),
         )
     return left
-
-
-def _amount(size: int) -> str:
-    return f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size / 1e3:.1f} kB"
 
 
 def sync(run_dir: Path, spec: str, timeout: float = 3600.0) -> list[Path]:

@@ -149,7 +149,23 @@ def status_view(
     rows.append(
         ("last heartbeat", "-" if updated is None else f"{format_duration(now - updated)} ago")
     )
+    rows.extend(_losses(status))
     return StatusView(state=state, stale=is_stale(status, now), rows=rows)
+
+
+def _losses(status: dict[str, Any]) -> list[tuple[str, str]]:
+    """Rows for what the trainer could not write (a full disk); none when nothing was lost."""
+    rows = []
+    unwritten = status.get("unwritten_records")
+    if isinstance(unwritten, dict):
+        counts = {str(k): n for k, v in unwritten.items() if (n := _step(v))}
+        if counts:
+            text = ", ".join(f"{n} {stream}" for stream, n in sorted(counts.items()))
+            rows.append(("not written (disk full)", text))
+    skipped = _step(status.get("checkpoints_skipped"))
+    if skipped:
+        rows.append(("checkpoints skipped (disk full)", str(skipped)))
+    return rows
 
 
 def format_duration(seconds: float) -> str:

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -278,3 +279,52 @@ def test_replaying_a_segment_of_600_mb_stays_small_in_memory(tmp_path):
     )
     peak_mb = int(out.stdout.split()[-1])
     assert peak_mb < 150, f"{peak_mb} MB resident to read a {segment.stat().st_size >> 20} MiB file"
+
+
+# A reader held to file modes (as any user is), polling once per line on stdin.
+_POLLING_READER = """
+import sys
+from snapshot_store import StoreReader
+reader = StoreReader(sys.argv[1])
+for _ in sys.stdin:
+    update = reader.poll()
+    meta = update.meta["name"] if update.meta else None
+    print(meta, update.points, len(reader.warnings), flush=True)
+"""
+
+
+def test_an_unreadable_meta_and_segment_are_read_once_readable_with_one_warning(tmp_path):
+    from tests.fixtures.disk import held_to_file_modes
+
+    store = tmp_path / "run" / "pickle"
+    with Recorder(store, rank=0, segment_bytes=1) as rec:
+        for first in (0, 5):
+            rec.log({"loss": 1.0}, step=first)
+            rec.flush()
+    locked = [store / fmt.META_FILE, sorted(store.glob("scalars-*.pickle"))[0]]
+    for path in locked:
+        path.chmod(0)
+    reader = subprocess.Popen(
+        [*held_to_file_modes(), sys.executable, "-c", _POLLING_READER, str(store)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert reader.stdin is not None and reader.stdout is not None
+    try:
+        seen = []
+        for unlock in (False, False, True, False):
+            if unlock:
+                for path in locked:
+                    path.chmod(0o644)
+            reader.stdin.write("poll\n")
+            reader.stdin.flush()
+            seen.append(reader.stdout.readline().split())
+    finally:
+        for path in locked:
+            path.chmod(0o644)
+        reader.kill()
+        reader.communicate()
+    # Unreadable: the other segment only, two warnings (meta, segment), not one per poll.
+    assert seen[:2] == [["None", "1", "2"], ["None", "0", "2"]]
+    assert seen[2] == ["run", "1", "2"]  # readable again: both read, nothing said twice
+    assert seen[3] == ["None", "0", "2"]  # and not read twice

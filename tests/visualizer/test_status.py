@@ -125,3 +125,19 @@ def test_a_stopped_run_shows_stopped_distinct_from_failed_and_finished():
     colors = {state: html.split("color:")[1].split("'")[0] for state, html in badges.items()}
     assert len(set(colors.values())) == 3, colors
     assert not is_stale({"state": "stopped", "updated": NOW - 3600}, NOW)  # over, not silent
+
+
+def test_the_panel_shows_what_a_full_disk_kept_from_the_store_and_checkpoints():
+    status = {
+        "state": "failed",
+        "step": 10,
+        "unwritten_records": {"scalars": 20_000, "images": 3, "extras": 0},
+        "checkpoints_skipped": 2,
+    }
+    rows = dict(status_view(status, {}, None, NOW).rows)
+    assert rows["not written (disk full)"] == "3 images, 20000 scalars"
+    assert rows["checkpoints skipped (disk full)"] == "2"
+    clean = dict(status_view({"state": "finished", "unwritten_records": {}}, {}, None, NOW).rows)
+    assert not any("disk full" in key for key in clean)
+    odd = {"state": "failed", "unwritten_records": ["<b>", 1], "checkpoints_skipped": "x"}
+    assert not any("disk full" in key for key in dict(status_view(odd, {}, None, NOW).rows))

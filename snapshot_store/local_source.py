@@ -1,0 +1,87 @@
+"""The snapshot store's files on a local or mounted filesystem, for :class:`~.reader.StoreReader`."""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+from . import frames as fmt
+
+log = logging.getLogger(__name__)
+
+__all__ = ["LocalSource"]
+
+
+class LocalSource:
+    """A store directory on a local or mounted filesystem.
+
+    Only regular files, or symlinks to regular files inside the store, are
+    listed or read: opening a FIFO or a device named like a store file could
+    block the reader forever or touch hardware, and a symlink out of the store
+    would read files the store does not own.
+    """
+
+    def __init__(
+        self,
+        store_dir: str | os.PathLike[str],
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        self.root = Path(store_dir)
+        self._warn = warn or (lambda message: log.warning("%s", message))
+        self._refused: set[str] = set()  # names already warned about: one warning each
+
+    def describe(self, name: str) -> str:
+        return str(self.root / name)
+
+    def _refuse(self, name: str, why: str) -> None:
+        if name not in self._refused:
+            self._refused.add(name)
+            self._warn(f"skipped {self.describe(name)}: {why}")
+
+    def _inside(self, path: Path) -> bool:
+        """Whether ``path`` (resolved) lies in the store directory (resolved)."""
+        return path.is_relative_to(self.root.resolve())
+
+    def list(self) -> dict[str, tuple]:
+        found = {}
+        try:
+            entries = list(os.scandir(self.root))
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue  # temp files of atomic writes
+            store_file = name in (fmt.META_FILE, fmt.STATUS_FILE) or fmt.parse_segment_name(name)
+            try:
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    if not self._inside(Path(entry.path).resolve()):
+                        if store_file:
+                            self._refuse(name, "a symlink that leads outside the store")
+                        continue
+                    st = entry.stat()  # an inside link: the file it names
+            except (OSError, RuntimeError):
+                continue  # replaced between listing and stat, dangling, or a symlink loop
+            if not stat.S_ISREG(st.st_mode):
+                if store_file:
+                    self._refuse(name, "not a regular file")
+                continue
+            found[name] = (st.st_size, st.st_mtime_ns)
+        return found
+
+    def read(self, name: str, offset: int = 0, length: int | None = None) -> bytes:
+        path = (self.root / name).resolve()
+        # Checked again here: the entry may have been swapped since list().
+        if not self._inside(path):
+            raise OSError(f"{self.describe(name)} leads outside the store")
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(f"{self.describe(name)} is not a regular file")
+            f.seek(offset)
+            return f.read(-1 if length is None else length)
