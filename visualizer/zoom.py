@@ -4,7 +4,7 @@ A window shows at most a budget of points per trace (``--max-points``), the
 whole run min/max decimated. When a person zooms a plot (a drag, the toolbar,
 ``Plotly.relayout``), the page reports the plot's new x range as a pane event,
 :data:`ZOOM_EVENT` (sent by visdom's page script as mended in
-:mod:`visualizer.visdom_child`); the window then draws only the points in that
+:mod:`visualizer.visdom_page`); the window then draws only the points in that
 range, taken from every point the visualizer holds in memory: all of them when
 they fit the budget, else decimated again, so a zoom shows what is under the
 overview. A double-click (autorange) reports no range, and the window draws the
@@ -26,7 +26,7 @@ import numpy as np
 from .decimate import decimate_indices
 from .series import Series
 from .traces import epoch_seconds, local_ms
-from .visdom_child import ZOOM_EVENT as ZOOM_EVENT  # the page's event, named where it is sent
+from .visdom_page import ZOOM_EVENT as ZOOM_EVENT  # the page's event, named where it is sent
 
 
 @dataclass(frozen=True)

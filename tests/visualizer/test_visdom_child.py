@@ -7,13 +7,12 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import websocket
 
 from tests.fixtures.net import free_port
-from tests.visualizer.conftest import VisdomReader, wait_until
+from tests.visualizer.conftest import VisdomReader
 from tests.visualizer.test_images import png
 from visualizer import visdom_child
 from visualizer.endpoint import VisdomEndpoint
@@ -186,80 +185,3 @@ def test_with_login_the_cookie_secret_is_private(tmp_path: Path, monkeypatch) ->
             guest = VisdomClient(VisdomEndpoint("127.0.0.1", endpoint.port))
             with pytest.raises(VisdomRequestError):
                 guest.post("env_state", {})
-
-
-# Counts the page's requests for a whole env (visdom's way out of a window it got wrong).
-_COUNT_ENV_FETCHES = """
-window.envFetches = 0;
-const open = XMLHttpRequest.prototype.open;
-XMLHttpRequest.prototype.open = function(method, url) {
-  if (String(url).includes('env/')) window.envFetches++;
-  return open.apply(this, arguments);
-};
-"""
-
-
-def test_an_open_page_applies_updates_of_small_values_without_fetching_the_env_again(
-    visdom_server: VisdomServer, reader: VisdomReader, run_name: str, chromium_driver: Any
-) -> None:
-    # A learning rate: Python's JSON writes 1e-05 where the page writes 0.00001, so
-    # visdom's own hash of the window never matched the page's.
-    client = VisdomClient(visdom_server.endpoint)
-    line = {"x": [0], "y": [1e-5], "type": "scatter", "mode": "lines", "name": "lr ·µ"}
-    client.post("events", {"data": [line], "win": "lr", "eid": run_name, "opts": {}, "layout": {}})
-    chromium_driver.get(f"{visdom_server.url}/env/{run_name}")
-    wait_until(lambda: chromium_driver.execute_script(_PLOT_POINTS) == 1, timeout=30)
-    chromium_driver.execute_script(_COUNT_ENV_FETCHES)
-    for step in range(1, 21):
-        update = {"x": [step], "y": [1e-5 / (1 + step)], "name": "lr ·µ"}
-        client.post(
-            "update",
-            {"data": [update], "win": "lr", "eid": run_name, "append": True, "name": None},
-        )
-    wait_until(lambda: chromium_driver.execute_script(_PLOT_POINTS) == 21, timeout=30)
-    assert chromium_driver.execute_script("return window.envFetches") == 0
-
-
-def test_an_open_page_keeps_up_with_redraws_and_appends_in_quick_succession(
-    visdom_server: VisdomServer, run_name: str, chromium_driver: Any
-) -> None:
-    # What the visualizer sends a window during a run: a redraw, then appends, well
-    # within visdom's 100 ms batch of window messages.
-    client = VisdomClient(visdom_server.endpoint)
-
-    def redraw(points: int) -> None:
-        line = {"x": list(range(points)), "y": [0.5] * points, "type": "scatter", "name": "loss"}
-        msg = {"data": [line], "win": "w", "eid": run_name, "opts": {}, "layout": {}}
-        client.post("events", msg)
-
-    redraw(1)
-    chromium_driver.get(f"{visdom_server.url}/env/{run_name}")
-    wait_until(lambda: chromium_driver.execute_script(_PLOT_POINTS) == 1, timeout=30)
-    chromium_driver.execute_script(_COUNT_ENV_FETCHES)
-    points = 1
-    for _round in range(10):
-        points += 10
-        redraw(points)
-        for _append in range(3):
-            update = {"data": [{"x": [points], "y": [0.25], "name": "loss"}], "append": True}
-            client.post("update", {**update, "win": "w", "eid": run_name, "name": None})
-            points += 1
-    wait_until(lambda: chromium_driver.execute_script(_PLOT_POINTS) == points, timeout=30)
-    assert chromium_driver.execute_script("return window.envFetches") == 0
-
-
-_PLOT_POINTS = (
-    "const d = document.querySelector('.js-plotly-plot'); return d && d.data[0].x.length;"
-)
-
-
-def test_the_page_script_is_served_with_every_mend(visdom_server: VisdomServer) -> None:
-    """Each mend finds its place in visdom's page script (a visdom upgrade would move them)."""
-    own = f"{visdom_server.endpoint.host}:{visdom_server.endpoint.port}"
-    status, script = _request(visdom_server, "GET", "/static/js/main.js", {"Host": own})
-    assert status == 200
-    for old, new in visdom_child._SCRIPT_MENDS:
-        assert new in script and old not in script.replace(new, b""), old[:60]
-    # The plot pane reports its x range (visualizer.zoom) without its data.
-    assert b'event_type:"' + visdom_child.ZOOM_EVENT.encode() + b'"' in script
-    assert b"pane_data:!1" in script
