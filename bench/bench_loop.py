@@ -11,12 +11,18 @@ which the float variants pay for) or as the CPU tensor itself, with:
 * ours: ``trainer.SummaryWriter.add_scalar``;
 * TensorBoard: ``torch.utils.tensorboard.SummaryWriter.add_scalar``, same calls.
 
-Within each round every variant runs the same number of steps, one after the
-other (a shared machine's load drifts); a run lasts at least ten of our flush
-intervals, so the writer thread's work falls inside it. Step time is the loop's
+Within each round every variant runs the same number of steps, each between two
+runs without logging and compared with their mean (a shared machine's load
+drifts); a run lasts at least ten of our flush intervals, so the writer
+thread's work falls inside it. A "no logging vs no logging" row gives the
+measure's own noise. Step time is the loop's
 wall time; CPU is ``time.process_time()`` (all threads) from the first step to
 the end of ``close()``. Ratios and per-scalar CPU are medians of per-round figures.
 With CUDA, the same loop on the GPU logs CUDA tensors; without, one row says so.
+
+Under a load that preempts at random, the medians carry the noise the "no
+logging vs no logging" row shows (step time, and CPU per scalar as a logging
+run of that many tags would count it).
 
 A last pair of rows times 200,000 ``add_scalar(float)`` calls in a row (no
 model): the foreground cost per call while the writer thread runs, and the
@@ -33,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROUNDS = 5
+ROUNDS = 7
 RUN_SECONDS = 1.2  # >= 10 flush intervals of 0.1 s
 WIDTH, HIDDEN, CLASSES, BATCH = 64, 128, 10, 32
 BURST_CALLS, TB_BURST_CALLS = 200_000, 20_000
@@ -112,24 +118,36 @@ def _writers(root: Path) -> dict[str, Callable[[str], Any]]:
     }
 
 
-def _loop_rounds(device: str, n: int, root: Path) -> dict[str, list[tuple[float, float]]]:
-    """Per variant, (step-time ratio to none, extra process CPU s per scalar) of each round."""
+Results = dict[str, list[tuple[float, float]]]
+
+
+def _loop_rounds(device: str, n: int, root: Path) -> Results:
+    """Per variant, (step-time ratio to none, extra process CPU s per scalar) of each round.
+
+    No logging runs before and after every variant, which is compared with the
+    mean of the two (drift cancels); "none" holds each none run's ratio to the
+    one before it, the noise of the measure itself.
+    """
     loop = Loop(device)
     tags = [f"loss/{i}" for i in range(n)]
     loop.run(200)  # warm up
     wall, _ = loop.run(400)
     steps = max(1000, int(RUN_SECONDS / (wall / 400)))
     writers = _writers(root)
-    results: dict[str, list[tuple[float, float]]] = {}
-    for r in range(ROUNDS):
-        base_wall, base_cpu = loop.run(steps)
+    results: Results = {"none": []}
+    for _ in range(ROUNDS):
+        before = loop.run(steps)
         for kind, log in KINDS.items():
             for name, make in writers.items():
-                writer = make(f"{device}-{n}-{kind}-{name}-{r}")
+                writer = make(f"{device}-{n}-{kind}-{name}-{len(results['none'])}")
                 run_wall, run_cpu = loop.run(steps, log, writer, tags)
+                after = loop.run(steps)
+                base_wall, base_cpu = (before[0] + after[0]) / 2, (before[1] + after[1]) / 2
                 results.setdefault(f"{name}, {kind}", []).append(
                     (run_wall / base_wall, (run_cpu - base_cpu) / (steps * n))
                 )
+                results["none"].append((after[0] / before[0], (after[1] - before[1]) / (steps * n)))
+                before = after
     return results
 
 
@@ -155,8 +173,16 @@ def _median(pairs: list[tuple[float, float]], i: int) -> float:
     return statistics.median(pair[i] for pair in pairs)
 
 
-def _loop_rows(device: str, n: int, results: dict[str, list[tuple[float, float]]]) -> list[dict]:
-    rows = []
+def _loop_rows(device: str, n: int, results: Results) -> list[dict]:
+    none = results["none"]
+    rows = [
+        {
+            "benchmark": f"tiny MLP on {device}, {n} tags: no logging vs no logging (the noise)",
+            "ours": f"|ratio - 1| {statistics.median(abs(r - 1) for r, _ in none):.3f}, "
+            f"|CPU| {statistics.median(abs(c) for _, c in none) * 1e6:.1f} us (medians)",
+            "reference": f"ratios {min(r for r, _ in none):.3f}-{max(r for r, _ in none):.3f}x",
+        }
+    ]
     for kind in KINDS:
         ours, tb = results[f"ours, {kind}"], results[f"TensorBoard, {kind}"]
         ratio, cpu = _median(ours, 0), _median(ours, 1) * 1e6
