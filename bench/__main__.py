@@ -2,6 +2,7 @@
 
     python -m bench            # all
     python -m bench store      # only bench/bench_store.py
+    python -m bench loop       # a tiny MLP's training loop: step time and CPU of each writer
     python -m bench viewer     # the page in Chromium: first draw, 10M-point ingest, idle
     python -m bench zoom       # a 1M-point run zoomed to 1,000 steps in Chromium, every point drawn
     python -m bench gpu        # logging in a fast CUDA loop ("skipped: no CUDA" without one)
@@ -17,8 +18,8 @@ import logging
 import sys
 
 SUITES = (
-    "store", "memory", "transfer", "trainer", "visualizer", "viewer", "zoom", "integrations",
-    "wandb", "gpu",
+    "store", "loop", "memory", "transfer", "trainer", "visualizer", "viewer", "zoom",
+    "integrations", "wandb", "gpu",
 )  # fmt: skip
 COLUMNS = ("benchmark", "ours", "reference", "ratio", "target", "met")
 

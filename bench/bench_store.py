@@ -1,4 +1,9 @@
-"""Snapshot store: cost of each logging call on the training thread and reading speed, beside TensorBoard."""
+"""Snapshot store: cost of each logging call on the training thread and reading speed, beside TensorBoard.
+
+The call costs time bursts that end before our writer thread's first flush: the
+foreground only. ``python -m bench loop`` measures what a training loop feels,
+the writer thread's CPU included.
+"""
 
 from __future__ import annotations
 
@@ -157,7 +162,7 @@ def run(
         tb_rate, tb_n = _read_rate_tensorboard(root, tb_points)
     rows = [
         {
-            "benchmark": f"{call} per scalar, training thread",
+            "benchmark": f"{call} per scalar, foreground only, before the writer runs",
             "ours": f"{ours * 1e6:.2f} us",
             "reference": f"TensorBoard add_scalar {tb * 1e6:.1f} us",
             "ratio": f"{ratio:.0f}x cheaper",

@@ -20,15 +20,26 @@ _SWAP = sys.byteorder == "big"  # the store is little-endian on every machine
 
 
 def pack(columns: Sequence[Sequence[float]]) -> tuple[bytes, ...] | None:
-    """The four columns as bytes, or None when one does not fit its type (a step past int64)."""
+    """The four columns as bytes, or None when one does not fit its type (a step past int64).
+
+    Columns already typed arrays of the right typecode are taken as they are.
+    """
     try:
-        arrays = [array(code, col) for code, col in zip(TYPECODES, columns, strict=True)]
+        arrays = [
+            col if type(col) is array and col.typecode == code else array(code, col)
+            for code, col in zip(TYPECODES, columns, strict=True)
+        ]
     except (OverflowError, TypeError):
         return None
     if _SWAP:
-        for packed in arrays:
-            packed.byteswap()
+        return tuple(_swapped(packed).tobytes() for packed in arrays)
     return tuple(packed.tobytes() for packed in arrays)
+
+
+def _swapped(column: array) -> array:
+    swapped = array(column.typecode, column)  # a copy: the column may be the caller's
+    swapped.byteswap()
+    return swapped
 
 
 def packed_problem(columns: Sequence[object]) -> str | None:

@@ -7,7 +7,8 @@ training thread never waits on the disk.
 
 The writer thread follows TensorBoard's ``EventFileWriter``: one thread behind a
 queue, a stop flag, and a failure of the thread raised on the caller's next call
-(a full disk is the exception: frames wait in memory until space frees up).
+(a full disk is the exception: frames wait in memory until space frees up, up to
+``max_pending_bytes``; :mod:`.frame_sink` holds them).
 The recorder installs no signal or exit handlers: whoever owns the process
 (the trainer's run session, a user's script) calls :meth:`Recorder.close`.
 """
@@ -28,12 +29,11 @@ from typing import Any
 from . import frames as fmt
 from . import kinds
 from .encoders import Encoder, PendingExtra, encode_pending
+from .frame_sink import FrameSink, PendingLimitError
 from .images import encode_png, make_grid, to_hwc_uint8, to_numpy
 from .rank import global_rank
-from .scalar_columns import ScalarColumns, ScalarRecord
-from .segments import SegmentWriter
-from .tensor_values import TENSOR_TYPES, is_tensor
-from .unwritten import unwritten_records
+from .scalar_columns import RECORD_ITEMS, ScalarColumns
+from .tensor_values import TENSOR_TYPES, held, is_tensor
 from .values import redact
 
 log = logging.getLogger(__name__)
@@ -43,10 +43,12 @@ PendingImage = tuple[str, str, int, float, float, Any]
 OnFile = Callable[[Path, bool], None]
 
 _now = time.time  # bound once: log() is the hot path
-# Seconds between two reports of the same full disk, and between status rewrites
-# for new data (the heartbeat rewrites it anyway every heartbeat_seconds).
-_ERROR_REPORT_SECONDS = 30.0
+# Seconds between status rewrites for new data (the heartbeat rewrites it anyway
+# every heartbeat_seconds).
 _STATUS_MIN_SECONDS = 1.0
+# Memory a queued scalar holds (six list slots, its wall time and value): the
+# queue's share of max_pending_bytes is counted in records, not measured.
+_RECORD_BYTES = 144
 
 
 class RecorderError(fmt.StoreError):
@@ -69,6 +71,9 @@ class Recorder:
             status.pickle after each write (``closed`` once the run has ended).
             An exception it raises stops the writer like any other failure.
         rank: this process's global rank (default: :func:`~snapshot_store.rank.global_rank`).
+        max_pending_bytes: the most memory that logged scalars waiting for the writer
+            thread and frames waiting for a full disk may hold together; reaching it
+            raises :class:`RecorderError` (the values from then on are not recorded).
 
     Raises :class:`~snapshot_store.frames.StoreError` when ``store_dir`` can not be
     written, and :class:`~snapshot_store.rank.LaunchError` for inconsistent launcher
@@ -88,6 +93,7 @@ class Recorder:
         segment_seconds: float = 120.0,
         heartbeat_seconds: float = 5.0,
         rank: int | None = None,
+        max_pending_bytes: int = 256 << 20,
     ) -> None:
         self.store_dir = Path(store_dir)
         self.rank = global_rank() if rank is None else rank
@@ -102,8 +108,13 @@ class Recorder:
         self.heartbeat_seconds = heartbeat_seconds
         self._on_file = on_file
         self._pid = os.getpid()
-        self._scalars: collections.deque[ScalarRecord] = collections.deque()
-        self._append_scalars = self._scalars.append  # bound once: log() is the hot path
+        # Logged scalars, RECORD_ITEMS items each: a list's extend() of a tuple and the
+        # writer's slice and del are each atomic under the GIL (no lock, no per-value object).
+        self._scalars: list[Any] = []
+        self._push = self._scalars.extend  # bound once: log() is the hot path
+        self.max_pending_bytes = max_pending_bytes
+        # Queue items allowed now; the writer lowers it while frames wait for the disk.
+        self._max_queued = self._queue_limit(0)
         self._images: collections.deque[PendingImage] = collections.deque()
         self._extras: collections.deque[PendingExtra] = collections.deque()
         self._status_fields: dict[str, Any] = {}
@@ -114,14 +125,11 @@ class Recorder:
         self._columns = ScalarColumns()
         # Names whose logged tensors were changed in place: copied at log() from then on.
         self._copied = self._columns.copied
-        self._last_error_report = -float("inf")
         fmt.remove_leftover_tmp_files(self.store_dir)  # of a write killed in an earlier session
         self._meta_path, self._started = self._write_meta(options or {}, world_size, hosts)
-        self._segments = {
-            stream: SegmentWriter(self.store_dir, stream, segment_bytes, segment_seconds)
-            for stream in fmt.STREAMS
-        }
-        self._retry_frames: dict[str, list[bytes]] = {stream: [] for stream in fmt.STREAMS}
+        self._sink = FrameSink(
+            self.store_dir, segment_bytes, segment_seconds, self._announce, max_pending_bytes
+        )
         self._status_written_at = 0.0
         self._status_dirty = True
         self._state = "running"
@@ -143,41 +151,49 @@ class Recorder:
     ) -> None:
         """Record ``name -> value`` scalars of one ``group`` at global ``step``.
 
-        Values are numbers or one-element tensors (any device). A tensor is kept
+        Values are numbers or one-element tensors. A CPU tensor's value is read
+        here (one cheap read, no device involved). Any other tensor (CUDA) is kept
         by reference: nothing is copied, launched or synchronised here, and the
         writer thread copies all pending tensors of a device at once. So the value
         recorded is the tensor's value when the writer copies it (within
-        ``flush_interval``): **do not change a logged tensor in place** (a running
-        sum you ``zero_()``, say). If one is changed, its version counter tells:
-        that value is dropped with one warning naming ``group/name``, and later
-        values of that name are copied at ``log()`` time (one device copy each).
-        Pass ``t.detach().clone()`` (or ``t.item()``, which syncs) to log the
-        value of a tensor you go on changing.
+        ``flush_interval``): **do not change a logged CUDA tensor in place** (a
+        running sum you ``zero_()``, say). If one is changed, its version counter
+        tells: that value is dropped with one warning naming ``group/name``, and
+        later values of that name are copied at ``log()`` time (one device copy
+        each). Pass ``t.detach().clone()`` (or ``t.item()``, which syncs) to log
+        the value of a tensor you go on changing.
 
         ``epoch`` is fractional (2.5 = half way through the third epoch); when
         omitted the last one given is used. A value that is not a number, has
         more than one element or is complex is dropped with one warning per
         name. Raises :class:`RecorderError` once the writer thread has failed
-        (a failed device copy included: its message names the values).
+        (a failed device copy included: its message names the values) or the
+        values waiting to be written reach ``max_pending_bytes``.
         """
         if not self._live:
             self._raise_if_failed()
             return
-        # Copy: callers often reuse one dict. Python floats, the common case,
-        # need nothing more; tensors are wrapped without a device sync.
-        values = values.copy() if type(values) is dict else dict(values)
-        versions = None
-        for value in values.values():
-            if type(value) is not float:
-                versions = self._hold(group, values)
-                break
         if type(step) is not int:
             step = int(step)
         if epoch is None:
             epoch = self._epoch
         else:
             self._epoch = epoch = float(epoch)
-        self._append_scalars((group, step, epoch, wall_time or _now(), values, versions))
+        wall_time = wall_time or _now()
+        hold, push = self._held, self._push
+        for name, v in values.items():
+            push(
+                (
+                    group,
+                    name,
+                    step,
+                    epoch,
+                    wall_time,
+                    v if type(v) is float else hold(group, name, v),
+                )
+            )
+        if len(self._scalars) > self._max_queued:
+            self._queue_full()
 
     def log_scalar(
         self, name: str, value: Any, step: int, group: str = "train", wall_time: float | None = None
@@ -187,31 +203,27 @@ class Recorder:
         if not self._live:
             self._raise_if_failed()
             return
-        values = {name: value}
-        versions = None if type(value) is float else self._hold(group, values)
+        if type(value) is not float:
+            value = self._held(group, name, value)
         if type(step) is not int:
             step = int(step)
-        self._append_scalars((group, step, self._epoch, wall_time or _now(), values, versions))
+        self._push((group, name, step, self._epoch, wall_time or _now(), value))
+        if len(self._scalars) > self._max_queued:
+            self._queue_full()
 
-    def _hold(self, group: str, values: dict[str, Any]) -> dict[str, int] | None:
-        """Detach the tensors among ``values`` (the caller's copy) in place; their versions.
+    def _held(self, group: str, name: str, value: Any) -> Any:
+        """What the queue keeps of a value that is not a float (see :func:`.tensor_values.held`):
+        other numbers and bad input as they are, for the writer thread to convert or drop."""
+        if type(value) in TENSOR_TYPES or is_tensor(value):
+            copied = self._copied
+            return held(value, bool(copied) and (group, name) in copied)
+        return value
 
-        Only a detach where there is a graph (a view, no kernel) and a counter
-        read: the writer thread wraps them as :class:`Pending`, which keeps the
-        per-value work (and the objects the garbage collector tracks) off this thread.
-        """
-        copied = self._copied
-        versions = None
-        for name, value in values.items():
-            if type(value) in TENSOR_TYPES or (type(value) is not float and is_tensor(value)):
-                if copied and (group, name) in copied:
-                    value = values[name] = value.detach().clone()
-                elif value.requires_grad:
-                    value = values[name] = value.detach()  # shares the version counter
-                if versions is None:
-                    versions = {}
-                versions[name] = value._version
-        return versions
+    def _queue_full(self) -> None:
+        """The queue reached its share of ``max_pending_bytes``: fail the recorder, loudly."""
+        pending = len(self._scalars) // RECORD_ITEMS * _RECORD_BYTES + self._sink.waiting_bytes
+        self._fail(PendingLimitError(self.store_dir, pending, self.max_pending_bytes))
+        self._raise_if_failed()
 
     def log_image(
         self,
@@ -347,9 +359,9 @@ class Recorder:
             ) from error
 
     def _fail(self, error: BaseException) -> None:
-        """Writer thread: keep ``error`` for the caller's next call and release its waiters."""
+        """Keep ``error`` for the caller's next call and release its waiters."""
         log.error(
-            "the snapshot writer for %s stopped; the next recorder call raises",
+            "the snapshot writer for %s failed; the next recorder call raises",
             self.store_dir,
             exc_info=error,
         )
@@ -361,29 +373,11 @@ class Recorder:
     def _close_after_failure(self) -> None:
         """Close the segments and write status 'failed' as far as the failure allows."""
         self._state = "failed"
-        for stream, segment in self._segments.items():
-            try:
-                path = segment.close()
-                if path is not None:
-                    self._announce(path, closed=True)
-            except Exception as err:
-                log.warning("could not close the %s segment of %s: %s", stream, self.store_dir, err)
+        self._sink.close_after_failure()
         try:
             self._write_status(time.time())
         except Exception as err:
             log.warning("could not mark %s failed: %s", self.store_dir, err)
-
-    def _report_write_error(self, what: str, err: OSError) -> None:
-        now = time.monotonic()
-        if now - self._last_error_report >= _ERROR_REPORT_SECONDS:
-            self._last_error_report = now
-            log.error(
-                "can not write %s to %s: %s. Logged values are kept in memory and written "
-                "when space frees up; free disk space or move --checkpoints-dir.",
-                what,
-                self.store_dir,
-                err.strerror or err,
-            )
 
     # --- setup -----------------------------------------------------------------
 
@@ -459,36 +453,18 @@ class Recorder:
             self._fail(err)
 
     def _write_pending(self, final: bool) -> None:
-        wrote: set[str] = set()
-        scalars = [self._scalars.popleft() for _ in range(len(self._scalars))]
-        columns, failures = self._columns.convert(scalars)
-        if scalars:
-            self._retry_frames[fmt.SCALARS].append(fmt.encode_scalar_batch(columns))
-            # The furthest step, not the last logged: hparams' metrics come at step 0.
-            last = max((max(steps) for _, _, steps, _, _, _ in columns if len(steps)), default=None)
-            if last is not None:
-                self._step = last if self._step is None else max(self._step, last)
-            self._last_log_time = scalars[-1][3]
+        failures = self._frame_scalars()
         images = self._encode_images([self._images.popleft() for _ in range(len(self._images))])
         extras, extra_images = encode_pending(
             [self._extras.popleft() for _ in range(len(self._extras))], self._epoch
         )
         images += extra_images
         if images:
-            self._retry_frames[fmt.IMAGES].append(fmt.encode_image_batch(images))
+            self._sink.add(fmt.IMAGES, fmt.encode_image_batch(images))
         if extras:
-            self._retry_frames[fmt.EXTRAS].append(kinds.encode_extra_batch(extras))
-        for stream, frames in self._retry_frames.items():
-            while frames:
-                try:
-                    closed = self._segments[stream].append(frames[0])
-                except OSError as err:  # a full disk: keep the frames, retry at the next flush
-                    self._report_write_error(stream, err)
-                    break
-                frames.pop(0)
-                wrote.add(stream)
-                if closed is not None:
-                    self._announce(closed, closed=True)
+            self._sink.add(fmt.EXTRAS, kinds.encode_extra_batch(extras))
+        wrote = self._sink.write()
+        self._max_queued = self._queue_limit(self._sink.waiting_bytes)
         if wrote:
             self._status_dirty = True
         if failures:  # after this batch's other values are written
@@ -501,23 +477,30 @@ class Recorder:
             or since_status >= self.heartbeat_seconds
         ):
             self._write_status(now)
-        if not final:
-            for stream in wrote:
-                active = self._segments[stream].active_path
-                if active is not None:
-                    self._announce(active, closed=False)
-            return
-        for stream, segment in self._segments.items():
-            closed = segment.close()
-            if closed is not None:
-                self._announce(closed, closed=True)
-            if self._retry_frames[stream]:
-                log.error(
-                    "%d batch(es) of %s could not be written to %s (disk full?)",
-                    len(self._retry_frames[stream]),
-                    stream,
-                    self.store_dir,
-                )
+        if final:
+            self._sink.close()
+        else:
+            self._sink.announce_active(wrote)
+
+    def _queue_limit(self, waiting_bytes: int) -> int:
+        """Queue items allowed while ``waiting_bytes`` of frames wait for the disk."""
+        return max(0, self.max_pending_bytes - waiting_bytes) // _RECORD_BYTES * RECORD_ITEMS
+
+    def _frame_scalars(self) -> list[Exception]:
+        """Frame the queued scalars for the sink; the failed device copies among them."""
+        queue = self._scalars
+        taken = len(queue)  # log() may append meanwhile: behind these, kept by the del
+        if not taken:
+            return []
+        queued = queue[:taken]
+        del queue[:taken]
+        columns, last, failures = self._columns.convert(queued)
+        if columns:
+            self._sink.add(fmt.SCALARS, fmt.encode_scalar_batch(columns))
+        if last is not None:  # the furthest step, not the last logged: hparams' come at step 0
+            self._step = last if self._step is None else max(self._step, last)
+        self._last_log_time = queued[-2]
+        return failures
 
     def _encode_images(self, records: list[PendingImage]) -> list[fmt.ImageRecord]:
         out = []
@@ -540,12 +523,12 @@ class Recorder:
             "pid": self._pid,
         }
         if self._state != "running":  # closing: what is still pending now is lost, so counted
-            status["unwritten_records"] = unwritten_records(self._retry_frames)
+            status["unwritten_records"] = self._sink.unwritten()
         path = self.store_dir / fmt.STATUS_FILE
         try:
             fmt.write_atomic(path, fmt.encode_document(status))
         except OSError as err:
-            self._report_write_error("status", err)
+            self._sink.report_write_error("status", err)
             return
         self._status_written_at = now
         self._status_dirty = False

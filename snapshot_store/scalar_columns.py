@@ -1,5 +1,12 @@
-"""Writer thread: logged scalar records turned into per-series float columns for one frame.
+"""Writer thread: logged scalar records turned into per-series columns for one frame, in bulk.
 
+The recorder queues each logged value as six items of one flat list
+(:data:`RECORD_ITEMS`): no tuple or dict per value, for the training thread to
+allocate or the garbage collector to track. A batch is taken apart with six
+slices; a training loop logs the same tags in the same order every step, so the
+series are strided slices of those; any other batch is grouped with one stable
+numpy sort. The writer's work per value is a few C-level steps, not a dict lookup
+and list appends: that work holds the GIL the training thread needs.
 Pending tensors are converted in one batch per device first
 (:mod:`~snapshot_store.tensor_values`); every value that is not one number is
 dropped with one warning per ``group/name``.
@@ -8,19 +15,25 @@ dropped with one warning per ``group/name``.
 from __future__ import annotations
 
 import logging
+from array import array
+from itertools import compress
 from typing import Any
+
+import numpy as np
 
 from .frames import SeriesColumns
 from .tensor_values import CHANGED_IN_PLACE, DeviceCopyError, Pending, to_floats
 
 log = logging.getLogger(__name__)
 
-# The columns as this class builds them, before frames.py packs them.
-_ListColumns = tuple[str, str, list[int], list[float], list[float], list[float]]
+# group, name, step, epoch, wall_time, value: a logged value's items in the queue.
+# value is a number, a Pending tensor, or whatever the caller passed (dropped here).
+RECORD_ITEMS = 6
 
-# (group, step, epoch, wall_time, {name: value}, {name: tensor version} or None) as
-# logged, before conversion to floats; the versions name the values that are tensors.
-ScalarRecord = tuple[str, int, float, float, dict[str, Any], dict[str, int] | None]
+# Packed typecodes of the steps and float columns (see packed.py); a batch with a
+# step outside int64 is stored as lists.
+_TYPECODES = ("q", "d", "d", "d")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _to_float(value: Any) -> float:
@@ -37,54 +50,64 @@ class ScalarColumns:
         # Names whose logged tensors were changed in place; the recorder copies them at log().
         self.copied: set[tuple[str, str]] = set()
 
-    def convert(
-        self, records: list[ScalarRecord]
-    ) -> tuple[list[SeriesColumns], list[DeviceCopyError]]:
-        """Columns of ``records``, and the failed device copies (their values left out)."""
-        failures = self._convert_tensors(records)
-        return self._columns(records), failures
+    def convert(self, queued: list[Any]) -> tuple[list[SeriesColumns], int | None, list[Exception]]:
+        """Columns of the ``queued`` records, their furthest step, and the failed device copies.
 
-    def _columns(self, records: list[ScalarRecord]) -> list[SeriesColumns]:
-        """Transpose logged records into per-series columns.
-
-        Records are grouped by their (group, names) shape first, so the per-point
-        work is list comprehensions rather than one dict lookup per value.
+        Columns are typed arrays (int64 steps, float64 the rest), or lists where a
+        step does not fit int64, which the frame stores as lists.
         """
-        shapes: dict[tuple[str, ...], list[ScalarRecord]] = {}
-        for record in records:
-            shapes.setdefault((record[0], *record[4]), []).append(record)
-        series: dict[tuple[str, str], _ListColumns] = {}
-        for (group, *names), recs in shapes.items():
-            steps = [r[1] for r in recs]
-            epochs = [r[2] for r in recs]
-            times = [r[3] for r in recs]
-            for name in names:
-                values = [r[4][name] for r in recs]
-                keep = None
-                if not all(type(v) is float for v in values):
-                    values, keep = self._convert(group, name, values)
-                cols = series.get((group, name))
-                if cols is None:
-                    cols = series[(group, name)] = (group, name, [], [], [], [])
-                if keep is None:
-                    cols[2].extend(steps)
-                    cols[3].extend(epochs)
-                    cols[4].extend(times)
-                else:
-                    cols[2].extend(steps[i] for i in keep)
-                    cols[3].extend(epochs[i] for i in keep)
-                    cols[4].extend(times[i] for i in keep)
-                cols[5].extend(values)
-        return [cols for cols in series.values() if cols[2]]
+        groups, names, steps, epochs, times, values = (
+            queued[i::RECORD_ITEMS] for i in range(RECORD_ITEMS)
+        )
+        failures: list[Exception] = []
+        if set(map(type, values)) != {float}:
+            values, keep, failures = self._floats(groups, names, values)
+            if keep is not None:
+                groups, names, steps, epochs, times, values = (
+                    list(compress(column, keep))
+                    for column in (groups, names, steps, epochs, times, values)
+                )
+                if not values:
+                    return [], None, failures
+        last = max(steps)
+        as_lists = last > _INT64_MAX or min(steps) < _INT64_MIN  # stored as lists, not packed
+        columns = (steps, epochs, times, values)
+        return _by_series(groups, names, columns, as_lists), last, failures
 
-    def _convert_tensors(self, records: list[ScalarRecord]) -> list[DeviceCopyError]:
-        """Floats for every pending tensor of ``records``: one copy per device and dtype."""
-        pending = []
-        for group, _, _, _, values, versions in records:
-            if versions is not None:
-                for name, version in versions.items():
-                    item = values[name] = Pending(values[name], version)
-                    pending.append((f"{group}/{name}", item))
+    def _floats(
+        self, groups: list[str], names: list[str], values: list[Any]
+    ) -> tuple[list[float], list[bool] | None, list[Exception]]:
+        """Floats of ``values``, which of them are kept (None: all), the failed device copies."""
+        failures: list[Exception] = list(self._convert_tensors(groups, names, values))
+        out = list(values)
+        keep = [True] * len(out)
+        for i, value in enumerate(values):
+            if type(value) is float:
+                continue
+            group, name = groups[i], names[i]
+            if type(value) is Pending:
+                if value.value is None:
+                    self._drop(group, name, value)
+                    keep[i] = False
+                else:
+                    out[i] = value.value
+                continue
+            try:
+                out[i] = _to_float(value)
+            except (TypeError, ValueError, RuntimeError):
+                self._warn_bad_value(group, name, f"value {value!r} is not a number")
+                keep[i] = False
+        return out, (None if all(keep) else keep), failures
+
+    def _convert_tensors(
+        self, groups: list[str], names: list[str], values: list[Any]
+    ) -> list[DeviceCopyError]:
+        """Floats for every pending tensor among ``values``: one copy per device and dtype."""
+        pending = [
+            (f"{groups[i]}/{names[i]}", value)
+            for i, value in enumerate(values)
+            if type(value) is Pending
+        ]
         if not pending:
             return []
         failures = to_floats(pending)
@@ -93,27 +116,6 @@ class ScalarColumns:
             cause = failures[0].__cause__ or failures[0]
             failures = [DeviceCopyError("their devices", tags, cause)]
         return failures
-
-    def _convert(
-        self, group: str, name: str, values: list[Any]
-    ) -> tuple[list[float], list[int] | None]:
-        """Floats of ``values``; indexes kept, or None when every value converted."""
-        out: list[float] = []
-        keep: list[int] = []
-        for i, value in enumerate(values):
-            if type(value) is Pending:
-                if value.value is None:
-                    self._drop(group, name, value)
-                    continue
-                out.append(value.value)
-                keep.append(i)
-                continue
-            try:
-                out.append(value if type(value) is float else _to_float(value))
-                keep.append(i)
-            except (TypeError, ValueError, RuntimeError):
-                self._warn_bad_value(group, name, f"value {value!r} is not a number")
-        return out, (None if len(keep) == len(values) else keep)
 
     def _drop(self, group: str, name: str, value: Pending) -> None:
         if value.problem != CHANGED_IN_PLACE:
@@ -133,3 +135,63 @@ class ScalarColumns:
         if (group, name) not in self._bad:
             self._bad.add((group, name))
             log.warning("%s/%s: %s; not recorded", group, name, what)
+
+
+def _period(groups: list[str], names: list[str]) -> int | None:
+    """P when the batch repeats one sequence of P distinct series (a loop logging the same
+    tags in the same order each step, cut anywhere), else None."""
+    try:
+        period = names.index(names[0], 1)
+    except ValueError:
+        period = len(names)
+    if names[period:] != names[:-period] or groups[period:] != groups[:-period]:
+        return None
+    if len(set(zip(groups[:period], names[:period], strict=True))) != period:
+        return None
+    return period
+
+
+def _pack(column: Any, typecode: str, as_lists: bool) -> Any:
+    """A typed array of ``column``'s numbers (built in C), or a list where a step is past int64."""
+    if isinstance(column, np.ndarray):
+        return column.tolist() if as_lists else array(typecode, column.tobytes())
+    return column if as_lists else array(typecode, column)
+
+
+def _by_series(
+    groups: list[str], names: list[str], columns: tuple[list[Any], ...], as_lists: bool
+) -> list[SeriesColumns]:
+    """One entry per (group, name), in first-logged order, each column in logged order."""
+    period = _period(groups, names)
+    if period is not None:  # series i is every period-th value from i
+        return [
+            (
+                group,
+                name,
+                *(
+                    _pack(col[i::period], code, as_lists)
+                    for col, code in zip(columns, _TYPECODES, strict=True)
+                ),
+            )
+            for i, (group, name) in enumerate(zip(groups[:period], names[:period], strict=True))
+        ]
+    keys = list(zip(groups, names, strict=True))
+    index = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+    code_column = np.asarray(list(map(index.__getitem__, keys)), dtype=np.intp)
+    order = np.argsort(code_column, kind="stable")  # stable: a series keeps its logged order
+    bounds = np.cumsum(np.bincount(code_column, minlength=len(index)))[:-1].tolist()
+    dtypes = (object if as_lists else np.int64, np.float64, np.float64, np.float64)
+    split = [
+        np.split(np.asarray(col, dtype=dtype)[order], bounds)
+        for col, dtype in zip(columns, dtypes, strict=True)
+    ]
+    return [
+        (
+            *key,
+            *(
+                _pack(parts[i], code, as_lists)
+                for parts, code in zip(split, _TYPECODES, strict=True)
+            ),
+        )
+        for key, i in index.items()
+    ]

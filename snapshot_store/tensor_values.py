@@ -1,12 +1,13 @@
-"""Logged tensors: kept by reference on the training thread, turned into floats in batches.
+"""Logged tensors: a CPU tensor's number read at once, others turned into floats in batches.
 
-:meth:`~snapshot_store.recorder.Recorder.log` keeps a tensor's reference and its
-version counter (no kernel, no sync); the writer thread wraps them as
-:class:`Pending` and calls :func:`to_floats` once per flush, which copies the pending values of
-each dtype with one stack and one device-to-host copy (values of mixed devices or
-shapes: one per device and shape). On CUDA that copy runs on a
-side stream ordered after the logging thread's stream by an event, and only the
-writer thread waits for it.
+:meth:`~snapshot_store.recorder.Recorder.log` reads a one-element CPU tensor's
+value on the spot (:func:`held`): one cheap read, cheaper than keeping it. Any
+other tensor (CUDA) is kept by reference with its version counter (no kernel, no
+sync) as a :class:`Pending`, and the writer thread calls :func:`to_floats` once per
+flush, which copies the pending values of each dtype with one stack and one
+device-to-host copy (values of mixed devices or shapes: one per device and
+shape). On CUDA that copy runs on a side stream ordered after the logging
+thread's stream by an event, and only the writer thread waits for it.
 
 This module never imports torch: a tensor only exists once torch is loaded, so
 the torch module is taken from :data:`sys.modules` when there are values to convert.
@@ -40,10 +41,33 @@ def is_tensor(value: Any) -> bool:
     kind = type(value)
     if kind in TENSOR_TYPES:
         return True
-    if hasattr(value, "_version") and hasattr(value, "detach"):
+    if hasattr(value, "_version") and hasattr(value, "detach") and hasattr(value, "is_cpu"):
         TENSOR_TYPES.add(kind)
         return True
     return False
+
+
+def held(value: Any, copy: bool) -> Any:
+    """What ``log()`` keeps of a tensor: the number of a one-element CPU tensor, else a Pending.
+
+    ``copy``: the tensor's name was changed in place after an earlier ``log()``, so
+    its value is copied now (one device copy). A CPU tensor that is not one real
+    number is kept as Pending too: the writer thread drops it with its warning.
+    """
+    if value.is_cpu:
+        try:
+            number = value.item()
+        except (RuntimeError, ValueError):  # several elements
+            number = None
+        if type(number) is float:
+            return number
+        if number is not None and type(number) is not complex:  # int, bool
+            return float(number)
+    if copy:
+        value = value.detach().clone()
+    elif value.requires_grad:
+        value = value.detach()  # a view (no kernel) sharing the version counter
+    return Pending(value, value._version)
 
 
 class DeviceCopyError(RuntimeError):

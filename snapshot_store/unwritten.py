@@ -6,7 +6,7 @@ writer's hot path keeps no count, and a full disk is the rare case.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from . import frames as fmt
 from . import kinds
@@ -28,7 +28,7 @@ def count_records(stream: str, batch: bytes) -> int:
     return total
 
 
-def unwritten_records(batches: Mapping[str, list[bytes]]) -> dict[str, int]:
+def unwritten_records(batches: Mapping[str, Iterable[bytes]]) -> dict[str, int]:
     """Records per stream in ``batches`` (stream -> encoded batches); streams with none left out."""
     counts = {
         stream: sum(count_records(stream, batch) for batch in pending)

@@ -40,8 +40,8 @@ class SummaryWriter(WriterExtras):
     TensorBoard's arguments are accepted with its defaults; ``flush_secs`` bounds
     the delay to disk (we write every 0.1 s or sooner), and ``purge_step``,
     ``max_queue`` and ``filename_suffix`` change nothing: a step logged again
-    replaces the earlier value, the queue is unbounded and there is no event
-    file. Other keyword arguments go to :class:`~snapshot_store.Recorder`
+    replaces the earlier value, the queue is bounded in bytes instead
+    (``max_pending_bytes``) and there is no event file. Other keyword arguments go to :class:`~snapshot_store.Recorder`
     (``options``, ``world_size``, ``on_file``, ``rank``, ``flush_interval``...).
 
     What code reaches past the API for is there as in TensorBoard: ``file_writer``
@@ -122,12 +122,13 @@ class SummaryWriter(WriterExtras):
         new_style: bool = False,
         double_precision: bool = False,
     ) -> None:
-        """Record one scalar under ``tag``; a tensor is not synchronised
-        (see :meth:`snapshot_store.Recorder.log` for what that asks of you)."""
+        """Record one scalar under ``tag``; a CPU tensor is read now, a CUDA one is not
+        synchronised (see :meth:`snapshot_store.Recorder.log` for what that asks)."""
         split = self._tags.get(tag)
         if split is None:
             split = self._tags[tag] = key_of(tag)
-        global_step = 0 if global_step is None else int(global_step)  # TensorBoard's default
+        if global_step is None:
+            global_step = 0  # TensorBoard's default; log_scalar makes any other step an int
         self._log_scalar(split[1], scalar_value, global_step, split[0], walltime)
 
     def add_scalars(

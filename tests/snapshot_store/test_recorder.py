@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -187,6 +188,68 @@ def test_full_disk_keeps_the_store_readable_and_reports_it(tmp_path):
     steps = history.series(("train", "loss"))[0]
     assert reader.warnings == []  # no torn or corrupt frame was left behind
     assert 0 < len(steps) < 20000 and steps == list(range(len(steps)))
+
+
+@pytest.mark.integration
+def test_a_disk_that_stays_full_ends_in_one_error_at_the_byte_cap_not_a_growing_heap(tmp_path):
+    # As above, RLIMIT_FSIZE makes the disk full; the frames waiting for it are capped.
+    proc = _run_python(
+        """
+        import resource, signal, sys, tracemalloc
+        from snapshot_store import Recorder, RecorderError
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+        cap = 4 << 20
+        rec = Recorder(sys.argv[1], rank=0, segment_bytes=1 << 30, max_pending_bytes=cap)
+        tracemalloc.start()
+        for step in range(2_000_000):
+            try:
+                rec.log({"loss": float(step), "lr": 0.1}, step=step)
+                if step % 1000 == 0:
+                    rec.flush()
+            except RecorderError as err:
+                print("raised at", step, "peak", tracemalloc.get_traced_memory()[1] / cap)
+                print(err)
+                break
+        for call in (lambda: rec.log({"loss": 1.0}, step=0), rec.close):
+            try:
+                call()
+            except RecorderError:
+                print("raised again")
+    """,
+        str(tmp_path),
+    )
+    assert proc.returncode == 0, proc.stderr
+    first, message, *again = proc.stdout.splitlines()
+    _, _, step, _, peak = first.split()
+    # 4 MiB of frames at 4 x 8 bytes a value, two values a step (and the 64 KiB written)
+    assert 50_000 < int(step) < 80_000, first
+    assert float(peak) < 1.5  # the cap, and one batch being framed
+    assert "above max_pending_bytes=4,194,304" in message and "Free disk space" in message
+    assert again == ["raised again", "raised again"]
+    history, reader, update = read_store(tmp_path)
+    assert reader.warnings == [] and update.status["state"] == "failed"
+    assert 0 < len(history.series(("train", "loss"))[0]) < int(step)
+
+
+def test_a_stalled_writer_stops_the_queue_at_the_byte_cap_keeping_what_was_queued(tmp_path):
+    release = threading.Event()
+    # on_file runs on the writer thread: blocking it stalls the writer as a hung disk would.
+    rec = Recorder(tmp_path, rank=0, max_pending_bytes=1 << 20, on_file=lambda *_: release.wait())
+    logged = 0
+    with pytest.raises(RecorderError, match=r"above max_pending_bytes=1,048,576"):
+        for step in range(1_000_000):
+            rec.log_scalar("loss", float(step), step)
+            logged += 1
+    assert 1000 < logged < 20_000  # records of a few hundred bytes, not a growing heap
+    with pytest.raises(RecorderError, match="max_pending_bytes"):
+        rec.log({"loss": 1.0}, step=0)
+    release.set()
+    with pytest.raises(RecorderError, match="max_pending_bytes"):
+        rec.close()
+    history, _, update = read_store(tmp_path)
+    assert history.series(("train", "loss"))[0] == list(range(logged + 1))  # the last one too
+    assert update.status["state"] == "failed"
 
 
 # --- files announced to on_file ------------------------------------------------------

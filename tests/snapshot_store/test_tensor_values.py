@@ -1,7 +1,9 @@
-"""Logged tensors: held by reference, converted in one batch per flush, in-place changes caught.
+"""Logged tensors: CPU values read at log(), others held by reference, converted in one batch
+per flush, in-place changes caught.
 
-CPU tensors take the same deferred path as device tensors, so these tests prove
-it without a GPU; the ``cuda`` tests repeat the key ones where a GPU is present.
+Without a GPU, the deferred path is proved with meta tensors (a device without data)
+and with CPU tensors handed to its parts directly; the ``cuda`` tests run it whole
+where a GPU is present.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import logging
 import pytest
 
 from snapshot_store import Recorder, RecorderError, read_store
-from snapshot_store.tensor_values import Pending, to_floats
+from snapshot_store.scalar_columns import ScalarColumns
+from snapshot_store.tensor_values import Pending, held, to_floats
 
 torch = pytest.importorskip("torch")
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
@@ -31,14 +34,43 @@ def _values(store, key=("train", "loss")):
     return history.series(key)[0], history.series(key)[3]
 
 
-def test_log_of_a_tensor_dispatches_no_operator(tmp_path):
+READ = {"aten::item": 1, "aten::_local_scalar_dense": 1}  # a CPU tensor's value read, no copy
+
+
+def test_a_cpu_tensor_is_read_at_log_with_one_item_and_no_copy(tmp_path):
     loss = torch.tensor(0.5)
     with Recorder(tmp_path, rank=0, flush_interval=60) as rec:
-        assert _ops(lambda: rec.log({"loss": loss, "lr": 0.1}, step=0)) == {}
-        # A loss with a graph is detached (a view: no kernel), so the graph is not kept alive.
+        assert _ops(lambda: rec.log({"loss": loss, "lr": 0.1}, step=0)) == READ
+        # A loss with a graph: read as it is, no detach (no warning either).
         with_graph = torch.ones((), requires_grad=True) * 2
-        assert _ops(lambda: rec.log({"loss": with_graph}, step=1)) == {"aten::detach": 1}
+        assert _ops(lambda: rec.log_scalar("loss", with_graph, step=1)) == READ
+        one_element = torch.full((1,), 3)
+        assert _ops(lambda: rec.log({"n": one_element}, step=1)) == READ
     assert _values(tmp_path) == ([0, 1], [0.5, 2.0])
+    assert _values(tmp_path, ("train", "n")) == ([1], [3.0])
+
+
+def test_a_device_tensor_is_kept_by_reference_dispatching_no_operator(tmp_path):
+    # A meta tensor is on a device, not the CPU, as a CUDA tensor; it has no data,
+    # so the writer thread's copy fails and close() says so, naming it.
+    rec = Recorder(tmp_path, rank=0, flush_interval=60)
+    on_device = torch.ones((), device="meta")
+    assert _ops(lambda: rec.log({"grad_norm": on_device}, step=0)) == {}
+    with_graph = torch.ones((), device="meta", requires_grad=True) * 2
+    assert _ops(lambda: rec.log_scalar("loss", with_graph, step=0)) == {"aten::detach": 1}
+    with pytest.raises(RecorderError, match=r"train/grad_norm, train/loss.*meta"):
+        rec.close()
+
+
+def test_held_keeps_a_device_tensor_with_its_version_and_copies_it_when_asked():
+    on_device = torch.ones((), device="meta")
+    kept = held(on_device, copy=False)
+    assert type(kept) is Pending and kept.tensor is on_device and kept.version == 0
+    on_device.add_(1)
+    copied = held(on_device, copy=True)
+    assert copied.tensor is not on_device and copied.version == 0
+    assert held(torch.tensor(True), copy=False) == 1.0
+    assert type(held(torch.ones(3), copy=False)) is Pending  # dropped by the writer, warned
 
 
 def test_pending_values_of_all_names_are_converted_with_one_stack_per_dtype():
@@ -72,19 +104,32 @@ def test_mixed_dtypes_and_devices_round_trip(tmp_path):
     assert reader.warnings == []
 
 
-def test_tensor_changed_in_place_is_dropped_once_then_copied_at_log_time(tmp_path, caplog):
+def test_a_cpu_tensor_changed_in_place_after_log_keeps_its_logged_value(tmp_path, caplog):
     running = torch.tensor(1.0)
     with Recorder(tmp_path, rank=0, flush_interval=60) as rec:
         rec.log({"loss": running}, step=0)
-        running.add_(41.0)  # the value at log() time is gone: it must not be recorded as 42
-        rec.flush()
-        rec.log({"loss": running}, step=1)  # now copied at log time
+        running.add_(41.0)
+        rec.log_scalar("loss", running, step=1)
         running.zero_()
-        rec.log({"loss": running}, step=2)
-        running.add_(5.0)
-        rec.log({"acc": running.clone()}, step=2)  # another name, never changed: deferred
-    assert _values(tmp_path) == ([1, 2], [42.0, 0.0])
-    assert _values(tmp_path, ("train", "acc")) == ([2], [5.0])
+    assert _values(tmp_path) == ([0, 1], [1.0, 42.0])
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_a_held_tensor_changed_in_place_is_dropped_once_and_its_name_copied_from_then_on(caplog):
+    running = torch.tensor(1.0)
+    columns = ScalarColumns()
+    changed = Pending(running, running._version)
+    running.add_(41.0)  # the value at log() time is gone: it must not be recorded as 42
+    kept = Pending(torch.tensor(5.0), 0)
+    # The queue's flat records: group, name, step, epoch, wall time, value.
+    records = ["train", "loss", 0, 0.0, 1.0, changed, "train", "acc", 0, 0.0, 1.0, kept]
+    series, last, failures = columns.convert(records)
+    assert [(group, name, list(values)) for group, name, *_, values in series] == [
+        ("train", "acc", [5.0])
+    ]
+    assert last == 0 and failures == []
+    assert columns.copied == {("train", "loss")}  # the recorder copies it at log() from now on
+    columns.convert(["train", "loss", 1, 0.0, 1.0, Pending(running, running._version)])
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
     assert "train/loss" in warnings[0] and "changed in place" in warnings[0]

@@ -77,17 +77,30 @@ def test_add_video_tiles_the_batch_as_tensorboard_does(tmp_path, count):
     assert size == (width, height)
 
 
-def test_add_scalar_without_a_step_is_step_zero_and_defers_tensors(tmp_path, caplog):
+def _tensorboard_scalars(log_dir, tag):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
+    events.Reload()
+    return [e.step for e in events.Scalars(tag)], [e.value for e in events.Scalars(tag)]
+
+
+def test_add_scalar_of_cpu_tensors_records_the_value_at_the_call_as_tensorboard(tmp_path, caplog):
+    from torch.utils.tensorboard import SummaryWriter as TBWriter
+
     loss = torch.tensor(2.0)
-    with SummaryWriter(tmp_path, flush_secs=60) as writer:
-        writer.add_scalar("Loss/train", 1.5)  # step 0, as TensorBoard's event without a step
-        writer.add_scalar("Loss/train", loss, np.int64(3))
-        loss.mul_(10)  # changed in place after add_scalar: that value is dropped, not 20
-        writer.flush()
-        writer.add_scalar("Loss/train", loss, 4)  # copied at the call from now on
+    with SummaryWriter(tmp_path / "ours", flush_secs=60) as ours, TBWriter(tmp_path / "tb") as tb:
+        for writer in (ours, tb):
+            writer.add_scalar("Loss/train", 1.5)  # step 0, as TensorBoard's event without a step
+            writer.add_scalar("Loss/train", loss, np.int64(3))
+        loss.mul_(10)  # changed in place after add_scalar: the values logged stay 2.0
+        for writer in (ours, tb):
+            writer.add_scalar("Loss/train", loss, 4)
         loss.zero_()
-    assert read_store(tmp_path)[0].series(("Loss", "train"))[::3] == ([0, 4], [1.5, 20.0])
-    assert "Loss/train" in caplog.text and "changed in place" in caplog.text
+    steps, _, _, values = read_store(tmp_path / "ours")[0].series(("Loss", "train"))
+    assert (steps, values) == ([0, 3, 4], [1.5, 2.0, 20.0])
+    assert (steps, values) == _tensorboard_scalars(tmp_path / "tb", "Loss/train")
+    assert "changed in place" not in caplog.text
 
 
 def test_exception_inside_the_context_marks_the_run_failed(tmp_path):
