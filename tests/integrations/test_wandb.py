@@ -18,6 +18,7 @@ import pytest
 
 from integrations.wandb_media import flatten
 from snapshot_store import read_store
+from snapshot_store.tags import key_of, tag_of
 from tests.fixtures.parts import need_module
 from tests.integrations.helpers import run_example
 from tests.trainer.helpers import REPO
@@ -108,9 +109,7 @@ def stored_run(store: Path) -> dict[str, Any]:
     keys: dict[str, dict[int, Any]] = {}
     for group, name in history.keys():
         steps, _epochs, _walls, values = history.series((group, name))
-        keys[name if group == "scalars" else f"{group}/{name}"] = dict(
-            zip(steps, values, strict=True)
-        )
+        keys[tag_of(group, name)] = dict(zip(steps, values, strict=True))
     from snapshot_store.images import decode_png
 
     for _group, name, step, _epoch, _wall, png in update.images:
@@ -338,7 +337,7 @@ def test_saved_files_and_the_store_go_through_the_transfer_hook(wandb, tmp_path,
     run.finish()
     assert torch.load(shared / "p" / "n" / "files" / "model.pt")["w"].tolist() == [1.0, 1.0]
     assert (shared / "p" / "n" / "files" / "notes.txt").read_text() == "kept"
-    assert read_store(shared / "p" / "n" / "pickle")[0].series(("scalars", "loss"))[3] == [0.5]
+    assert read_store(shared / "p" / "n" / "pickle")[0].series(key_of("loss"))[3] == [0.5]
 
 
 @pytest.mark.integration

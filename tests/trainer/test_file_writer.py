@@ -13,6 +13,7 @@ from torch.utils.tensorboard import summary
 
 from snapshot_store import read_store
 from snapshot_store.images import decode_png
+from snapshot_store.tags import key_of
 from trainer import SummaryWriter
 
 HPARAMS = {"lr": 0.01, "batch_size": 32, "optimizer": "adam", "shuffle": True}
@@ -121,7 +122,7 @@ def test_add_event_takes_its_step_and_walltime_from_the_event(tmp_path):
         )  # nothing to store
         writer.file_writer.add_event(Event(summary=summary.text("t", "x")), step=2, walltime=99.0)
     history, _, update = read_store(tmp_path)
-    steps, _epochs, walls, values = history.series(("scalars", "acc"))
+    steps, _epochs, walls, values = history.series(key_of("acc"))
     assert (steps, walls, values) == ([12], [1234.5], [0.5])
     assert [(tag, step, wall) for _k, tag, step, wall, _d in update.extras] == [("t", 2, 99.0)]
 
