@@ -70,7 +70,7 @@ def add_alert_arguments(parser: argparse.ArgumentParser) -> None:
         type=_rule,
         action="append",
         default=[],
-        metavar="'GROUP/NAME>X'",
+        metavar="'NAME>X'",
         help="alert when a series' last value compares so (> >= < <= == !=); repeatable",
     )
     group.add_argument(

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from snapshot_store.tags import tag_of
+
 from .assets import write_if_changed
 from .compare import parse_sort_by
 from .rundata import RunData, SeriesKey
@@ -52,14 +54,14 @@ _RULE = re.compile(r"^(?P<series>[^<>=!]*?)\s*(?P<op>>=|<=|==|!=|>|<)\s*(?P<valu
 
 @dataclass(frozen=True)
 class Rule:
-    """``GROUP/NAME OP NUMBER``: holds when the series' last value compares so."""
+    """``NAME OP NUMBER`` (the series' name as logged): holds when its last value compares so."""
 
     key: SeriesKey
     op: str
     threshold: float
 
     def __str__(self) -> str:
-        return f"{self.key[0]}/{self.key[1]}{self.op}{self.threshold:g}"
+        return f"{tag_of(*self.key)}{self.op}{self.threshold:g}"
 
     def holds(self, value: float) -> bool:
         """Whether ``value`` (a finite last value) meets the rule."""
@@ -68,11 +70,11 @@ class Rule:
 
 def parse_rule(text: str) -> Rule:
     """``text`` as a :class:`Rule`; ValueError saying what is wrong and what is expected."""
-    example = "e.g. 'val/loss>2.5' or 'train/accuracy<=0.1'"
+    example = "e.g. 'val/loss>2.5' or 'train_loss<=0.1'"
     match = _RULE.match(text.strip())
     if match is None or not match["series"]:
         raise ValueError(
-            f"{text!r} is not a rule: GROUP/NAME, then one of {' '.join(_OPS)}, then a number "
+            f"{text!r} is not a rule: a series' name as logged, then one of {' '.join(_OPS)}, then a number "
             f"({example})"
         )
     key = parse_sort_by(match["series"])
@@ -221,7 +223,7 @@ class AlertWatch:
                 continue
             value = float(series.values(len(series) - 1)[0])
             if np.isfinite(value) and rule.holds(value):
-                detail = f"has {rule.key[0]}/{rule.key[1]} = {value:g} at step {series.step_at(-1)}"
+                detail = f"has {tag_of(*rule.key)} = {value:g} at step {series.step_at(-1)}"
                 yield alert("rule", f"{detail}, and the rule is {rule}", f"rule:{rule}")
 
     def _non_finite(self, run: RunData, alert: Callable[[str, str, str], Alert]) -> Iterator[Alert]:
@@ -236,6 +238,6 @@ class AlertWatch:
             if len(bad):
                 index = start + int(bad[0])
                 value = float(series.values(index, index + 1)[0])
-                name = f"{key[0]}/{key[1]}"
+                name = tag_of(*key)
                 detail = f"logged {name} = {value} at step {series.step_at(index)}"
                 yield alert("non-finite", detail, f"non-finite:{name}")

@@ -280,7 +280,8 @@ def test_an_s3_run_is_alerted_once_and_remembered_outside_the_bucket(
         ("val/loss>2.5", ("val", "loss"), 2.6, 2.5),
         (" val/loss >= 2.5 ", ("val", "loss"), 2.5, 2.4),
         ("train/acc<0.1", ("train", "acc"), 0.05, 0.1),
-        ("Loss/train/total<=1e-3", ("Loss/train", "total"), 1e-3, 2e-3),
+        ("Loss/train/total<=1e-3", ("Loss", "train/total"), 1e-3, 2e-3),
+        ("loss>2", ("", "loss"), 2.5, 2.0),
         ("lr/lr==0", ("lr", "lr"), 0.0, 0.1),
         ("lr/lr!=0.1", ("lr", "lr"), 0.2, 0.1),
     ],
@@ -290,9 +291,7 @@ def test_a_rule_compares_a_series_last_value(text, series, holds, fails):
     assert rule.key == series and rule.holds(holds) and not rule.holds(fails)
 
 
-@pytest.mark.parametrize(
-    "text", ["val/loss", "val/loss>", ">2", "loss>2", "val/loss>nan", "val/loss=>2"]
-)
+@pytest.mark.parametrize("text", ["val/loss", "val/loss>", ">2", "val/loss>nan", "val/loss=>2"])
 def test_a_bad_rule_says_what_a_rule_is(text):
     with pytest.raises(ValueError, match=r"e\.g\. (')?val/loss"):
         parse_rule(text)
