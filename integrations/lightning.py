@@ -45,6 +45,8 @@ class MonitorLogger(Logger):
             the next free ``version_<n>``, as TensorBoardLogger does.
         remote_transfer_cmd: ``module.func`` transfer hook (the trainer's
             ``--remote-transfer-cmd``): store files and saved checkpoints are handed to it.
+        default_hp_metric: log ``hp_metric`` = -1 at step 0 when hyperparameters come
+            without metrics, as TensorBoardLogger does (its hparams tab needs a metric).
     """
 
     def __init__(
@@ -53,6 +55,7 @@ class MonitorLogger(Logger):
         name: str = "lightning_logs",
         version: int | str | None = None,
         remote_transfer_cmd: str | None = None,
+        default_hp_metric: bool = True,
     ) -> None:
         check_adapter(self, "lightning", lightning.__version__, SUPPORTED, remote_transfer_cmd)
         super().__init__()
@@ -60,6 +63,7 @@ class MonitorLogger(Logger):
         self._name = name
         self._version = version
         self._transfer_spec = remote_transfer_cmd
+        self._default_hp_metric = default_hp_metric
         self._hparams: dict[str, Any] = {}
         self._run: MonitorRun | None = None
         self._sent: dict[str, float] = {}  # checkpoint path -> mtime handed to the hook
@@ -107,11 +111,14 @@ class MonitorLogger(Logger):
         **kwargs: Any,
     ) -> None:
         """Make ``params`` (merged with earlier ones) the run's options in the store's metadata;
-        ``metrics`` are logged at step 0, as TensorBoardLogger does (a number as ``hp_metric``)."""
+        ``metrics`` are logged at step 0 as TensorBoardLogger does (a number as ``hp_metric``;
+        none, ``hp_metric`` = -1 unless ``default_hp_metric`` is off)."""
         params = vars(params) if isinstance(params, Namespace) else dict(params)
         self._hparams.update(params)
         if self._run is not None:
             self._run.set_options(self._hparams)
+        if metrics is None and self._default_hp_metric:
+            metrics = {"hp_metric": -1}
         if metrics is not None:
             self.log_metrics(metrics if isinstance(metrics, Mapping) else {"hp_metric": metrics}, 0)
 

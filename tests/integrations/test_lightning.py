@@ -156,7 +156,7 @@ class _AutoEncoder(LightningModule):
 def test_the_templates_store_tensorboards_tags_steps_and_values(tmp_path):
     torch.manual_seed(0)
     data = DataLoader(TensorDataset(torch.randn(32, 4)), batch_size=8)
-    tensorboard = TensorBoardLogger(tmp_path / "tb", default_hp_metric=False)
+    tensorboard = TensorBoardLogger(tmp_path / "tb")
     ours = MonitorLogger(tmp_path / "ours")  # the one-line change: logger=MonitorLogger(...)
     trainer = Trainer(
         accelerator="cpu",
@@ -169,7 +169,7 @@ def test_the_templates_store_tensorboards_tags_steps_and_values(tmp_path):
     trainer.fit(_AutoEncoder(), data, data)
     store = tmp_path / "ours/lightning_logs/version_0/pickle"
     expected = tensorboard_scalars(Path(tensorboard.log_dir))
-    assert {"loss", "train_loss", "val_loss_step", "val_loss_epoch", "epoch", "g_loss"} <= set(
+    assert {"loss", "train_loss", "val_loss_step", "val_loss_epoch", "epoch", "hp_metric"} <= set(
         expected
     )
     assert exported_scalars(store) == expected
