@@ -54,10 +54,14 @@ def _start_visualizer(store: Path, port: int, log: Path) -> subprocess.Popen:
         return subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
 
 
-def _open_tab(driver: Any, url: str) -> str:
-    """Open ``url`` in a new tab (the first in the driver's own); its handle."""
+def _open_page(driver: Any, url: str) -> str:
+    """Open ``url`` in a browser window of its own (the first in the driver's own); its handle.
+
+    A window each, as pages a person keeps in view: a tab behind another is hidden, and
+    Chromium throttles a hidden page's timers until it is shown again.
+    """
     if driver.current_url not in ("data:,", "about:blank"):
-        driver.switch_to.new_window("tab")
+        driver.switch_to.new_window("window")
     driver.get(url)
     return driver.current_window_handle
 
@@ -125,7 +129,7 @@ def test_pages_left_open_for_a_whole_run_end_intact(tmp_path, chromium_driver):
         # The printed URL, opened at once: the run has its store, not a point yet.
         wait_until(lambda: f"visdom: {url}" in log.read_text(), timeout=60, interval=0.2)
         reader = VisdomReader(endpoint)
-        tabs = {"before": _open_tab(driver, url)}
+        tabs = {"before": _open_page(driver, url)}
         (store.parent / "go").touch()
         started = time.monotonic()
         shown: dict[str, int] = {}  # panes a page has shown
@@ -134,7 +138,7 @@ def test_pages_left_open_for_a_whole_run_end_intact(tmp_path, chromium_driver):
         while run.poll() is None:
             elapsed = time.monotonic() - started
             if "halfway" not in tabs and elapsed >= SOAK_SECONDS / 2:
-                tabs["halfway"] = _open_tab(driver, url)
+                tabs["halfway"] = _open_page(driver, url)
                 WebDriverWait(driver, 60).until(lambda d: d.execute_script(PLOTS_JS))
                 _change_the_view(driver)
             for name, handle in tabs.items():  # a page gone blank is seen as it happens
@@ -149,7 +153,7 @@ def test_pages_left_open_for_a_whole_run_end_intact(tmp_path, chromium_driver):
             time.sleep(CHECK_EVERY_S if SOAK_SECONDS > 120 else 2)
         assert run.returncode == 0
         last = json.loads((store.parent / "soak.json").read_text())
-        tabs["after"] = _open_tab(driver, url)
+        tabs["after"] = _open_page(driver, url)
         wrong: dict[str, list[str]] = {}
         # The visualizer's last pass reaching every page, and a page left open for long
         # working through what it was sent.
