@@ -22,6 +22,10 @@ left open for a whole run:
   drawn with every snapshot its message carries (stock visdom keeps the first), and
   an append past the message's ``opts.history`` drops the oldest: a pane keeps its
   length, and the page gets a two-operation patch.
+* **A page opened before its env exists follows it.** visdom rendered such a page on
+  the last env the browser had shown, and the env's windows never reached it: a
+  URL opened as soon as it is printed (a run's comparison, made once two runs have
+  data) stayed on another env.
 * **Its own origin only.** visdom answers any ``Host`` and accepts writes and
   websockets from any page: a web page the user opens could read and wipe the
   plots by DNS rebinding, or post to it across origins. Here a loopback server
@@ -41,6 +45,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import time
@@ -150,6 +155,28 @@ def _image_histories(web_handlers: Any) -> None:
     web_handlers.UpdateHandler.update_packet = staticmethod(bounded_update)
 
 
+def _envs_to_come(web_handlers: Any) -> None:
+    """A page opened on an env that does not exist yet shows that env, and its windows as they
+    come (visdom showed the last env the browser had, and the env's windows never arrived)."""
+    gather_envs = web_handlers.gather_envs
+
+    def get(self: Any, eid: str) -> None:
+        items = gather_envs(self.state, env_path=self.env_path)
+        if eid not in items and not _ENV_NAME_UNSAFE.search(eid):
+            items = sorted([*items, eid])
+        active = eid if eid in items else ""
+        user = web_handlers.getpass.getuser()
+        self.render(
+            "index.html", user=user, items=items, active_item=active, wrap_socket=self.wrap_socket
+        )
+
+    web_handlers.EnvHandler.get = web_handlers.check_auth(get)
+
+
+# visdom's page writes env names into a script's quoted strings, escaping HTML only.
+_ENV_NAME_UNSAFE = re.compile(r"[\\\x00-\x1f\u2028\u2029]")
+
+
 def _websockets_never_stale(socket_handlers: Any) -> None:
     # The monitor closes polling clients that stopped reading; a websocket closes itself.
     fresh = property(lambda self: time.time())
@@ -196,6 +223,7 @@ def patch_visdom(host: str, static_dir: str | None) -> None:
     _bind(visdom_app, host)
     _drop_close_echoes(web_handlers, socket_handlers)
     _image_histories(web_handlers)
+    _envs_to_come(web_handlers)
     _websockets_never_stale(socket_handlers)
     web_handlers.hash_md_window = page_hash
     _own_origin_only(VisdomEndpoint(host).is_loopback)

@@ -7,12 +7,13 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import websocket
 
 from tests.fixtures.net import free_port
-from tests.visualizer.conftest import VisdomReader
+from tests.visualizer.conftest import VisdomReader, wait_until
 from tests.visualizer.test_images import png
 from visualizer import visdom_child
 from visualizer.endpoint import VisdomEndpoint
@@ -185,3 +186,18 @@ def test_with_login_the_cookie_secret_is_private(tmp_path: Path, monkeypatch) ->
             guest = VisdomClient(VisdomEndpoint("127.0.0.1", endpoint.port))
             with pytest.raises(VisdomRequestError):
                 guest.post("env_state", {})
+
+
+def test_a_page_opened_before_its_env_exists_shows_its_windows_as_they_come(
+    visdom_server: VisdomServer, run_name: str, chromium_driver: Any
+) -> None:
+    # A printed URL opened at once: a comparison env is made only once two runs have data.
+    chromium_driver.get(f"{visdom_server.url}/env/{run_name}_compare")
+    assert chromium_driver.execute_script("return ACTIVE_ENV") == f"{run_name}_compare"
+    time.sleep(1)  # the page has asked for its env, which has no window yet
+    text = {"data": [{"content": "arrived", "type": "text"}], "win": "w", "opts": {}}
+    VisdomClient(visdom_server.endpoint).post("events", {**text, "eid": f"{run_name}_compare"})
+    wait_until(lambda: "arrived" in chromium_driver.page_source, timeout=30)
+    # visdom writes env names into the page's script as quoted strings, escaping HTML only.
+    chromium_driver.get(f"{visdom_server.url}/env/{run_name}%5C")
+    assert chromium_driver.execute_script("return ACTIVE_ENV") != f"{run_name}\\"
