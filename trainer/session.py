@@ -301,8 +301,6 @@ class RunSession:
         if self.recorder is not None:
             self.recorder.close(outcome)
         if self.transfer is not None:
-            if self.loss_log.exists():
-                self.transfer.submit(self.loss_log, closed=True)  # complete now: its final copy
             self._drain_transfers(self.transfer)
         if self.live is not None:
             self.live.stop()  # after the recorder: the visualizer draws the last points first
@@ -314,4 +312,5 @@ class RunSession:
 
     def _drain_transfers(self, transfer: TransferRunner) -> None:
         # Shows progress, Ctrl-C skips; what is left stays in transfer.unsent for the exit status.
-        send_remaining(transfer, self.config.run_dir, TRANSFER_DRAIN_S)
+        # loss_log.txt is complete now: its final copy, after what the wait itself logs.
+        send_remaining(transfer, self.config.run_dir, TRANSFER_DRAIN_S, log_file=self.loss_log)

@@ -38,35 +38,49 @@ def sync_command(run_dir: Path, spec: str) -> str:
     return f"python -m trainer sync {shlex.quote(str(run_dir))} --remote-transfer-cmd {spec}"
 
 
-def send_remaining(transfer: TransferRunner, run_dir: Path, timeout: float) -> list[Path]:
+def _wait_for(transfer: TransferRunner, deadline: float) -> None:
+    """Wait until ``transfer`` sent everything or ``deadline``, saying what is left."""
+    count, size = transfer.backlog()
+    if count:
+        log.info(
+            "sending %d file(s) (%s) through %s before exiting, for up to %.0f s; Ctrl-C skips",
+            count,
+            amount(size),
+            transfer.name,
+            deadline - time.monotonic(),
+        )
+    while not transfer.drain(max(0.0, min(PROGRESS_EVERY_S, deadline - time.monotonic()))):
+        if time.monotonic() >= deadline:
+            break
+        count, size = transfer.backlog()
+        failing = transfer.failing()
+        log.info(
+            "still sending through %s: %d file(s), %s left%s; Ctrl-C skips",
+            transfer.name,
+            count,
+            amount(size),
+            f" ({failing} failing, retried with backoff)" if failing else "",
+        )
+
+
+def send_remaining(
+    transfer: TransferRunner, run_dir: Path, timeout: float, log_file: Path | None = None
+) -> list[Path]:
     """Send what ``transfer`` still holds, for up to ``timeout`` s; return what is left unsent.
 
     Says what is left every :data:`PROGRESS_EVERY_S`; Ctrl-C stops waiting. Files
-    left are listed with the command that sends them later.
+    left are listed with the command that sends them later. ``log_file`` (the run's
+    ``loss_log.txt``) is sent last, and again if the wait itself logged into it.
     """
     deadline = time.monotonic() + timeout
     try:
-        count, size = transfer.backlog()
-        if count:
-            log.info(
-                "sending %d file(s) (%s) through %s before exiting, for up to %.0f s; Ctrl-C skips",
-                count,
-                amount(size),
-                transfer.name,
-                timeout,
-            )
-        while not transfer.drain(max(0.0, min(PROGRESS_EVERY_S, deadline - time.monotonic()))):
-            if time.monotonic() >= deadline:
+        for _round in range(2):
+            size = log_file.stat().st_size if log_file is not None and log_file.exists() else None
+            if log_file is not None and size is not None:
+                transfer.submit(log_file, closed=True)
+            _wait_for(transfer, deadline)
+            if size is None or log_file is None or log_file.stat().st_size == size:
                 break
-            count, size = transfer.backlog()
-            failing = transfer.failing()
-            log.info(
-                "still sending through %s: %d file(s), %s left%s; Ctrl-C skips",
-                transfer.name,
-                count,
-                amount(size),
-                f" ({failing} failing, retried with backoff)" if failing else "",
-            )
     except KeyboardInterrupt:
         log.warning("Ctrl-C: no longer waiting for %s", transfer.name)
     left = transfer.stop()
