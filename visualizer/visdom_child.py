@@ -26,6 +26,10 @@ left open for a whole run:
   the last env the browser had shown, and the env's windows never reached it: a
   URL opened as soon as it is printed (a run's comparison, made once two runs have
   data) stayed on another env.
+* **A page gets no env's windows before it names its env.** visdom subscribes a new
+  page's socket to ``main`` until the page's request for its env arrives: a window
+  of ``main`` sent in between (the runs index, re-sent every few seconds in a run)
+  was drawn on a page of another env, and stayed there.
 * **Its own origin only.** visdom answers any ``Host`` and accepts writes and
   websockets from any page: a web page the user opens could read and wipe the
   plots by DNS rebinding, or post to it across origins. Here a loopback server
@@ -173,6 +177,20 @@ def _envs_to_come(web_handlers: Any) -> None:
     web_handlers.EnvHandler.get = web_handlers.check_auth(get)
 
 
+def _sockets_start_on_no_env(socket_handlers: Any) -> None:
+    """A page's socket (websocket or polling) is on no env until the page asks for one."""
+    for handler in (socket_handlers.SocketHandler, socket_handlers.SocketWrapper):
+        handler.open = _on_no_env(handler.open)
+
+
+def _on_no_env(open_socket: Any) -> Any:
+    def open_on_no_env(self: Any) -> None:
+        open_socket(self)
+        self.eid = None  # visdom's "main"; every page posts for its env once registered
+
+    return open_on_no_env
+
+
 # visdom's page writes env names into a script's quoted strings, escaping HTML only.
 _ENV_NAME_UNSAFE = re.compile(r"[\\\x00-\x1f\u2028\u2029]")
 
@@ -224,6 +242,7 @@ def patch_visdom(host: str, static_dir: str | None) -> None:
     _drop_close_echoes(web_handlers, socket_handlers)
     _image_histories(web_handlers)
     _envs_to_come(web_handlers)
+    _sockets_start_on_no_env(socket_handlers)
     _websockets_never_stale(socket_handlers)
     web_handlers.hash_md_window = page_hash
     _own_origin_only(VisdomEndpoint(host).is_loopback)

@@ -201,3 +201,35 @@ def test_a_page_opened_before_its_env_exists_shows_its_windows_as_they_come(
     # visdom writes env names into the page's script as quoted strings, escaping HTML only.
     chromium_driver.get(f"{visdom_server.url}/env/{run_name}%5C")
     assert chromium_driver.execute_script("return ACTIVE_ENV") != f"{run_name}\\"
+
+
+def _received(ws: websocket.WebSocket, quiet_s: float = 1.0) -> list[dict]:
+    """What the socket got until it was quiet for ``quiet_s``."""
+    ws.settimeout(quiet_s)
+    messages = []
+    try:
+        while True:
+            messages.append(json.loads(ws.recv()))
+    except websocket.WebSocketTimeoutException:
+        return messages
+
+
+def test_a_page_gets_no_windows_of_main_before_it_asks_for_its_env(
+    visdom_server: VisdomServer, run_name: str
+) -> None:
+    client = VisdomClient(visdom_server.endpoint)
+    text = {"data": [{"content": "x", "type": "text"}], "opts": {}}
+    client.post("events", {**text, "eid": run_name, "win": "mine"})
+    ws = websocket.create_connection(
+        f"ws://{visdom_server.endpoint.host}:{visdom_server.endpoint.port}/socket"
+    )
+    try:
+        sid = json.loads(ws.recv())["data"]  # registered, its env not asked for yet
+        _received(ws, 0.5)
+        # The runs index, re-sent while the page's request for its env is on its way.
+        client.post("events", {**text, "eid": "main", "win": f"index_{run_name}"})
+        assert [m.get("id") for m in _received(ws) if "id" in m] == []
+        client.post(f"env/{run_name}", {"sid": sid})
+        assert [m.get("id") for m in _received(ws) if "id" in m] == ["mine"]
+    finally:
+        ws.close()
