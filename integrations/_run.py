@@ -23,6 +23,7 @@ from packaging.version import Version
 
 from snapshot_store.tags import key_of
 from trainer import SummaryWriter
+from trainer.distributed import settle_collectives_at_exit
 from transfer_plugins.runner import TransferRunner, resolve_hook
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ def check_adapter(
     """What every adapter checks at construction, on every process, before training starts:
     the framework's version, and that the transfer hook (if any) imports."""
     require_version(type(adapter).__name__, package, installed, supported)
+    settle_collectives_at_exit()  # the framework may run DDP in this process
     if transfer_spec:
         resolve_hook(transfer_spec)
 

@@ -36,6 +36,7 @@ from accelerate.tracking import (
 )
 
 from trainer import SummaryWriter
+from trainer.distributed import settle_collectives_at_exit
 
 from ._run import MonitorRun, check_adapter, files_under
 
@@ -146,6 +147,7 @@ def replace_tensorboard() -> None:
     """Make Accelerate's ``"tensorboard"`` tracker :class:`MonitorTracker` (call it before the
     ``Accelerator`` is made): ``log_with="tensorboard"`` then writes the store."""
     LOGGER_TYPE_TO_CLASS["tensorboard"] = MonitorTracker
+    settle_collectives_at_exit()  # every rank calls this; only the main one makes a tracker
     if "tensorboard" not in {str(t) for t in get_available_trackers()}:
         log.warning(
             "Accelerate makes a 'tensorboard' tracker only when the tensorboard package is "

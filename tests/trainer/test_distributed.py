@@ -7,6 +7,7 @@ two torchrun "nodes" meeting at one rendezvous.
 
 from __future__ import annotations
 
+import atexit
 import os
 import stat
 import subprocess
@@ -19,7 +20,7 @@ from snapshot_store.rank import read_launch_env as detect
 from tests.fixtures.net import free_port
 from tests.trainer.helpers import clean_env, read_run, series, torchrun_cmd, train_args, trainer_cmd
 from trainer.config import ConfigError, RunConfig
-from trainer.distributed import select_devices
+from trainer.distributed import select_devices, settle_collectives_at_exit
 
 NO_GPU = not torch.cuda.is_available()
 
@@ -104,6 +105,14 @@ def test_inconsistent_launcher_variables(environ, message):
 
 
 # --- devices -----------------------------------------------------------------------------
+
+
+def test_the_exit_settle_for_collectives_is_registered_once():
+    # Each entry point that may join a process group calls it; one atexit handler results.
+    settle_collectives_at_exit()
+    before = atexit._ncallbacks()
+    settle_collectives_at_exit()
+    assert atexit._ncallbacks() == before
 
 
 def test_cpu_devices():
