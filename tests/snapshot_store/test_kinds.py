@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from snapshot_store import Recorder, StoreReader, kinds, read_store
+from snapshot_store import Recorder, StoreReader, kinds, read_store, schema
 from snapshot_store import frames as fmt
 
 V1_STORE = Path(__file__).parent / "data" / "store_v1"
@@ -58,7 +58,7 @@ VALID = [
 
 @pytest.mark.parametrize("record", VALID, ids=lambda r: r[0])
 def test_each_kind_has_a_schema_its_valid_records_pass(record):
-    assert kinds.record_problem(record) is None
+    assert schema.record_problem(record) is None
 
 
 @pytest.mark.parametrize(
@@ -91,7 +91,7 @@ def test_each_kind_has_a_schema_its_valid_records_pass(record):
     ],
 )
 def test_records_breaking_their_schema_are_named(record, why):
-    assert why in kinds.record_problem(record)
+    assert why in schema.record_problem(record)
 
 
 def test_a_bad_record_costs_only_itself_in_a_segment(tmp_path):

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from snapshot_store import Recorder
-from snapshot_store import frames as fmt
+from snapshot_store import Recorder, atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,7 +67,7 @@ def test_leftovers_named_before_pid_and_host_go_and_other_files_stay(tmp_path):
     for path in kept:
         path.write_bytes(b"z")
     (tmp_path / ".dir.abcdefgh.tmp").mkdir()  # only regular files are removed
-    assert fmt.remove_leftover_tmp_files(tmp_path) == [old]
+    assert atomic.remove_leftover_tmp_files(tmp_path) == [old]
     assert all(path.exists() for path in kept)
 
 
@@ -84,12 +83,12 @@ def test_a_write_in_progress_keeps_its_file_until_its_writer_is_gone(tmp_path):
         assert proc.stdout is not None and proc.stdout.readline() == "writing\n"
         foreign = tmp_path / ".best.pth.1@another-host.abcdefgh.tmp"  # a writer elsewhere
         foreign.write_bytes(b"x")
-        assert fmt.remove_leftover_tmp_files(tmp_path) == []
+        assert atomic.remove_leftover_tmp_files(tmp_path) == []
         stale = time.time() - 2 * 3600
         os.utime(foreign, (stale, stale))  # unchanged for two hours: abandoned
-        assert fmt.remove_leftover_tmp_files(tmp_path) == [foreign]
+        assert atomic.remove_leftover_tmp_files(tmp_path) == [foreign]
     finally:
         proc.kill()
         proc.wait(10)
-    assert len(fmt.remove_leftover_tmp_files(tmp_path)) == 1
+    assert len(atomic.remove_leftover_tmp_files(tmp_path)) == 1
     assert not list(tmp_path.glob("*.tmp"))

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from snapshot_store import History, Recorder, StoreReader
+from snapshot_store import History, Recorder, StoreReader, batches
 from snapshot_store import frames as fmt
 from snapshot_store.reader import MAX_DOCUMENT_BYTES, READ_BYTES, LocalSource
 
 
 def _batch(name: str, steps: list[int]) -> bytes:
-    return fmt.encode_scalar_batch(
+    return batches.encode_scalar_batch(
         [("train", name, steps, [0.0] * len(steps), [1.0] * len(steps), [float(s) for s in steps])]
     )
 
@@ -187,7 +187,7 @@ class _PageLog(LocalSource):
 
 
 def _image_frame(step: int, png: bytes) -> bytes:
-    return fmt.encode_image_batch([("samples", "grid", step, 0.0, 1.0, png)])
+    return batches.encode_image_batch([("samples", "grid", step, 0.0, 1.0, png)])
 
 
 def test_a_segment_larger_than_a_page_is_read_in_bounded_pages(tmp_path):

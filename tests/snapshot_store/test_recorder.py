@@ -94,7 +94,7 @@ def test_non_zero_rank_touches_no_file(tmp_path, monkeypatch):
     rec.set_status(total_steps=3)
     assert rec.flush() is True
     rec.close()
-    assert (rec.rank, rec.enabled) == (1, False)
+    assert (rec.rank, rec.is_rank_zero) == (1, False)
     assert list(tmp_path.iterdir()) == [] and announced == []
 
 

@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from snapshot_store import StoreReader, read_store
+from snapshot_store import StoreReader, batches, read_store
 from snapshot_store import frames as fmt
 from tests.fixtures.export import run_export
 
@@ -49,9 +49,9 @@ BAD_SERIES = {
 
 @pytest.mark.parametrize("kind", sorted(BAD_SERIES))
 def test_bad_series_is_skipped_with_one_warning_and_its_neighbours_survive(tmp_path, kind, caplog):
-    first = fmt.encode_scalar_batch([_series("a", [0, 1])])
+    first = batches.encode_scalar_batch([_series("a", [0, 1])])
     mixed = _raw_frame({"v": 1, "series": [_series("b", [0]), BAD_SERIES[kind], _series("b", [1])]})
-    later = fmt.encode_scalar_batch([_series("a", [2])])
+    later = batches.encode_scalar_batch([_series("a", [2])])
     (tmp_path / fmt.segment_name(fmt.SCALARS, 0)).write_bytes(first + mixed + later)
     with caplog.at_level(logging.WARNING, logger="snapshot_store.reader"):
         history, reader, _ = read_store(tmp_path)
@@ -67,11 +67,11 @@ def test_bad_series_is_skipped_with_one_warning_and_its_neighbours_survive(tmp_p
 def test_bad_record_first_in_a_segment_does_not_stall_follow_mode(tmp_path):
     segment = tmp_path / fmt.segment_name(fmt.SCALARS, 0)
     bad = _raw_frame({"v": 1, "series": [_series("a", ["0"])]})
-    segment.write_bytes(bad + fmt.encode_scalar_batch([_series("a", list(range(100)))]))
+    segment.write_bytes(bad + batches.encode_scalar_batch([_series("a", list(range(100)))]))
     reader = StoreReader(tmp_path)
     assert reader.poll().points == 100
     with segment.open("ab") as f:  # the writer goes on: the reader follows
-        f.write(fmt.encode_scalar_batch([_series("a", [100])]))
+        f.write(batches.encode_scalar_batch([_series("a", [100])]))
     assert reader.poll().points == 1
     assert len(reader.warnings) == 1
 
@@ -82,7 +82,7 @@ def test_bad_record_first_in_a_segment_does_not_stall_follow_mode(tmp_path):
     ids=repr,
 )
 def test_frame_of_the_wrong_shape_is_one_bad_record(tmp_path, doc):
-    good = fmt.encode_scalar_batch([_series("a", [0])])
+    good = batches.encode_scalar_batch([_series("a", [0])])
     (tmp_path / fmt.segment_name(fmt.SCALARS, 0)).write_bytes(good + _raw_frame(doc) + good)
     history, reader, _ = read_store(tmp_path)
     assert history.points == 2
@@ -92,7 +92,7 @@ def test_frame_of_the_wrong_shape_is_one_bad_record(tmp_path, doc):
 
 def test_non_finite_values_are_data(tmp_path):
     values = [float("nan"), float("inf"), -float("inf"), 1]
-    batch = fmt.encode_scalar_batch([_series("loss", [0, 1, 2, 3], values=values)])
+    batch = batches.encode_scalar_batch([_series("loss", [0, 1, 2, 3], values=values)])
     (tmp_path / fmt.segment_name(fmt.SCALARS, 0)).write_bytes(batch)
     history, reader, _ = read_store(tmp_path)
     assert history.points == 4
@@ -114,7 +114,7 @@ BAD_IMAGES = {
 @pytest.mark.parametrize("kind", sorted(BAD_IMAGES))
 def test_bad_image_record_is_skipped_and_its_neighbours_survive(tmp_path, kind):
     good = ("img", "x", 0, 0.0, 1.0, b"png0")
-    first = fmt.encode_image_batch([good])
+    first = batches.encode_image_batch([good])
     mixed = _raw_frame({"v": 1, "images": [good, BAD_IMAGES[kind], good]})
     (tmp_path / fmt.segment_name(fmt.IMAGES, 0)).write_bytes(first + mixed + first)
     reader = StoreReader(tmp_path)
@@ -126,7 +126,7 @@ def test_bad_image_record_is_skipped_and_its_neighbours_survive(tmp_path, kind):
 
 
 def test_unpicklable_frame_still_skips_the_rest_of_its_file(tmp_path):
-    good = fmt.encode_scalar_batch([_series("a", [0])])
+    good = batches.encode_scalar_batch([_series("a", [0])])
     broken = fmt.encode_frame(b"\x80\x04not a pickle")
     (tmp_path / fmt.segment_name(fmt.SCALARS, 0)).write_bytes(good + broken + good)
     history, reader, _ = read_store(tmp_path)
@@ -146,8 +146,8 @@ def test_documents_that_are_not_dicts_are_skipped(tmp_path, doc):
 @pytest.mark.integration
 def test_export_of_a_store_with_bad_records_exits_0_with_the_good_rows(tmp_path):
     bad = [_raw_frame({"v": 1, "series": [s]}) for s in BAD_SERIES.values()]
-    good = fmt.encode_scalar_batch([_series("a", [0, 1])])
-    data = bad[0] + good + b"".join(bad[1:]) + fmt.encode_scalar_batch([_series("a", [2])])
+    good = batches.encode_scalar_batch([_series("a", [0, 1])])
+    data = bad[0] + good + b"".join(bad[1:]) + batches.encode_scalar_batch([_series("a", [2])])
     (tmp_path / fmt.segment_name(fmt.SCALARS, 0)).write_bytes(data)
     result = run_export(tmp_path)
     assert result.returncode == 0, result.stderr
