@@ -1,14 +1,13 @@
-"""Framing, the restricted unpickler, whole-file writes and the write probe."""
+"""Framing, segment names, the restricted unpickler and whole-file documents."""
 
 from __future__ import annotations
 
 import os
 import pickle
-import sys
 
 import pytest
 
-from snapshot_store import atomic, batches
+from snapshot_store import atomic
 from snapshot_store import frames as fmt
 
 
@@ -90,49 +89,3 @@ def test_segment_names():
     assert fmt.parse_segment_name("meta.pickle") is None
     with pytest.raises(ValueError):
         fmt.segment_name("other", 0)
-
-
-def test_ensure_writable_dir_creates_parents_and_leaves_no_probe(tmp_path):
-    store = tmp_path / "a" / "b" / "pickle"
-
-    atomic.ensure_writable_dir(store)
-    atomic.ensure_writable_dir(store)  # an existing directory is fine too
-
-    assert store.is_dir() and list(store.iterdir()) == []
-
-
-def test_ensure_writable_dir_raises_the_os_error_as_is(tmp_path):
-    blocker = tmp_path / "file"
-    blocker.write_text("")
-    with pytest.raises(NotADirectoryError):
-        atomic.ensure_writable_dir(blocker / "run")
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
-def test_ensure_writable_dir_refuses_a_directory_that_takes_no_file():
-    # /proc exists and takes no new file, even from root, for whom permission bits do not count.
-    with pytest.raises(OSError):
-        atomic.ensure_writable_dir("/proc")
-
-
-def test_a_huge_scalar_batch_is_split_into_frames_under_the_limit(monkeypatch):
-    monkeypatch.setattr(fmt, "MAX_FRAME_BYTES", 2_000)
-    steps = list(range(1_000))
-    series = [("train", name, steps, [0.0] * 1000, [1.0] * 1000, [0.5] * 1000) for name in "ab"]
-    data = batches.encode_scalar_batch(series)
-    frames = list(fmt.iter_frames(data))
-    assert len(frames) > 4 and frames[-1].end == len(data)
-    assert all(len(f.payload) <= 2_000 for f in frames)
-    got: dict[str, list] = {}
-    for frame in frames:
-        for _, name, s, *_ in batches.decode_scalar_batch(frame.payload, "mem"):
-            got.setdefault(name, []).extend(s)
-    assert got == {"a": steps, "b": steps}
-
-
-def test_an_image_above_the_frame_limit_is_dropped_with_an_error(monkeypatch, caplog):
-    monkeypatch.setattr(fmt, "MAX_FRAME_BYTES", 2_000)
-    small, big = ("g", "small", 0, 0.0, 0.0, b"x"), ("g", "big", 0, 0.0, 0.0, b"x" * 5_000)
-    frames = list(fmt.iter_frames(batches.encode_image_batch([small, big])))
-    assert [batches.decode_image_batch(f.payload, "mem") for f in frames] == [[small]]
-    assert "dropped one images record" in caplog.text

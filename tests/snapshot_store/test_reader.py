@@ -108,17 +108,6 @@ def test_reader_following_a_live_writer_sees_every_value_once(tmp_path):
     assert reader.warnings == []
 
 
-def test_history_keeps_the_latest_value_per_step():
-    history = History()
-    assert (
-        history.add([("train", "loss", [0, 1, 2], [0.0] * 3, [0.0] * 3, [1.0, 2.0, 3.0])]) == set()
-    )
-    rewound = history.add([("train", "loss", [2, 3], [0.0] * 2, [0.0] * 2, [30.0, 4.0])])
-    assert rewound == {("train", "loss")}
-    steps, _, _, values = history.series(("train", "loss"))
-    assert steps == [0, 1, 2, 3] and values == [1.0, 2.0, 30.0, 4.0]
-
-
 def _segmented_store(tmp_path, steps: int):
     """A run of ``steps`` losses spread over many small segments."""
     store = tmp_path / "run" / "pickle"

@@ -1,4 +1,5 @@
-"""Temporary files of a write killed midway are removed when a Recorder next opens the run."""
+"""Atomic writes: temporary files of a write killed midway are removed when a Recorder next
+opens the run; the write probe of a store directory."""
 
 from __future__ import annotations
 
@@ -92,3 +93,26 @@ def test_a_write_in_progress_keeps_its_file_until_its_writer_is_gone(tmp_path):
         proc.wait(10)
     assert len(atomic.remove_leftover_tmp_files(tmp_path)) == 1
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_ensure_writable_dir_creates_parents_and_leaves_no_probe(tmp_path):
+    store = tmp_path / "a" / "b" / "pickle"
+
+    atomic.ensure_writable_dir(store)
+    atomic.ensure_writable_dir(store)  # an existing directory is fine too
+
+    assert store.is_dir() and list(store.iterdir()) == []
+
+
+def test_ensure_writable_dir_raises_the_os_error_as_is(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(NotADirectoryError):
+        atomic.ensure_writable_dir(blocker / "run")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
+def test_ensure_writable_dir_refuses_a_directory_that_takes_no_file():
+    # /proc exists and takes no new file, even from root, for whom permission bits do not count.
+    with pytest.raises(OSError):
+        atomic.ensure_writable_dir("/proc")
