@@ -19,6 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from snapshot_store import batches
+
 MIB = 1 << 20
 LOCAL_BYTES = 2 << 30
 S3_BYTES = 1 << 30
@@ -47,7 +49,7 @@ def write_store(store: Path, image_bytes: int) -> int:
         step = 0
         while out.tell() < image_bytes:
             record = ("samples", f"grid{step % 4}", step, step / 100, 1.7e9 + step, png)
-            out.write(fmt.encode_image_batch([record]))
+            out.write(batches.encode_image_batch([record]))
             step += 1
     steps = list(range(100_000))
     series = [
@@ -60,7 +62,7 @@ def write_store(store: Path, image_bytes: int) -> int:
             [0.5] * len(steps),
         )
     ]
-    (store / fmt.segment_name(fmt.SCALARS, 0)).write_bytes(fmt.encode_scalar_batch(series))
+    (store / fmt.segment_name(fmt.SCALARS, 0)).write_bytes(batches.encode_scalar_batch(series))
     (store / fmt.META_FILE).write_bytes(fmt.encode_document({"name": "bench"}))
     return segment.stat().st_size
 

@@ -10,19 +10,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each on first use
+    from .atomic import atomic_file as atomic_file
+    from .atomic import ensure_writable_dir as ensure_writable_dir
+    from .atomic import write_atomic as write_atomic
     from .exit_codes import ExitCode as ExitCode
     from .frames import CorruptFrameError as CorruptFrameError
     from .frames import StoreError as StoreError
     from .frames import UnsafePickleError as UnsafePickleError
-    from .frames import atomic_file as atomic_file
-    from .frames import ensure_writable_dir as ensure_writable_dir
-    from .frames import write_atomic as write_atomic
+    from .history import History as History
     from .local_source import LocalSource as LocalSource
     from .rank import LaunchEnv as LaunchEnv
     from .rank import LaunchError as LaunchError
     from .rank import global_rank as global_rank
     from .rank import read_launch_env as read_launch_env
-    from .reader import History as History
     from .reader import StoreReader as StoreReader
     from .reader import Update as Update
     from .reader import read_store as read_store
@@ -38,15 +38,15 @@ _EXPORTS = {
     "CorruptFrameError": "frames",
     "StoreError": "frames",
     "UnsafePickleError": "frames",
-    "atomic_file": "frames",
-    "ensure_writable_dir": "frames",
-    "write_atomic": "frames",
+    "atomic_file": "atomic",
+    "ensure_writable_dir": "atomic",
+    "write_atomic": "atomic",
     "ExitCode": "exit_codes",
     "LaunchEnv": "rank",
     "LaunchError": "rank",
     "global_rank": "rank",
     "read_launch_env": "rank",
-    "History": "reader",
+    "History": "history",
     "LocalSource": "local_source",
     "StoreReader": "reader",
     "Update": "reader",

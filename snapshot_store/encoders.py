@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-from . import frames as fmt
-from . import kinds
+from .batches import ImageRecord
 from .images import encode_png, make_grid, to_hwc_uint8, to_numpy, video_grid
+from .kinds import ExtraRecord
+from .schema import record_problem
 from .tags import key_of
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ PendingExtra = tuple[str, str, int, float, Any, "Encoder | None"]
 
 def encode_pending(
     pending: list[PendingExtra], epoch: float
-) -> tuple[list[kinds.ExtraRecord], list[fmt.ImageRecord]]:
+) -> tuple[list[ExtraRecord], list[ImageRecord]]:
     """Writer thread: the valid extra records of ``pending``, and its images (keyed as
     :func:`~snapshot_store.tags.key_of` says, so an image's tag is kept).
 
@@ -53,7 +54,7 @@ def encode_pending(
             images.append((*key_of(tag), step, epoch, float(wall_time), data))
             continue
         record = (kind, tag, step, float(wall_time), data)
-        if problem := kinds.record_problem(record):
+        if problem := record_problem(record):
             log.warning("skipped %s %r at step %d: %s", kind, tag, step, problem)
         else:
             records.append(record)

@@ -86,6 +86,17 @@ def make_grid(
     return grid
 
 
+def to_pixels(image: Any, dataformats: str) -> Any:
+    """What a recorder queues of a logged image: PNG bytes as they are, else HWC uint8
+    pixels (a batch, N first in ``dataformats``, tiled by :func:`make_grid`)."""
+    if isinstance(image, bytes):
+        return image
+    array = to_numpy(image)
+    if dataformats.upper().startswith("N"):
+        return make_grid(array, dataformats)
+    return to_hwc_uint8(array, dataformats)
+
+
 def encode_png(image: np.ndarray) -> bytes:
     """PNG bytes of an HWC uint8 image."""
     if image.shape[2] == 1:

@@ -45,7 +45,7 @@ class LaunchEnv:
     restart_count: int = 0  # > 0: torchrun restarted the worker group (elastic)
 
     @property
-    def master_process(self) -> bool:
+    def is_rank_zero(self) -> bool:
         """Global rank 0: the only process that logs, records and saves."""
         return self.rank == 0
 

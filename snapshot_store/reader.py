@@ -8,14 +8,15 @@ is longer), so memory stays bounded whatever the size of a file.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from . import frames as fmt
-from . import kinds
+from .batches import ImageRecord, SeriesColumns, image_records, scalar_records
+from .history import History
+from .kinds import ExtraRecord, extra_records
 from .local_source import LocalSource
 
 log = logging.getLogger(__name__)
@@ -47,9 +48,9 @@ class Source(Protocol):
 class Update:
     """What one :meth:`StoreReader.poll` found that is new."""
 
-    scalars: list[fmt.SeriesColumns] = field(default_factory=list)
-    images: list[fmt.ImageRecord] = field(default_factory=list)
-    extras: list[kinds.ExtraRecord] = field(default_factory=list)  # text, histograms, ...
+    scalars: list[SeriesColumns] = field(default_factory=list)
+    images: list[ImageRecord] = field(default_factory=list)
+    extras: list[ExtraRecord] = field(default_factory=list)  # text, histograms, ...
     meta: dict[str, Any] | None = None
     status: dict[str, Any] | None = None
 
@@ -246,13 +247,13 @@ class StoreReader:
         try:
             for frame in fmt.iter_frames(data):
                 if stream == fmt.SCALARS:
-                    scalars, problems = fmt.scalar_records(frame.payload, where)
+                    scalars, problems = scalar_records(frame.payload, where)
                     update.scalars.extend(scalars)
                 elif stream == fmt.IMAGES:
-                    images, problems = fmt.image_records(frame.payload, where)
+                    images, problems = image_records(frame.payload, where)
                     update.images.extend(images)
                 else:
-                    extras, problems = kinds.extra_records(frame.payload, where)
+                    extras, problems = extra_records(frame.payload, where)
                     update.extras.extend(extras)
                 for problem in problems:
                     # A bad record costs only itself: its neighbours and later
@@ -278,62 +279,6 @@ class StoreReader:
             self._warn(f"skipped the rest of {where}: {err} (offset {state.offset + consumed})")
             state.done = True
             return consumed, 0
-
-
-class History:
-    """All points of every series, keeping the latest value per (series, step).
-
-    A resumed run that logs a step again replaces it; steps normally grow, so
-    the common path is a plain append.
-    """
-
-    def __init__(self) -> None:
-        self._series: dict[tuple[str, str], list[list]] = {}
-        self._unsorted: set[tuple[str, str]] = set()
-
-    def add(self, batch: list[fmt.SeriesColumns]) -> set[tuple[str, str]]:
-        """Add a batch of series columns; returns the keys whose earlier points changed.
-
-        A key is returned when a step arrived that is not after the series' last
-        step, i.e. a consumer must redraw that series instead of appending.
-        """
-        rewound = set()
-        for group, name, steps, epochs, times, values in batch:
-            key = (group, name)
-            cols = self._series.get(key)
-            if cols is None:
-                cols = self._series[key] = [[], [], [], []]
-            if (cols[0] and steps and steps[0] <= cols[0][-1]) or any(
-                b <= a for a, b in itertools.pairwise(steps)
-            ):
-                self._unsorted.add(key)
-                rewound.add(key)
-            cols[0].extend(steps)
-            cols[1].extend(epochs)
-            cols[2].extend(times)
-            cols[3].extend(values)
-        return rewound
-
-    def keys(self) -> list[tuple[str, str]]:
-        """Every (group, name) seen, in first-seen order."""
-        return list(self._series)
-
-    def series(
-        self, key: tuple[str, str]
-    ) -> tuple[list[int], list[float], list[float], list[float]]:
-        """``(steps, epochs, wall_times, values)`` sorted by step, one point per step."""
-        cols = self._series[key]
-        if key in self._unsorted:
-            latest = {step: i for i, step in enumerate(cols[0])}  # later index wins
-            order = [latest[step] for step in sorted(latest)]
-            cols[:] = [[col[i] for i in order] for col in cols]
-            self._unsorted.discard(key)
-        return cols[0], cols[1], cols[2], cols[3]
-
-    @property
-    def points(self) -> int:
-        """Points held, counting replaced steps until the series is next read."""
-        return sum(len(cols[0]) for cols in self._series.values())
 
 
 def read_store(

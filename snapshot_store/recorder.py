@@ -1,54 +1,43 @@
-"""The recorder: rank-0 writer of the snapshot store, used by the trainer and by users' loops.
+"""The recorder: the public front of the store's rank-0 writer (the trainer's, users' loops).
 
-A ``log`` call only appends to a deque; a background thread drains it at least
-every ``flush_interval`` seconds, frames the batch and appends it to the active
-segment, so the visualizer sees points within a fraction of a second and the
-training thread never waits on the disk.
-
-The writer thread follows TensorBoard's ``EventFileWriter``: one thread behind a
-queue, a stop flag, and a failure of the thread raised on the caller's next call
-(a full disk is the exception: frames wait in memory until space frees up, up to
-``max_pending_bytes``; :mod:`.frame_sink` holds them).
-The recorder installs no signal or exit handlers: whoever owns the process
-(the trainer's run session, a user's script) calls :meth:`Recorder.close`.
+A ``log`` call only appends to a queue; :class:`~.writer_thread.WriterThread` drains
+it at least every ``flush_interval`` seconds into the segments, so the visualizer sees
+points within a fraction of a second and the training thread never waits on the disk.
+As in TensorBoard's ``EventFileWriter``, the thread's failure is raised on the caller's
+next call. No signal or exit handlers: the process's owner calls :meth:`Recorder.close`.
 """
 
 from __future__ import annotations
 
-import collections
 import logging
 import os
-import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from . import frames as fmt
-from . import kinds
-from .encoders import Encoder, PendingExtra, encode_pending
-from .frame_sink import FrameSink, PendingLimitError
-from .images import encode_png, make_grid, to_hwc_uint8, to_numpy
+from .atomic import remove_leftover_tmp_files
+from .documents import RunDocuments
+from .encoders import Encoder
+from .frame_sink import PendingLimitError
+from .images import to_pixels
 from .rank import global_rank
-from .scalar_columns import RECORD_ITEMS, ScalarColumns
+from .scalar_columns import ScalarColumns
+from .schema import SCHEMAS
 from .tensor_values import TENSOR_TYPES, held, is_tensor
-from .values import redact
+from .writer_thread import OnFile, Queues, WriterThread
 
 log = logging.getLogger(__name__)
 
-# (group, name, step, epoch, wall_time, HWC uint8 pixels or PNG bytes).
-PendingImage = tuple[str, str, int, float, float, Any]
-OnFile = Callable[[Path, bool], None]
-
 _now = time.time  # bound once: log() is the hot path
-# Seconds between status rewrites for new data (the heartbeat rewrites it anyway
-# every heartbeat_seconds).
-_STATUS_MIN_SECONDS = 1.0
-# Memory a queued scalar holds (six list slots, its wall time and value): the
-# queue's share of max_pending_bytes is counted in records, not measured.
-_RECORD_BYTES = 144
+
+# The calls that take values (and flush). While the recorder takes values each is the
+# method itself, which checks nothing; from then on (another rank, closed, failed)
+# the rank gate, Recorder._stop_taking, replaces each on the instance.
+_TAKING = ("log", "log_scalar", "log_image", "log_record", "set_status")
 
 
 class RecorderError(fmt.StoreError):
@@ -58,8 +47,8 @@ class RecorderError(fmt.StoreError):
 class Recorder:
     """Writes scalars, images and status of one run to a snapshot store.
 
-    Only the process of global rank 0 writes; on every other rank each method
-    returns at once and no file is touched.
+    Only the process of global rank 0 writes (:attr:`is_rank_zero`); on every
+    other rank each method returns at once and no file is touched.
 
     Args:
         store_dir: the store, conventionally ``<checkpoints_dir>/<name>/pickle``.
@@ -75,9 +64,8 @@ class Recorder:
             thread and frames waiting for a full disk may hold together; reaching it
             raises :class:`RecorderError` (the values from then on are not recorded).
 
-    Raises :class:`~snapshot_store.frames.StoreError` when ``store_dir`` can not be
-    written, and :class:`~snapshot_store.rank.LaunchError` for inconsistent launcher
-    variables.
+    Raises :class:`~.frames.StoreError` when ``store_dir`` can not be written, and
+    :class:`~.rank.LaunchError` for inconsistent launcher variables.
     """
 
     def __init__(
@@ -97,47 +85,44 @@ class Recorder:
     ) -> None:
         self.store_dir = Path(store_dir)
         self.rank = global_rank() if rank is None else rank
-        self.enabled = self.rank == 0
+        self.is_rank_zero = self.rank == 0
         self.closed = False
         self._error: BaseException | None = None
-        # The one attribute log() checks: rank 0, not closed, writer healthy.
-        self._live = False
-        if not self.enabled:
+        if not self.is_rank_zero:
+            self._stop_taking()
             return
         self.flush_interval = flush_interval
         self.heartbeat_seconds = heartbeat_seconds
-        self._on_file = on_file
-        self._pid = os.getpid()
-        # Logged scalars, RECORD_ITEMS items each: a list's extend() of a tuple and the
-        # writer's slice and del are each atomic under the GIL (no lock, no per-value object).
-        self._scalars: list[Any] = []
-        self._push = self._scalars.extend  # bound once: log() is the hot path
         self.max_pending_bytes = max_pending_bytes
-        # Queue items allowed now; the writer lowers it while frames wait for the disk.
-        self._max_queued = self._queue_limit(0)
-        self._images: collections.deque[PendingImage] = collections.deque()
-        self._extras: collections.deque[PendingExtra] = collections.deque()
-        self._status_fields: dict[str, Any] = {}
-        self._flush_waiters: collections.deque[threading.Event] = collections.deque()
+        self._pid = os.getpid()
+        queues = Queues()
+        self._scalars = queues.scalars
+        self._push = queues.scalars.extend  # bound once: log() is the hot path
+        self._images = queues.images
+        self._extras = queues.extras
+        self._flush_waiters = queues.flush_waiters
         self._epoch = 0.0
-        self._step: int | None = None
-        self._last_log_time: float | None = None
-        self._columns = ScalarColumns()
-        # Names whose logged tensors were changed in place: copied at log() from then on.
-        self._copied = self._columns.copied
-        fmt.remove_leftover_tmp_files(self.store_dir)  # of a write killed in an earlier session
-        self._meta_path, self._started = self._write_meta(options or {}, world_size, hosts)
-        self._sink = FrameSink(
-            self.store_dir, segment_bytes, segment_seconds, self._announce, max_pending_bytes
+        columns = ScalarColumns()
+        self._copied = columns.copied  # names whose tensors changed in place: copied at log()
+        remove_leftover_tmp_files(self.store_dir)  # of a write killed in an earlier session
+        self._documents = RunDocuments(self.store_dir, heartbeat_seconds)
+        self._documents.open(options or {}, world_size, hosts)
+        self._writer = WriterThread(
+            queues,
+            columns,
+            self._documents,
+            on_file=on_file,
+            flush_interval=flush_interval,
+            segment_bytes=segment_bytes,
+            segment_seconds=segment_seconds,
+            max_pending_bytes=max_pending_bytes,
+            epoch=lambda: self._epoch,
+            on_queue_limit=self._set_queue_limit,
+            on_fail=self._fail,
         )
-        self._status_written_at = 0.0
-        self._status_dirty = True
-        self._state = "running"
-        self._wake = threading.Event()
-        self._stop = False
-        self._live = True
-        self._thread = threading.Thread(target=self._run, name="snapshot-writer", daemon=True)
-        self._thread.start()
+        # Queue items allowed now; the writer lowers it while frames wait for the disk.
+        self._max_queued = self._writer.queue_limit(0)
+        self._writer.start()
 
     # --- public API ------------------------------------------------------------
 
@@ -170,9 +155,6 @@ class Recorder:
         (a failed device copy included: its message names the values) or the
         values waiting to be written reach ``max_pending_bytes``.
         """
-        if not self._live:
-            self._raise_if_failed()
-            return
         if type(step) is not int:
             step = int(step)
         if epoch is None:
@@ -200,9 +182,6 @@ class Recorder:
     ) -> None:
         """:meth:`log` of one value, at the last epoch given: the cheapest call (the
         ``SummaryWriter.add_scalar`` drop-in uses it). Same contract for tensors."""
-        if not self._live:
-            self._raise_if_failed()
-            return
         if type(value) is not float:
             value = self._held(group, name, value)
         if type(step) is not int:
@@ -221,7 +200,7 @@ class Recorder:
 
     def _queue_full(self) -> None:
         """The queue reached its share of ``max_pending_bytes``: fail the recorder, loudly."""
-        pending = len(self._scalars) // RECORD_ITEMS * _RECORD_BYTES + self._sink.waiting_bytes
+        pending = self._writer.pending_bytes()
         self._fail(PendingLimitError(self.store_dir, pending, self.max_pending_bytes))
         self._raise_if_failed()
 
@@ -240,17 +219,7 @@ class Recorder:
         The pixels are copied now; PNG encoding happens on the writer thread.
         ``image`` may also be PNG bytes already.
         """
-        if not self._live:
-            self._raise_if_failed()
-            return
-        if isinstance(image, bytes):
-            pixels: Any = image
-        else:
-            array = to_numpy(image)
-            if dataformats.upper().startswith("N"):
-                pixels = make_grid(array, dataformats)
-            else:
-                pixels = to_hwc_uint8(array, dataformats)
+        pixels = to_pixels(image, dataformats)
         if epoch is not None:
             self._epoch = float(epoch)
         self._images.append((group, name, step, self._epoch, wall_time or _now(), pixels))
@@ -272,34 +241,22 @@ class Recorder:
         that fails to encode or breaks the kind's schema is skipped with one
         warning naming ``tag``.
         """
-        if not self._live:
-            self._raise_if_failed()
-            return
-        if kind != "image" and kind not in kinds.SCHEMAS:
-            raise ValueError(
-                f"unknown record kind {kind!r}; expected one of {sorted(kinds.SCHEMAS)}"
-            )
+        if kind != "image" and kind not in SCHEMAS:
+            raise ValueError(f"unknown record kind {kind!r}; expected one of {sorted(SCHEMAS)}")
         self._extras.append((kind, tag, int(step), wall_time or _now(), value, encode))
 
     def set_status(self, **fields: Any) -> None:
         """Add fields to the status document (e.g. ``total_steps`` for an ETA)."""
-        if not self._live:
-            self._raise_if_failed()
-            return
-        self._status_fields.update(redact(fields))
-        self._status_dirty = True
+        self._documents.set_fields(fields)
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Block until everything logged so far is written; False on timeout."""
-        if not self._live:
-            self._raise_if_failed()
-            return True
         done = threading.Event()
         self._flush_waiters.append(done)
         # Checked again after queueing: a writer failing in between has either
         # released this waiter already or left its error for this check.
         self._raise_if_failed()
-        self._wake.set()
+        self._writer.wake()
         flushed = done.wait(timeout)
         self._raise_if_failed()
         return flushed
@@ -313,20 +270,17 @@ class Recorder:
         """
         if state not in fmt.STATES:
             raise ValueError(f"state must be one of {fmt.STATES}, not {state!r}")
-        if not self.enabled or os.getpid() != self._pid:
+        if not self.is_rank_zero or os.getpid() != self._pid:
             return  # another rank, or a forked child: the store is not ours to close
         if self.closed:
             self._raise_if_failed()
             return
         self.closed = True
-        self._live = False
-        self._state = state
-        self._status_dirty = True
-        self._stop = True
-        self._wake.set()
-        self._thread.join()
+        self._stop_taking()
+        self._documents.end(state)
+        self._writer.stop()
         if self._error is not None:
-            self._close_after_failure()
+            self._writer.close_after_failure()
             self._raise_if_failed()
 
     def __enter__(self) -> Recorder:
@@ -349,7 +303,29 @@ class Recorder:
             # The body's own exception (a Ctrl-C, a training error) must propagate unchanged.
             log.error("%s", err)
 
-    # --- errors ----------------------------------------------------------------
+    def set_options(self, options: Mapping[str, Any]) -> None:
+        """Replace the run's options in ``meta.pickle`` (redacted), for callers that learn
+        them after the store opened (Lightning logs hyperparameters after its writer exists)."""
+        self._raise_if_failed()
+        self._documents.set_options(options)
+        self._writer.announce(self._documents.meta_path, closed=True)
+
+    # --- the rank gate and errors -------------------------------------------------------
+
+    def _stop_taking(self) -> None:
+        """The one gate: from now on each call of :data:`_TAKING` only raises the writer
+        thread's error, if any. Other ranks pass through it at once; rank 0 when it
+        closes or its writer fails. Set on the instance, so the live calls check nothing."""
+        for name in _TAKING:
+            setattr(self, name, self._refuse)
+        setattr(self, "flush", self._refuse_flush)  # noqa: B010 (a method is replaced)
+
+    def _refuse(self, *_args: Any, **_kwargs: Any) -> None:
+        self._raise_if_failed()
+
+    def _refuse_flush(self, timeout: float = 10.0) -> bool:
+        self._raise_if_failed()
+        return True
 
     def _raise_if_failed(self) -> None:
         error = self._error
@@ -366,170 +342,9 @@ class Recorder:
             exc_info=error,
         )
         self._error = error
-        self._live = False
+        self._stop_taking()
         while self._flush_waiters:
             self._flush_waiters.popleft().set()
 
-    def _close_after_failure(self) -> None:
-        """Close the segments and write status 'failed' as far as the failure allows."""
-        self._state = "failed"
-        self._sink.close_after_failure()
-        try:
-            self._write_status(time.time())
-        except Exception as err:
-            log.warning("could not mark %s failed: %s", self.store_dir, err)
-
-    # --- setup -----------------------------------------------------------------
-
-    def set_options(self, options: Mapping[str, Any]) -> None:
-        """Replace the run's options in ``meta.pickle`` (redacted), for callers that learn
-        them after the store opened (Lightning logs hyperparameters after its writer exists)."""
-        self._raise_if_failed()
-        meta = fmt.decode_document(self._meta_path.read_bytes(), self._meta_path)
-        meta["options"] = redact(options)
-        fmt.write_atomic(self._meta_path, fmt.encode_document(meta))
-        self._announce(self._meta_path, closed=True)
-
-    def _write_meta(
-        self, options: Mapping[str, Any], world_size: int | None, hosts: list[str] | None
-    ) -> tuple[Path, float]:
-        """Write meta.pickle (merged with an earlier session's); returns its path and start time."""
-        try:
-            fmt.ensure_writable_dir(self.store_dir)
-        except OSError as err:
-            raise fmt.StoreError(
-                f"can not write the snapshot store {self.store_dir}: {err.strerror or err}; "
-                "choose a writable --checkpoints-dir"
-            ) from None
-        meta_path = self.store_dir / fmt.META_FILE
-        now = time.time()
-        session = {
-            "start_time": now,
-            "host": socket.gethostname(),
-            "pid": os.getpid(),
-            "world_size": world_size or 1,
-        }
-        meta: dict[str, Any] = {}
-        if meta_path.exists():  # a resumed run appends to the same store
-            try:
-                meta = fmt.decode_document(meta_path.read_bytes(), meta_path)
-            except fmt.StoreError as err:
-                log.warning("ignoring unreadable %s from an earlier session: %s", meta_path, err)
-        store = self.store_dir
-        meta.update(
-            format_version=fmt.FORMAT_VERSION,
-            name=store.parent.name if store.name == "pickle" else store.name,
-            options=redact(options),
-            world_size=world_size or 1,
-            hosts=list(hosts) if hosts else [socket.gethostname()],
-            start_time=meta.get("start_time", now),
-            sessions=[*meta.get("sessions", []), session],
-        )
-        fmt.write_atomic(meta_path, fmt.encode_document(meta))
-        return meta_path, meta["start_time"]
-
-    # --- writer thread -----------------------------------------------------------
-
-    def _announce(self, path: Path, closed: bool) -> None:
-        if self._on_file is not None:
-            self._on_file(path, closed)
-
-    def _run(self) -> None:
-        try:
-            self._announce(self._meta_path, closed=True)
-            while True:
-                self._wake.wait(self.flush_interval)
-                self._wake.clear()
-                stopping = self._stop
-                # Flushes asked for before this write; released once it is done (or by
-                # _fail, after the error is set, so no flush returns without seeing it).
-                waiting = len(self._flush_waiters)
-                self._write_pending(final=stopping)
-                for _ in range(waiting):
-                    self._flush_waiters.popleft().set()
-                if stopping:
-                    return
-        except BaseException as err:  # any failure ends the thread; the caller raises it
-            self._fail(err)
-
-    def _write_pending(self, final: bool) -> None:
-        failures = self._frame_scalars()
-        images = self._encode_images([self._images.popleft() for _ in range(len(self._images))])
-        extras, extra_images = encode_pending(
-            [self._extras.popleft() for _ in range(len(self._extras))], self._epoch
-        )
-        images += extra_images
-        if images:
-            self._sink.add(fmt.IMAGES, fmt.encode_image_batch(images))
-        if extras:
-            self._sink.add(fmt.EXTRAS, kinds.encode_extra_batch(extras))
-        wrote = self._sink.write()
-        self._max_queued = self._queue_limit(self._sink.waiting_bytes)
-        if wrote:
-            self._status_dirty = True
-        if failures:  # after this batch's other values are written
-            raise failures[0]
-        now = time.time()
-        since_status = now - self._status_written_at
-        if (
-            final
-            or (self._status_dirty and since_status >= _STATUS_MIN_SECONDS)
-            or since_status >= self.heartbeat_seconds
-        ):
-            self._write_status(now)
-        if final:
-            self._sink.close()
-        else:
-            self._sink.announce_active(wrote)
-
-    def _queue_limit(self, waiting_bytes: int) -> int:
-        """Queue items allowed while ``waiting_bytes`` of frames wait for the disk."""
-        return max(0, self.max_pending_bytes - waiting_bytes) // _RECORD_BYTES * RECORD_ITEMS
-
-    def _frame_scalars(self) -> list[Exception]:
-        """Frame the queued scalars for the sink; the failed device copies among them."""
-        queue = self._scalars
-        taken = len(queue)  # log() may append meanwhile: behind these, kept by the del
-        if not taken:
-            return []
-        queued = queue[:taken]
-        del queue[:taken]
-        columns, last, failures = self._columns.convert(queued)
-        if columns:
-            self._sink.add(fmt.SCALARS, fmt.encode_scalar_batch(columns))
-        if last is not None:  # the furthest step, not the last logged: hparams' come at step 0
-            self._step = last if self._step is None else max(self._step, last)
-        self._last_log_time = queued[-2]
-        return failures
-
-    def _encode_images(self, records: list[PendingImage]) -> list[fmt.ImageRecord]:
-        out = []
-        for group, name, step, epoch, wall_time, pixels in records:
-            png = pixels if isinstance(pixels, bytes) else encode_png(pixels)
-            out.append((group, name, int(step), float(epoch), wall_time, png))
-        return out
-
-    def _write_status(self, now: float) -> None:
-        status = {
-            **self._status_fields,
-            "state": self._state,
-            "step": self._step,
-            "epoch": self._epoch,
-            "updated": now,
-            "last_log_time": self._last_log_time,
-            "start_time": self._started,
-            "heartbeat_seconds": self.heartbeat_seconds,
-            "host": socket.gethostname(),
-            "pid": self._pid,
-        }
-        if self._state != "running":  # closing: what is still pending now is lost, so counted
-            status["unwritten_records"] = self._sink.unwritten()
-        path = self.store_dir / fmt.STATUS_FILE
-        try:
-            fmt.write_atomic(path, fmt.encode_document(status))
-        except OSError as err:
-            self._sink.report_write_error("status", err)
-            return
-        self._status_written_at = now
-        self._status_dirty = False
-        self._announce(path, closed=self._state != "running")
+    def _set_queue_limit(self, items: int) -> None:  # the writer thread's, after each round
+        self._max_queued = items

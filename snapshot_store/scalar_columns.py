@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from .frames import SeriesColumns
+from .batches import SeriesColumns
+from .schema import INT64_MAX, INT64_MIN
 from .tensor_values import CHANGED_IN_PLACE, DeviceCopyError, Pending, to_floats
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,6 @@ RECORD_ITEMS = 6
 # Packed typecodes of the steps and float columns (see packed.py); a batch with a
 # step outside int64 is stored as lists.
 _TYPECODES = ("q", "d", "d", "d")
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _to_float(value: Any) -> float:
@@ -70,7 +70,7 @@ class ScalarColumns:
                 if not values:
                     return [], None, failures
         last = max(steps)
-        as_lists = last > _INT64_MAX or min(steps) < _INT64_MIN  # stored as lists, not packed
+        as_lists = last > INT64_MAX or min(steps) < INT64_MIN  # stored as lists, not packed
         columns = (steps, epochs, times, values)
         return _by_series(groups, names, columns, as_lists), last, failures
 

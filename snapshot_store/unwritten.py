@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from . import frames as fmt
-from . import kinds
+from .batches import image_records, scalar_records
+from .kinds import extra_records
 
 _SOURCE = "<frames the recorder could not write>"
 
@@ -19,12 +20,12 @@ def count_records(stream: str, batch: bytes) -> int:
     total = 0
     for frame in fmt.iter_frames(batch):
         if stream == fmt.SCALARS:
-            series, _ = fmt.scalar_records(frame.payload, _SOURCE)
+            series, _ = scalar_records(frame.payload, _SOURCE)
             total += sum(len(steps) for _, _, steps, *_ in series)
         elif stream == fmt.IMAGES:
-            total += len(fmt.image_records(frame.payload, _SOURCE)[0])
+            total += len(image_records(frame.payload, _SOURCE)[0])
         else:
-            total += len(kinds.extra_records(frame.payload, _SOURCE)[0])
+            total += len(extra_records(frame.payload, _SOURCE)[0])
     return total
 
 

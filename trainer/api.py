@@ -282,7 +282,7 @@ def _train_worker(
     hook = resolve_hook(config.remote_transfer_cmd) if config.remote_transfer_cmd else None
     devices = distributed.select_devices(config.gpu_ids, env)
     result = _fit_here(model, data, config, env, devices, parts, hook)
-    if not env.master_process:
+    if not env.is_rank_zero:
         return None
     return _Outcome(
         result=dataclasses.replace(result, model=None),  # type: ignore[arg-type]

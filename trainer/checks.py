@@ -251,7 +251,7 @@ def preflight(config: RunConfig, env: LaunchEnv, devices: Devices | None = None)
         raise UsageError(
             f"--continue-train: no checkpoint {config.run_dir / checkpoint.LATEST} to resume from"
         )
-    if env.master_process and config.record:
+    if env.is_rank_zero and config.record:
         check_one_writer(config, env)
         if hook is not None and spec:
             # The rank that uploads checks the destination (bucket, credentials, endpoint).

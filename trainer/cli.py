@@ -57,7 +57,7 @@ def train(argv: Sequence[str]) -> int:
     from .recipe import build_optimizer, build_scheduler
 
     env = distributed.detect()
-    console.configure_logging(env.master_process)
+    console.configure_logging(env.is_rank_zero)
     checkpoint.seed_everything(config.seed)  # the same initial weights on every rank
     model = SmallCNN(num_classes=len(datasets["train"].classes))
     lr = recipe.scaled_lr(env.world_size)
@@ -81,7 +81,7 @@ def train(argv: Sequence[str]) -> int:
         options=options,
         env=env,
     )
-    if env.master_process:
+    if env.is_rank_zero:
         best = (
             f"best validation loss {result.best_value:.4f} at epoch {result.best_epoch}"
             if result.best_value is not None

@@ -68,7 +68,7 @@ class FileWriter:
         self, summary: Any, global_step: int | None = None, walltime: float | None = None
     ) -> None:
         """Record each value of a ``Summary`` as the matching ``add_*`` method would."""
-        if not self._writer.recorder.enabled:  # another rank: decode nothing
+        if not self._writer.recorder.is_rank_zero:  # another rank: decode nothing
             return
         for value in summary.value:
             try:

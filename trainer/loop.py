@@ -119,7 +119,7 @@ class Trainer:
         self.net.train()
         start = self.state.batch_in_epoch  # > 0 only when resuming mid-epoch
         self.loaders.start_epoch(epoch, start)
-        shown = False if not self.session.master else self.config.progress
+        shown = False if not self.session.is_rank_zero else self.config.progress
         bar = console.progress_bar(
             shown, epoch, self.config.num_epochs, self.loaders.steps_per_epoch, start
         )

@@ -62,8 +62,8 @@ class RunSession:
     ) -> None:
         self.config, self.env, self.devices = config, env, devices
         self.options = redact(options)  # only ever stored: the config keeps the real values
-        self.master = env.master_process
-        self.writes = self.master and config.record  # the one gate for files and uploads
+        self.is_rank_zero = env.is_rank_zero
+        self.writes = self.is_rank_zero and config.record  # the one gate for files and uploads
         self._hook = hook
         self._stack = ExitStack()
         self.transfer: TransferRunner | None = None
@@ -86,7 +86,9 @@ class RunSession:
             if self.writes:  # first: a second writer must not touch loss_log.txt either
                 stack.enter_context(RunLock(self.config.run_dir))
             stack.enter_context(
-                console.run_logging(self.master, self.loss_log if self.config.record else None)
+                console.run_logging(
+                    self.is_rank_zero, self.loss_log if self.config.record else None
+                )
             )
             if self.writes:
                 if self._hook is not None:
@@ -118,7 +120,7 @@ class RunSession:
             )
             if self.writes and not self.config.remote:
                 self.live = self._start_live_view()
-            if self.master and self.config.progress is not False:
+            if self.is_rank_zero and self.config.progress is not False:
                 stack.enter_context(console.log_through_tqdm())
         except BaseException:
             self.__exit__(*sys.exc_info())

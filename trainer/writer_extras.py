@@ -39,7 +39,7 @@ def skips_bad_input(method: F) -> F:
 
     @functools.wraps(method)
     def guarded(self: Any, *args: Any, **kwargs: Any) -> None:
-        if not self.recorder.enabled:  # another rank writes nothing: copy and convert nothing
+        if not self.recorder.is_rank_zero:  # another rank writes nothing: copy and convert nothing
             return
         try:
             method(self, *args, **kwargs)

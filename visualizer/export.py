@@ -13,7 +13,7 @@ import csv
 import json
 from typing import Any, TextIO
 
-from snapshot_store import kinds
+from snapshot_store import schema
 from snapshot_store.reader import read_store
 from snapshot_store.tags import tag_of
 
@@ -58,7 +58,7 @@ def export_csv(pickle_dir: str, out: TextIO, s3_client: Any = None) -> int:
 
 
 # What ``--kind`` takes: the CSV of scalars (the default), one kind as JSON lines, or all of them.
-EXPORT_KINDS = ("scalars", *sorted(kinds.SCHEMAS), "image", "all")
+EXPORT_KINDS = ("scalars", *sorted(schema.SCHEMAS), "image", "all")
 
 
 def _plain_json(value: Any) -> Any:

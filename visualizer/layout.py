@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from snapshot_store.schema import GROUP_WORDS
 from snapshot_store.tags import tag_of
 
 
@@ -19,17 +20,18 @@ class WindowSpec:
     height: int = 0  # pane height in pixels; 0: PLOT_SIZE's
 
 
-# The recorder's conventional groups. Anything else (a SummaryWriter tag ``A/b``
-# arrives as group ``A``) gets a window of its own, titled by the group.
+# The conventional groups' windows, by every word that names one (the vocabulary is
+# snapshot_store.schema's). Anything else (a SummaryWriter tag ``A/b`` arrives as
+# group ``A``) gets a window of its own, titled by the group.
 _KNOWN = {
-    "train": WindowSpec("train", "train losses", "loss", 0),
-    "val": WindowSpec("validation", "validation", "loss", 1),
-    "valid": WindowSpec("validation", "validation", "loss", 1),
-    "validation": WindowSpec("validation", "validation", "loss", 1),
-    "metric": WindowSpec("metrics", "metrics", "metrics", 2),
-    "metrics": WindowSpec("metrics", "metrics", "metrics", 2),
-    "lr": WindowSpec("lr", "learning rate", "learning rate", 3),
-    "throughput": WindowSpec("throughput", "throughput", "per second", 4),
+    word: {
+        "train": WindowSpec("train", "train losses", "loss", 0),
+        "validation": WindowSpec("validation", "validation", "loss", 1),
+        "metrics": WindowSpec("metrics", "metrics", "metrics", 2),
+        "lr": WindowSpec("lr", "learning rate", "learning rate", 3),
+        "throughput": WindowSpec("throughput", "throughput", "per second", 4),
+    }[group]
+    for word, group in GROUP_WORDS.items()
 }
 
 # A plot pane's size in pixels: two side by side fill a 1280-pixel window, three a 1920 one.

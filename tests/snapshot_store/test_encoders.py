@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from snapshot_store import encoders, kinds
+from snapshot_store import encoders, schema
 
 
 def _valid(kind: str, data: dict) -> dict:
-    assert kinds.record_problem((kind, "tag", 0, 1.0, data)) is None
+    assert schema.record_problem((kind, "tag", 0, 1.0, data)) is None
     return data
 
 

@@ -1,13 +1,13 @@
-"""Framing, the restricted unpickler, whole-file writes and the write probe."""
+"""Framing, segment names, the restricted unpickler and whole-file documents."""
 
 from __future__ import annotations
 
 import os
 import pickle
-import sys
 
 import pytest
 
+from snapshot_store import atomic
 from snapshot_store import frames as fmt
 
 
@@ -75,8 +75,8 @@ def test_garbage_payload_is_a_store_error_naming_the_source():
 
 def test_document_round_trip_and_atomic_write(tmp_path):
     path = tmp_path / fmt.STATUS_FILE
-    fmt.write_atomic(path, fmt.encode_document({"state": "running"}))
-    fmt.write_atomic(path, fmt.encode_document({"state": "finished"}))
+    atomic.write_atomic(path, fmt.encode_document({"state": "running"}))
+    atomic.write_atomic(path, fmt.encode_document({"state": "finished"}))
     assert fmt.decode_document(path.read_bytes(), path) == {"state": "finished"}
     assert [p.name for p in tmp_path.iterdir()] == [fmt.STATUS_FILE]  # no temp file left
     with pytest.raises(fmt.StoreError, match="exactly one complete frame"):
@@ -89,49 +89,3 @@ def test_segment_names():
     assert fmt.parse_segment_name("meta.pickle") is None
     with pytest.raises(ValueError):
         fmt.segment_name("other", 0)
-
-
-def test_ensure_writable_dir_creates_parents_and_leaves_no_probe(tmp_path):
-    store = tmp_path / "a" / "b" / "pickle"
-
-    fmt.ensure_writable_dir(store)
-    fmt.ensure_writable_dir(store)  # an existing directory is fine too
-
-    assert store.is_dir() and list(store.iterdir()) == []
-
-
-def test_ensure_writable_dir_raises_the_os_error_as_is(tmp_path):
-    blocker = tmp_path / "file"
-    blocker.write_text("")
-    with pytest.raises(NotADirectoryError):
-        fmt.ensure_writable_dir(blocker / "run")
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
-def test_ensure_writable_dir_refuses_a_directory_that_takes_no_file():
-    # /proc exists and takes no new file, even from root, for whom permission bits do not count.
-    with pytest.raises(OSError):
-        fmt.ensure_writable_dir("/proc")
-
-
-def test_a_huge_scalar_batch_is_split_into_frames_under_the_limit(monkeypatch):
-    monkeypatch.setattr(fmt, "MAX_FRAME_BYTES", 2_000)
-    steps = list(range(1_000))
-    series = [("train", name, steps, [0.0] * 1000, [1.0] * 1000, [0.5] * 1000) for name in "ab"]
-    data = fmt.encode_scalar_batch(series)
-    frames = list(fmt.iter_frames(data))
-    assert len(frames) > 4 and frames[-1].end == len(data)
-    assert all(len(f.payload) <= 2_000 for f in frames)
-    got: dict[str, list] = {}
-    for frame in frames:
-        for _, name, s, *_ in fmt.decode_scalar_batch(frame.payload, "mem"):
-            got.setdefault(name, []).extend(s)
-    assert got == {"a": steps, "b": steps}
-
-
-def test_an_image_above_the_frame_limit_is_dropped_with_an_error(monkeypatch, caplog):
-    monkeypatch.setattr(fmt, "MAX_FRAME_BYTES", 2_000)
-    small, big = ("g", "small", 0, 0.0, 0.0, b"x"), ("g", "big", 0, 0.0, 0.0, b"x" * 5_000)
-    frames = list(fmt.iter_frames(fmt.encode_image_batch([small, big])))
-    assert [fmt.decode_image_batch(f.payload, "mem") for f in frames] == [[small]]
-    assert "dropped one images record" in caplog.text

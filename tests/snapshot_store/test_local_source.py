@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from snapshot_store import StoreReader, read_store
+from snapshot_store import StoreReader, batches, read_store
 from snapshot_store import frames as fmt
 from snapshot_store.reader import LocalSource
 from tests.fixtures.export import run_export
@@ -20,7 +20,7 @@ needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here
 
 def _batch(steps: list[int]) -> bytes:
     n = len(steps)
-    return fmt.encode_scalar_batch([("train", "a", steps, [0.0] * n, [1.0] * n, [1.0] * n)])
+    return batches.encode_scalar_batch([("train", "a", steps, [0.0] * n, [1.0] * n, [1.0] * n)])
 
 
 @needs_fifo

@@ -8,7 +8,7 @@ from array import array
 
 import pytest
 
-from snapshot_store import Recorder, StoreReader, packed
+from snapshot_store import Recorder, StoreReader, atomic, batches, packed, schema
 from snapshot_store import frames as fmt
 from snapshot_store.reader import read_store
 
@@ -20,24 +20,28 @@ def _payloads(data: bytes) -> list[dict]:
 def test_a_batch_is_stored_packed_and_read_back_exactly():
     steps, values = [0, 1, 2**40, 2**63 - 1], [0.5, math.inf, -0.0, 1e-300]
     series = [("train", "loss", steps, [0.0, 0.0, 1.0, 1.5], [1.7e9, 1.7e9 + 1, 2e9, 3e9], values)]
-    data = fmt.encode_scalar_batch(series)
+    data = batches.encode_scalar_batch(series)
     stored = _payloads(data)[0]["series"][0]
     assert stored[2] == b"".join(s.to_bytes(8, "little", signed=True) for s in steps)
     (frame,) = fmt.iter_frames(data)
-    (read,) = fmt.decode_scalar_batch(frame.payload, "scalars-00000000.pickle")
+    (read,) = batches.decode_scalar_batch(frame.payload, "scalars-00000000.pickle")
     assert read[2] == array("q", steps) and read[5] == array("d", values)
     assert [list(c) for c in read[2:]] == [list(c) for c in series[0][2:]]
 
 
 def test_nan_values_survive_packing():
-    (frame,) = fmt.iter_frames(fmt.encode_scalar_batch([("t", "x", [1], [0.0], [1.0], [math.nan])]))
-    assert math.isnan(fmt.decode_scalar_batch(frame.payload, "s")[0][5][0])
+    (frame,) = fmt.iter_frames(
+        batches.encode_scalar_batch([("t", "x", [1], [0.0], [1.0], [math.nan])])
+    )
+    assert math.isnan(batches.decode_scalar_batch(frame.payload, "s")[0][5][0])
 
 
 def test_a_step_past_int64_stays_a_list_and_the_reader_reports_it():
-    (frame,) = fmt.iter_frames(fmt.encode_scalar_batch([("t", "x", [2**64], [0.0], [1.0], [1.0])]))
+    (frame,) = fmt.iter_frames(
+        batches.encode_scalar_batch([("t", "x", [2**64], [0.0], [1.0], [1.0])])
+    )
     assert pickle.loads(frame.payload)["series"][0][2] == [2**64]
-    good, problems = fmt.scalar_records(frame.payload, "s")
+    good, problems = batches.scalar_records(frame.payload, "s")
     assert good == [] and problems == ["t/x: steps holds an integer outside int64"]
 
 
@@ -51,15 +55,15 @@ def test_a_step_past_int64_stays_a_list_and_the_reader_reports_it():
     ],
 )
 def test_malformed_packed_columns_are_one_bad_record(columns, problem):
-    assert problem in fmt.series_problem(("t", "x", *columns))
+    assert problem in schema.series_problem(("t", "x", *columns))
 
 
 def test_what_a_reader_returns_passes_the_schema_it_came_through():
     (frame,) = fmt.iter_frames(
-        fmt.encode_scalar_batch([("t", "x", [1, 2], [0, 0], [1, 2], [3, 4])])
+        batches.encode_scalar_batch([("t", "x", [1, 2], [0, 0], [1, 2], [3, 4])])
     )
-    (read,) = fmt.decode_scalar_batch(frame.payload, "s")
-    assert fmt.series_problem(read) is None
+    (read,) = batches.decode_scalar_batch(frame.payload, "s")
+    assert schema.series_problem(read) is None
 
 
 def test_a_store_mixing_list_and_packed_frames_reads_as_one_history(tmp_path):
@@ -82,7 +86,9 @@ def test_a_store_of_a_newer_format_says_so_once(tmp_path):
         rec.log({"loss": 1.0}, step=0)
     path = tmp_path / fmt.META_FILE
     meta = fmt.decode_document(path.read_bytes(), path)
-    fmt.write_atomic(path, fmt.encode_document({**meta, "format_version": fmt.FORMAT_VERSION + 1}))
+    atomic.write_atomic(
+        path, fmt.encode_document({**meta, "format_version": fmt.FORMAT_VERSION + 1})
+    )
     reader = StoreReader(tmp_path)
     reader.poll()
     reader.poll()

@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from snapshot_store import batches
 from snapshot_store import frames as fmt
 from snapshot_store.pickle_guard import memo_problem
 
@@ -78,12 +79,12 @@ def test_a_frame_sharing_one_list_many_times_is_one_bad_record():
     column = list(range(1000))
     entry = ("train", "loss", column, column, column, column)
     payload = pickle.dumps({"v": 1, "series": [entry] * 10_000}, protocol=4)
-    good, problems = fmt.scalar_records(payload, "scalars-00000000.pickle")
+    good, problems = batches.scalar_records(payload, "scalars-00000000.pickle")
     assert good == []
     assert problems == [f"scalar frame of {len(payload)} bytes shares one object many times over"]
 
 
 def test_a_frame_of_plain_records_is_not_taken_for_sharing():
     rows = [("train", f"loss_{i}", [1, 2], [0, 0], [1.0, 2.0], [0.5, 0.25]) for i in range(50)]
-    good, problems = fmt.scalar_records(fmt.encode_scalar_batch(rows)[12:-4], "s")
+    good, problems = batches.scalar_records(batches.encode_scalar_batch(rows)[12:-4], "s")
     assert (len(good), problems) == (50, [])

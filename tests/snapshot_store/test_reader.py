@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from snapshot_store import History, Recorder, StoreReader
+from snapshot_store import History, Recorder, StoreReader, batches
 from snapshot_store import frames as fmt
 from snapshot_store.reader import MAX_DOCUMENT_BYTES, READ_BYTES, LocalSource
 
 
 def _batch(name: str, steps: list[int]) -> bytes:
-    return fmt.encode_scalar_batch(
+    return batches.encode_scalar_batch(
         [("train", name, steps, [0.0] * len(steps), [1.0] * len(steps), [float(s) for s in steps])]
     )
 
@@ -108,17 +108,6 @@ def test_reader_following_a_live_writer_sees_every_value_once(tmp_path):
     assert reader.warnings == []
 
 
-def test_history_keeps_the_latest_value_per_step():
-    history = History()
-    assert (
-        history.add([("train", "loss", [0, 1, 2], [0.0] * 3, [0.0] * 3, [1.0, 2.0, 3.0])]) == set()
-    )
-    rewound = history.add([("train", "loss", [2, 3], [0.0] * 2, [0.0] * 2, [30.0, 4.0])])
-    assert rewound == {("train", "loss")}
-    steps, _, _, values = history.series(("train", "loss"))
-    assert steps == [0, 1, 2, 3] and values == [1.0, 2.0, 30.0, 4.0]
-
-
 def _segmented_store(tmp_path, steps: int):
     """A run of ``steps`` losses spread over many small segments."""
     store = tmp_path / "run" / "pickle"
@@ -187,7 +176,7 @@ class _PageLog(LocalSource):
 
 
 def _image_frame(step: int, png: bytes) -> bytes:
-    return fmt.encode_image_batch([("samples", "grid", step, 0.0, 1.0, png)])
+    return batches.encode_image_batch([("samples", "grid", step, 0.0, 1.0, png)])
 
 
 def test_a_segment_larger_than_a_page_is_read_in_bounded_pages(tmp_path):

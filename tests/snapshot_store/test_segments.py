@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from snapshot_store import StoreReader
+from snapshot_store import StoreReader, batches
 from snapshot_store import frames as fmt
 from snapshot_store.segments import SegmentWriter
 
 
 def _batch(name: str, step: int) -> bytes:
-    return fmt.encode_scalar_batch([("train", name, [step], [0.0], [1.0], [float(step)])])
+    return batches.encode_scalar_batch([("train", name, [step], [0.0], [1.0], [float(step)])])
 
 
 def test_two_writers_on_one_store_keep_every_frame(tmp_path, caplog):

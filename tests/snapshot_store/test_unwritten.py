@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from snapshot_store import Recorder, read_store
+from snapshot_store import Recorder, batches, read_store
 from snapshot_store.unwritten import unwritten_records
 from tests.fixtures.disk import fill
 
@@ -41,10 +41,10 @@ def test_counts_points_images_and_extras_of_encoded_batches():
     from snapshot_store import frames as fmt
     from snapshot_store import kinds
 
-    scalars = fmt.encode_scalar_batch(
+    scalars = batches.encode_scalar_batch(
         [("train", "loss", [1, 2, 3], [0.0] * 3, [0.0] * 3, [1.0] * 3)]
     )
-    images = fmt.encode_image_batch([("images", "x", 1, 0.0, 0.0, b"png")])
+    images = batches.encode_image_batch([("images", "x", 1, 0.0, 0.0, b"png")])
     extras = kinds.encode_extra_batch([("text", "note", 1, 0.0, {"text": "hi"})])
     counts = unwritten_records(
         {fmt.SCALARS: [scalars, scalars], fmt.IMAGES: [images], fmt.EXTRAS: [extras]}

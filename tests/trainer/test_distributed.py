@@ -30,7 +30,7 @@ NO_GPU = not torch.cuda.is_available()
 
 def test_no_launcher_is_one_process():
     env = detect({})
-    assert env == LaunchEnv() and env.master_process and not env.distributed
+    assert env == LaunchEnv() and env.is_rank_zero and not env.distributed
 
 
 def test_torchrun_variables():
@@ -48,7 +48,7 @@ def test_torchrun_variables():
     )
     assert (env.rank, env.world_size, env.local_rank, env.launcher) == (3, 4, 1, "torchrun")
     assert (env.master_addr, env.master_port, env.restart_count) == ("node0", 1234, 2)
-    assert not env.master_process
+    assert not env.is_rank_zero
 
 
 def test_kubernetes_style_variables_default_local_rank_to_zero():

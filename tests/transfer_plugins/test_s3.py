@@ -11,6 +11,7 @@ import pytest
 from boto3.exceptions import S3UploadFailedError
 from botocore.exceptions import BotoCoreError
 
+from snapshot_store import atomic, batches
 from snapshot_store import frames as fmt
 from tests.fixtures.net import free_port
 from transfer_plugins import s3 as plugin
@@ -43,7 +44,7 @@ def bucket(s3_bucket, monkeypatch):
 def _append_batch(path: Path, step: int) -> bytes:
     series = [("loss", "train", [step], [0.0], [1.0 * step], [1.0 / (step + 1)])]
     with path.open("ab") as f:
-        f.write(fmt.encode_scalar_batch(series))
+        f.write(batches.encode_scalar_batch(series))
     return path.read_bytes()
 
 
@@ -112,10 +113,10 @@ def test_a_grown_segment_is_sent_again(bucket, checkpoints):
 def test_an_atomically_replaced_document_of_the_same_size_is_sent_again(bucket, checkpoints):
     status = checkpoints / "myrun" / "pickle" / fmt.STATUS_FILE
     relative = f"myrun/pickle/{fmt.STATUS_FILE}"
-    fmt.write_atomic(status, fmt.encode_document({"state": "running", "step": 10}))
+    atomic.write_atomic(status, fmt.encode_document({"state": "running", "step": 10}))
     save_to_s3(status, relative)
     replaced = fmt.encode_document({"state": "running", "step": 11})
-    fmt.write_atomic(status, replaced)
+    atomic.write_atomic(status, replaced)
 
     assert save_to_s3(status, relative)
 

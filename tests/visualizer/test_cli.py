@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from snapshot_store import Recorder
+from snapshot_store import Recorder, atomic
 from snapshot_store import frames as fmt
 from snapshot_store.exit_codes import ExitCode
 from snapshot_store.reader import read_store
@@ -237,7 +237,7 @@ def test_once_with_a_malformed_status_draws_the_run(tmp_path, visdom_server, rea
         "start_time": float("nan"),
         "heartbeat_seconds": "5",
     }
-    fmt.write_atomic(store / fmt.STATUS_FILE, fmt.encode_document(status))
+    atomic.write_atomic(store / fmt.STATUS_FILE, fmt.encode_document(status))
     result = run(
         "run_visualizer_local.py", "--pickle-dir", str(store), "--server", visdom_server.url,
         "--once", "--no-start-server",

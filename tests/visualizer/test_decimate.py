@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from snapshot_store.reader import History
+from snapshot_store.history import History
 from visualizer.decimate import CHUNK, decimate_indices
 from visualizer.series import Series
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from snapshot_store.kinds import SCHEMAS, record_problem
+from snapshot_store.schema import SCHEMAS, record_problem
 from tests.trainer.test_writer_extras import call_every_method
 from tests.visualizer.conftest import following, wait_until
 from trainer import SummaryWriter

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from snapshot_store import Recorder
+from snapshot_store import Recorder, atomic
 from snapshot_store import frames as fmt
 from snapshot_store.reader import read_store
 from tests.fixtures.net import free_port
@@ -325,7 +325,7 @@ def test_status_panel_flags_a_silent_running_run(tmp_path, visdom_server, reader
         "host": "gpu-node-7",
         "total_steps": 10,
     }
-    fmt.write_atomic(store / fmt.STATUS_FILE, fmt.encode_document(status))
+    atomic.write_atomic(store / fmt.STATUS_FILE, fmt.encode_document(status))
     run_once(store, visdom_server.endpoint)
     panel = reader.windows(run_name)["status"]["content"]
     assert "STALE" in panel and "gpu-node-7" in panel and "3 / 10" in panel
@@ -351,7 +351,7 @@ def test_followed_run_with_a_malformed_status_shows_dashes(
     store = tmp_path / run_name / "pickle"
     with recorder(store) as rec:
         rec.log({"loss": 1.0}, step=3)
-    fmt.write_atomic(store / fmt.STATUS_FILE, fmt.encode_document(malformed_status()))
+    atomic.write_atomic(store / fmt.STATUS_FILE, fmt.encode_document(malformed_status()))
     with following(store, visdom_server.endpoint):
         panel = wait_until(lambda: reader.windows(run_name)["status"]["content"])
         assert "gpu-node-9" in panel

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from selenium.webdriver.support.ui import WebDriverWait
 
-from snapshot_store import Recorder
+from snapshot_store import Recorder, atomic
 from snapshot_store import frames as fmt
 from tests.e2e.pages import console_errors, panes
 from tests.fixtures.processes import reap
@@ -129,7 +129,7 @@ def _hostile_run(store: Path, mark: Callable[[str], str], lr: float) -> list[str
     # What the recorder writes itself (state, host) is framed by hand, as another writer could.
     status = fmt.decode_document((store / fmt.STATUS_FILE).read_bytes(), "status")
     status.update(state=mark("state"), host=mark("host"))
-    fmt.write_atomic(store / fmt.STATUS_FILE, fmt.encode_document(status))
+    atomic.write_atomic(store / fmt.STATUS_FILE, fmt.encode_document(status))
     fields = ["option", "value", "scalar", "group", "train tag", "image", "image group", "state"]
     fields += [f"{kind} tag" for kind in records if kind not in ("layout", "pr_curve")]
     fields += ["pr tag", "text", "dtype", "hparam", "host"]

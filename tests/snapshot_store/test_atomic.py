@@ -1,4 +1,5 @@
-"""Temporary files of a write killed midway are removed when a Recorder next opens the run."""
+"""Atomic writes: temporary files of a write killed midway are removed when a Recorder next
+opens the run; the write probe of a store directory."""
 
 from __future__ import annotations
 
@@ -11,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from snapshot_store import Recorder
-from snapshot_store import frames as fmt
+from snapshot_store import Recorder, atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,7 +68,7 @@ def test_leftovers_named_before_pid_and_host_go_and_other_files_stay(tmp_path):
     for path in kept:
         path.write_bytes(b"z")
     (tmp_path / ".dir.abcdefgh.tmp").mkdir()  # only regular files are removed
-    assert fmt.remove_leftover_tmp_files(tmp_path) == [old]
+    assert atomic.remove_leftover_tmp_files(tmp_path) == [old]
     assert all(path.exists() for path in kept)
 
 
@@ -84,12 +84,35 @@ def test_a_write_in_progress_keeps_its_file_until_its_writer_is_gone(tmp_path):
         assert proc.stdout is not None and proc.stdout.readline() == "writing\n"
         foreign = tmp_path / ".best.pth.1@another-host.abcdefgh.tmp"  # a writer elsewhere
         foreign.write_bytes(b"x")
-        assert fmt.remove_leftover_tmp_files(tmp_path) == []
+        assert atomic.remove_leftover_tmp_files(tmp_path) == []
         stale = time.time() - 2 * 3600
         os.utime(foreign, (stale, stale))  # unchanged for two hours: abandoned
-        assert fmt.remove_leftover_tmp_files(tmp_path) == [foreign]
+        assert atomic.remove_leftover_tmp_files(tmp_path) == [foreign]
     finally:
         proc.kill()
         proc.wait(10)
-    assert len(fmt.remove_leftover_tmp_files(tmp_path)) == 1
+    assert len(atomic.remove_leftover_tmp_files(tmp_path)) == 1
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_ensure_writable_dir_creates_parents_and_leaves_no_probe(tmp_path):
+    store = tmp_path / "a" / "b" / "pickle"
+
+    atomic.ensure_writable_dir(store)
+    atomic.ensure_writable_dir(store)  # an existing directory is fine too
+
+    assert store.is_dir() and list(store.iterdir()) == []
+
+
+def test_ensure_writable_dir_raises_the_os_error_as_is(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(NotADirectoryError):
+        atomic.ensure_writable_dir(blocker / "run")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
+def test_ensure_writable_dir_refuses_a_directory_that_takes_no_file():
+    # /proc exists and takes no new file, even from root, for whom permission bits do not count.
+    with pytest.raises(OSError):
+        atomic.ensure_writable_dir("/proc")

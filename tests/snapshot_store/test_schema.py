@@ -1,4 +1,5 @@
-"""Schema validation: a bad record costs only itself, never its neighbours or the file."""
+"""The schema: each extra kind's checks, and a bad record costs only itself, never its
+neighbours or the file."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pickle
 
 import pytest
 
-from snapshot_store import StoreReader, read_store
+from snapshot_store import StoreReader, batches, read_store, schema
 from snapshot_store import frames as fmt
 from tests.fixtures.export import run_export
 
@@ -49,9 +50,9 @@ BAD_SERIES = {
 
 @pytest.mark.parametrize("kind", sorted(BAD_SERIES))
 def test_bad_series_is_skipped_with_one_warning_and_its_neighbours_survive(tmp_path, kind, caplog):
-    first = fmt.encode_scalar_batch([_series("a", [0, 1])])
+    first = batches.encode_scalar_batch([_series("a", [0, 1])])
     mixed = _raw_frame({"v": 1, "series": [_series("b", [0]), BAD_SERIES[kind], _series("b", [1])]})
-    later = fmt.encode_scalar_batch([_series("a", [2])])
+    later = batches.encode_scalar_batch([_series("a", [2])])
     (tmp_path / fmt.segment_name(fmt.SCALARS, 0)).write_bytes(first + mixed + later)
     with caplog.at_level(logging.WARNING, logger="snapshot_store.reader"):
         history, reader, _ = read_store(tmp_path)
@@ -67,11 +68,11 @@ def test_bad_series_is_skipped_with_one_warning_and_its_neighbours_survive(tmp_p
 def test_bad_record_first_in_a_segment_does_not_stall_follow_mode(tmp_path):
     segment = tmp_path / fmt.segment_name(fmt.SCALARS, 0)
     bad = _raw_frame({"v": 1, "series": [_series("a", ["0"])]})
-    segment.write_bytes(bad + fmt.encode_scalar_batch([_series("a", list(range(100)))]))
+    segment.write_bytes(bad + batches.encode_scalar_batch([_series("a", list(range(100)))]))
     reader = StoreReader(tmp_path)
     assert reader.poll().points == 100
     with segment.open("ab") as f:  # the writer goes on: the reader follows
-        f.write(fmt.encode_scalar_batch([_series("a", [100])]))
+        f.write(batches.encode_scalar_batch([_series("a", [100])]))
     assert reader.poll().points == 1
     assert len(reader.warnings) == 1
 
@@ -82,7 +83,7 @@ def test_bad_record_first_in_a_segment_does_not_stall_follow_mode(tmp_path):
     ids=repr,
 )
 def test_frame_of_the_wrong_shape_is_one_bad_record(tmp_path, doc):
-    good = fmt.encode_scalar_batch([_series("a", [0])])
+    good = batches.encode_scalar_batch([_series("a", [0])])
     (tmp_path / fmt.segment_name(fmt.SCALARS, 0)).write_bytes(good + _raw_frame(doc) + good)
     history, reader, _ = read_store(tmp_path)
     assert history.points == 2
@@ -92,7 +93,7 @@ def test_frame_of_the_wrong_shape_is_one_bad_record(tmp_path, doc):
 
 def test_non_finite_values_are_data(tmp_path):
     values = [float("nan"), float("inf"), -float("inf"), 1]
-    batch = fmt.encode_scalar_batch([_series("loss", [0, 1, 2, 3], values=values)])
+    batch = batches.encode_scalar_batch([_series("loss", [0, 1, 2, 3], values=values)])
     (tmp_path / fmt.segment_name(fmt.SCALARS, 0)).write_bytes(batch)
     history, reader, _ = read_store(tmp_path)
     assert history.points == 4
@@ -114,7 +115,7 @@ BAD_IMAGES = {
 @pytest.mark.parametrize("kind", sorted(BAD_IMAGES))
 def test_bad_image_record_is_skipped_and_its_neighbours_survive(tmp_path, kind):
     good = ("img", "x", 0, 0.0, 1.0, b"png0")
-    first = fmt.encode_image_batch([good])
+    first = batches.encode_image_batch([good])
     mixed = _raw_frame({"v": 1, "images": [good, BAD_IMAGES[kind], good]})
     (tmp_path / fmt.segment_name(fmt.IMAGES, 0)).write_bytes(first + mixed + first)
     reader = StoreReader(tmp_path)
@@ -126,7 +127,7 @@ def test_bad_image_record_is_skipped_and_its_neighbours_survive(tmp_path, kind):
 
 
 def test_unpicklable_frame_still_skips_the_rest_of_its_file(tmp_path):
-    good = fmt.encode_scalar_batch([_series("a", [0])])
+    good = batches.encode_scalar_batch([_series("a", [0])])
     broken = fmt.encode_frame(b"\x80\x04not a pickle")
     (tmp_path / fmt.segment_name(fmt.SCALARS, 0)).write_bytes(good + broken + good)
     history, reader, _ = read_store(tmp_path)
@@ -146,11 +147,98 @@ def test_documents_that_are_not_dicts_are_skipped(tmp_path, doc):
 @pytest.mark.integration
 def test_export_of_a_store_with_bad_records_exits_0_with_the_good_rows(tmp_path):
     bad = [_raw_frame({"v": 1, "series": [s]}) for s in BAD_SERIES.values()]
-    good = fmt.encode_scalar_batch([_series("a", [0, 1])])
-    data = bad[0] + good + b"".join(bad[1:]) + fmt.encode_scalar_batch([_series("a", [2])])
+    good = batches.encode_scalar_batch([_series("a", [0, 1])])
+    data = bad[0] + good + b"".join(bad[1:]) + batches.encode_scalar_batch([_series("a", [2])])
     (tmp_path / fmt.segment_name(fmt.SCALARS, 0)).write_bytes(data)
     result = run_export(tmp_path)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     rows = [line for line in result.stdout.splitlines()[1:] if line]
     assert [row.split(",")[3] for row in rows] == ["0", "1", "2"]
+
+
+VALID = [
+    ("text", "note", 1, 10.0, {"text": "hello"}),
+    ("tensor", "t", 1, 10.0, {"shape": [2], "dtype": "float32", "values": [1.0, float("nan")]}),
+    (
+        "histogram",
+        "w",
+        2,
+        10.0,
+        {
+            "min": 0.0,
+            "max": 1.0,
+            "num": 3,
+            "sum": 1.5,
+            "sum_squares": 1.25,
+            "limits": [0.0, 1.0],
+            "counts": [0.0, 3.0],
+        },
+    ),
+    (
+        "hparams",
+        "hparams",
+        0,
+        10.0,
+        {"hparams": {"lr": 0.1, "opt": "adam", "wd": None}, "metrics": {"acc": 0.9}},
+    ),
+    (
+        "pr_curve",
+        "pr",
+        3,
+        10.0,
+        {
+            **{k: [1.0, 0.0] for k in ("tp", "fp", "tn", "fn", "precision", "recall")},
+            "num_thresholds": 2,
+        },
+    ),
+    ("audio", "a", 0, 10.0, {"wav": b"RIFF", "sample_rate": 8000.0}),
+    ("video", "v", 0, 10.0, {"gif": b"GIF89a", "fps": 4.0}),
+    ("points", "e", 0, 10.0, {"x": [0.0, 1.0], "y": [1.0, 0.0], "labels": ["a", "b"]}),
+    ("mesh", "m", 0, 10.0, {"vertices": [0.0] * 9, "faces": [0, 1, 2], "colors": []}),
+    ("layout", "custom_scalars", 0, 10.0, {"layout": {"cat": {"title": ["Multiline", ["a/b"]]}}}),
+]
+
+
+@pytest.mark.parametrize("record", VALID, ids=lambda r: r[0])
+def test_each_kind_has_a_schema_its_valid_records_pass(record):
+    assert schema.record_problem(record) is None
+
+
+@pytest.mark.parametrize(
+    "record, why",
+    [
+        (("text", "t", 0, 1.0, {"text": b"bytes"}), "field 'text' has the wrong type"),
+        (("text", "t", 0, 1.0, {"text": "x", "more": 1}), "exactly the fields"),
+        (("nope", "t", 0, 1.0, {}), "unknown kind"),
+        (("text", "t", True, 1.0, {"text": "x"}), "not an int64"),
+        (("text", "t", 2**70, 1.0, {"text": "x"}), "not an int64"),
+        (("text", "t", 0, "now", {"text": "x"}), "wall time"),
+        (("histogram", "h", 0, 1.0, {**VALID[2][4], "counts": [1.0]}), "differ in length"),
+        (("hparams", "h", 0, 1.0, {"hparams": {"x": [1]}, "metrics": {}}), "'hparams'"),
+        (("hparams", "h", 0, 1.0, {"hparams": {}, "metrics": {"acc": "high"}}), "'metrics'"),
+        (
+            ("points", "e", 0, 1.0, {"x": [0.0], "y": [0.0], "labels": ["a", "b"]}),
+            "labels for 1 points",
+        ),
+        (("layout", "l", 0, 1.0, {"layout": {"c": {"t": ["Pie", ["a"]]}}}), "'layout'"),
+        (("text", "t", 0, 1.0), "5-tuple"),
+        (("mesh", "m", 0, 1.0, {"vertices": [0.0] * 4, "faces": [], "colors": []}), "in threes"),
+        (
+            ("mesh", "m", 0, 1.0, {"vertices": [0.0] * 6, "faces": [0, 1, 2], "colors": []}),
+            "do not exist",
+        ),
+        (
+            ("mesh", "m", 0, 1.0, {"vertices": [0.0] * 6, "faces": [], "colors": [1, 2, 3]}),
+            "1 colors for 2",
+        ),
+    ],
+)
+def test_records_breaking_their_schema_are_named(record, why):
+    assert why in schema.record_problem(record)
+
+
+def test_a_stored_group_word_names_the_same_group_as_a_section_word():
+    assert schema.SECTION_WORDS.items() >= schema.GROUP_WORDS.items()
+    assert schema.GROUP_WORDS["val"] == schema.SECTION_WORDS["eval"] == "validation"
+    assert "eval" not in schema.GROUP_WORDS  # a stored group "eval" is a window of its own
