@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from snapshot_store import ExitCode
-from transfer_plugins.runner import TransferRunner, TransferSpecError
+from transfer_plugins.runner import TRANSFER_DRAIN_S, TransferRunner, TransferSpecError
 
 from .console import amount
 from .options import Parser
@@ -26,8 +26,6 @@ log = logging.getLogger("trainer.sync")
 
 # A progress line at most this often while files are still being sent.
 PROGRESS_EVERY_S = 5.0
-# How long a run's close waits for pending uploads before naming what was not sent.
-TRANSFER_DRAIN_S = 60.0
 
 
 def run_files(run_dir: Path) -> list[Path]:
