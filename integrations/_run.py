@@ -24,12 +24,10 @@ from packaging.version import Version
 from snapshot_store.tags import key_of
 from trainer import SummaryWriter
 from trainer.distributed import settle_collectives_at_exit
+from trainer.sync import send_remaining
 from transfer_plugins.runner import TransferRunner, resolve_hook
 
 log = logging.getLogger(__name__)
-
-# Seconds close() waits for pending uploads before naming what was not sent.
-TRANSFER_DRAIN_S = 60.0
 
 
 class UnsupportedVersionError(ImportError):
@@ -135,19 +133,13 @@ class MonitorRun:
                 self.transfer.submit(path, closed=True)
 
     def close(self, state: str = "finished") -> None:
-        """Close the store as ``state`` and wait up to a minute for pending uploads."""
+        """Close the store as ``state``, then drain pending uploads as the trainer does
+        (:func:`trainer.sync.send_remaining`: up to a minute, then what was not sent is named)."""
         try:
             self.recorder.close(state)
         finally:
             if self.transfer is not None:
-                left = self.transfer.close(TRANSFER_DRAIN_S)
-                if left:
-                    log.warning(
-                        "%d file(s) were not transferred by %s: %s",
-                        len(left),
-                        self.transfer.name,
-                        ", ".join(map(str, left)),
-                    )
+                send_remaining(self.transfer, None)
 
 
 def files_under(directory: Path) -> list[Path]:

@@ -24,7 +24,7 @@ from lightning.pytorch.loggers.logger import rank_zero_experiment
 from lightning.pytorch.loggers.utilities import _scan_checkpoints
 from lightning.pytorch.utilities.rank_zero import rank_zero_only
 
-from trainer import SummaryWriter
+from trainer import SummaryWriter, distributed
 
 from ._run import MonitorRun, check_adapter
 
@@ -151,7 +151,7 @@ class MonitorLogger(Logger):
                 self._save_dir,
                 options=self._hparams,
                 transfer_spec=self._transfer_spec,
-                world_size=_world_size(),
+                world_size=distributed.group_size(),
             )
         return self._run
 
@@ -166,9 +166,3 @@ def _next_version(root: Path) -> int:
     """One past the highest ``version_<n>`` directory under ``root`` (0 when none)."""
     found = [int(p.name[8:]) for p in root.glob("version_*") if p.is_dir() and p.name[8:].isdigit()]
     return max(found, default=-1) + 1
-
-
-def _world_size() -> int:
-    import torch.distributed as dist
-
-    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1

@@ -87,37 +87,55 @@ def fit(
     """Train ``model`` and return a :class:`~trainer.loop.FitResult`.
 
     Args:
-        model: built identically on every rank (seed before building it); after the call
-            it holds the trained weights (also with ``ddp=True``).
+        model: built identically on every rank (seed first); afterwards it has the trained weights.
         criterion: ``criterion(outputs, targets)`` returning the batch mean.
         optimizer: over ``model.parameters()``; afterwards it holds the trained state.
         datasets: ``{"train": ds, "valid": ds}`` of ``(input, target)`` pairs ("val" works too).
         dataset_fn: instead of ``datasets``, a function returning them, called once in each
             worker so large data is not pickled to every process (and once here, to check it).
         scheduler: stepped once per epoch (``ReduceLROnPlateau`` with the monitored score).
-        metrics: ``name -> fn(outputs, targets)`` giving a per-sample tensor, averaged
-            exactly over the validation set.
+        metrics: ``name -> fn(outputs, targets)``: per-sample values, averaged exactly over
+            the validation set.
         display_fn: ``fn(inputs, targets, outputs) -> NCHW tensor`` shown every display_freq.
         ddp: train with DistributedDataParallel; starts the workers itself unless a
             launcher (torchrun, Slurm, Kubernetes) already started this process.
         nprocs: workers for ``ddp=True``: default one per GPU, else two CPU workers (gloo).
         device: ``"auto"`` (GPUs if any), ``"cpu"``, ``"cuda"``, ``"cuda:N"``, or GPU ids.
-        start_method: ``"auto"`` (``fork`` in a notebook, ``spawn`` in a script),
-            ``"spawn"``, ``"fork"`` or ``"forkserver"``.
+        start_method: ``"auto"`` (fork in a notebook, else spawn), "spawn", "fork", "forkserver".
         config: a :class:`~trainer.config.RunConfig`; ``settings`` override its fields.
         options: what the run's metadata and checkpoints record as its options
             (default: the config and the optimizer's name and learning rate).
         env: this process's place in the job (default: read from the launcher).
-        **settings: :class:`~trainer.config.RunConfig` fields: ``batch_size``,
-            ``num_epochs`` (or ``n_epochs``), ``name``, ``checkpoints_dir``, ``remote``,
-            ``remote_transfer_cmd``, ``patience``, ``amp``, ``seed``, ...
+        **settings: :class:`~trainer.config.RunConfig` fields: ``batch_size``, ``num_epochs``
+            (or ``n_epochs``), ``name``, ``checkpoints_dir``, ``remote_transfer_cmd``, ``seed``...
 
     Raises:
-        FitInputError: bad datasets, a model or criterion failing on one batch, more GPUs
-            asked for than exist (all before any worker starts).
+        FitInputError: bad datasets, a model or criterion failing on one batch, too many GPUs.
         trainer.spawn.WorkerError: a worker failed during training.
     """
     config = RunConfig.from_options(settings, base=config)
+    built = _checked_datasets(model, criterion, optimizer, scheduler, datasets, dataset_fn)
+    env = env or distributed.detect()
+    options = options if options is not None else _default_options(config, optimizer, scheduler)
+    parts = _Parts(criterion, optimizer, scheduler, metrics, display_fn, options)
+    with terminate_as_exit():
+        config, workers = _where_to_run(config, env, ddp, nprocs, device)
+        if not workers:
+            return _fit_checked_here(model, built, config, env, parts)
+        data = built if dataset_fn is None else None
+        del built  # a dataset_fn's data was built here only to check it: workers build theirs
+        return _fit_in_workers(model, data, dataset_fn, config, env, parts, workers, start_method)
+
+
+def _checked_datasets(
+    model: nn.Module,
+    criterion: Callable[[Any, Any], torch.Tensor],
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    datasets: Datasets | None,
+    dataset_fn: Callable[[], Datasets] | None,
+) -> Datasets:
+    """The run's datasets, built once here, after checking them and one batch through the model."""
     check_optimizer(model, optimizer, scheduler)
     if (datasets is None) == (dataset_fn is None):
         raise FitInputError(
@@ -126,15 +144,17 @@ def fit(
     built = datasets if datasets is not None else call_dataset_fn(dataset_fn)  # type: ignore[arg-type]
     check_datasets(built)
     check_one_batch(model, criterion, built["train"])
-    env = env or distributed.detect()
-    parts = _Parts(
-        criterion,
-        optimizer,
-        scheduler,
-        metrics,
-        display_fn,
-        options if options is not None else _default_options(config, optimizer, scheduler),
-    )
+    return built
+
+
+def _where_to_run(
+    config: RunConfig, env: LaunchEnv, ddp: bool, nprocs: int | None, device: Device
+) -> tuple[RunConfig, int]:
+    """``(config with the GPUs to use, workers to start)``; no workers: train in this process.
+
+    A launched rank and ``ddp=False`` train here; ``ddp=True`` plans the workers
+    (one per GPU, or ``nprocs``) and trains here too when there is one to run.
+    """
     launched = env.launcher != "none"
     if launched and nprocs not in (None, env.world_size):
         log.warning(
@@ -143,19 +163,16 @@ def fit(
             env.launcher,
             env.world_size,
         )
-    with terminate_as_exit():
-        if launched or not ddp:
-            if device not in ("auto", None) and config.gpu_ids is None:
-                config = dataclasses.replace(config, gpu_ids=_gpu_ids(device))
-            return _fit_checked_here(model, built, config, env, parts)
-        count, gpu_ids = plan_workers(device, nprocs)
-        config = dataclasses.replace(config, gpu_ids=tuple(gpu_ids) if gpu_ids else (-1,))
-        if count == 1:
-            log.info("ddp=True with one process to run: training in this process")
-            return _fit_checked_here(model, built, config, env, parts)
-        data = built if dataset_fn is None else None  # with a dataset_fn, workers build their own
-        del built
-        return _fit_in_workers(model, data, dataset_fn, config, env, parts, count, start_method)
+    if launched or not ddp:
+        if device not in ("auto", None) and config.gpu_ids is None:
+            config = dataclasses.replace(config, gpu_ids=_gpu_ids(device))
+        return config, 0
+    count, gpu_ids = plan_workers(device, nprocs)
+    config = dataclasses.replace(config, gpu_ids=tuple(gpu_ids) if gpu_ids else (-1,))
+    if count == 1:
+        log.info("ddp=True with one process to run: training in this process")
+        return config, 0
+    return config, count
 
 
 def _fit_in_workers(

@@ -14,8 +14,9 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from snapshot_store import ExitCode, LaunchError, StoreError
+from snapshot_store import ExitCode, LaunchEnv, LaunchError, StoreError
 from snapshot_store.values import redact_text
 from transfer_plugins.runner import TransferSpecError
 
@@ -23,6 +24,12 @@ from .data import DataError
 from .disk_full import DiskFullError
 from .interrupts import Terminated
 from .options import Parser, UsageError, parse_train_args
+
+if TYPE_CHECKING:  # the loop imports torch: `trainer train` imports it only once the data is read
+    from .config import RunConfig
+    from .data import ImageFolder
+    from .loop import FitResult
+    from .recipe import RecipeConfig
 
 log = logging.getLogger(__name__)
 
@@ -49,15 +56,34 @@ def train(argv: Sequence[str]) -> int:
 
     datasets = data.load_datasets(recipe.dataroot, recipe.image_size)
     # torch only now: the common mistakes above are reported without its import time.
+    from . import console, distributed
+
+    env = distributed.detect()
+    console.configure_logging(env.is_rank_zero)
+    result = _fit_recipe(recipe, config, datasets, env)
+    if env.is_rank_zero:
+        _log_done(result)
+    if result.unsent:  # listed with the sync command by the drain, just above
+        log.error(
+            "%d file(s) of the run were not uploaded: exit status %d",
+            len(result.unsent),
+            ExitCode.UPLOAD_INCOMPLETE,
+        )
+        return ExitCode.UPLOAD_INCOMPLETE
+    return ExitCode.OK
+
+
+def _fit_recipe(
+    recipe: RecipeConfig, config: RunConfig, datasets: dict[str, ImageFolder], env: LaunchEnv
+) -> FitResult:
+    """Build the recipe's model, optimizer and schedule, and train them with :func:`trainer.fit`."""
     from torch import nn
 
-    from . import checkpoint, console, distributed
+    from . import checkpoint
     from .api import fit
     from .models import SmallCNN, accuracy, prediction_grid
     from .recipe import build_optimizer, build_scheduler
 
-    env = distributed.detect()
-    console.configure_logging(env.is_rank_zero)
     checkpoint.seed_everything(config.seed)  # the same initial weights on every rank
     model = SmallCNN(num_classes=len(datasets["train"].classes))
     lr = recipe.scaled_lr(env.world_size)
@@ -69,7 +95,7 @@ def train(argv: Sequence[str]) -> int:
         "scaled_lr": lr,
         "classes": datasets["train"].classes,
     }
-    result = fit(
+    return fit(
         model,
         nn.CrossEntropyLoss(),
         optimizer,
@@ -81,30 +107,25 @@ def train(argv: Sequence[str]) -> int:
         options=options,
         env=env,
     )
-    if env.is_rank_zero:
-        best = (
-            f"best validation loss {result.best_value:.4f} at epoch {result.best_epoch}"
-            if result.best_value is not None
-            else "no validation set"
-        )
-        accuracy_values = result.values("metric/accuracy")
-        final = f", final accuracy {accuracy_values[-1]:.3f}" if accuracy_values else ""
-        log.info(
-            "done: %d epochs, %d steps%s; %s; checkpoints and store in %s",
-            result.epochs_completed,
-            result.global_step,
-            final,
-            best,
-            result.run_dir,
-        )
-    if result.unsent:  # listed with the sync command by the drain, just above
-        log.error(
-            "%d file(s) of the run were not uploaded: exit status %d",
-            len(result.unsent),
-            ExitCode.UPLOAD_INCOMPLETE,
-        )
-        return ExitCode.UPLOAD_INCOMPLETE
-    return ExitCode.OK
+
+
+def _log_done(result: FitResult) -> None:
+    """Say how the run ended: epochs, steps, the final accuracy and the best validation loss."""
+    best = (
+        f"best validation loss {result.best_value:.4f} at epoch {result.best_epoch}"
+        if result.best_value is not None
+        else "no validation set"
+    )
+    accuracy_values = result.values("metric/accuracy")
+    final = f", final accuracy {accuracy_values[-1]:.3f}" if accuracy_values else ""
+    log.info(
+        "done: %d epochs, %d steps%s; %s; checkpoints and store in %s",
+        result.epochs_completed,
+        result.global_step,
+        final,
+        best,
+        result.run_dir,
+    )
 
 
 def make_dataset(argv: Sequence[str]) -> int:

@@ -180,23 +180,29 @@ def destroy_process_group() -> None:
         dist.destroy_process_group()
 
 
+def group_size() -> int:
+    """Processes in this process's group: 1 where there is none."""
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
 def barrier() -> None:
     """Wait for every rank (nothing to do in one process)."""
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+    if group_size() > 1:
         dist.barrier()
 
 
 def all_reduce_sum(values: torch.Tensor) -> torch.Tensor:
     """Sum ``values`` over all ranks in place (nothing to do in one process)."""
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+    if group_size() > 1:
         dist.all_reduce(values, op=dist.ReduceOp.SUM)
     return values
 
 
 def all_gather_objects(obj: object) -> list[object]:
     """Every rank's ``obj``, in rank order (``[obj]`` in one process)."""
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-        out: list[object] = [None] * dist.get_world_size()
+    size = group_size()
+    if size > 1:
+        out: list[object] = [None] * size
         dist.all_gather_object(out, obj)
         return out
     return [obj]

@@ -37,7 +37,6 @@ from .system_metrics import StepTimer, SystemMetrics
 log = logging.getLogger(__name__)
 
 LOSS_LOG = "loss_log.txt"
-TRANSFER_DRAIN_S = 60.0
 
 
 class RunSession:
@@ -303,7 +302,9 @@ class RunSession:
         if self.recorder is not None:
             self.recorder.close(outcome)
         if self.transfer is not None:
-            self._drain_transfers(self.transfer)
+            # Shows progress, Ctrl-C skips; what is left stays in transfer.unsent for the exit
+            # status. loss_log.txt is complete now: its final copy, after what the wait logs.
+            send_remaining(self.transfer, self.config.run_dir, log_file=self.loss_log)
         if self.live is not None:
             self.live.stop()  # after the recorder: the visualizer draws the last points first
             log.info(
@@ -311,8 +312,3 @@ class RunSession:
                 "python run_visualizer_local.py --pickle-dir %s",
                 self.config.store_dir,
             )
-
-    def _drain_transfers(self, transfer: TransferRunner) -> None:
-        # Shows progress, Ctrl-C skips; what is left stays in transfer.unsent for the exit status.
-        # loss_log.txt is complete now: its final copy, after what the wait itself logs.
-        send_remaining(transfer, self.config.run_dir, TRANSFER_DRAIN_S, log_file=self.loss_log)

@@ -192,9 +192,6 @@ def launch(
     Raises :class:`LaunchError` (nothing started) for bad arguments,
     :class:`WorkerError` when a worker fails; the other workers are then stopped.
     """
-    import torch
-    import torch.multiprocessing as mp
-
     if nprocs < 1:
         raise LaunchError(f"nprocs must be at least 1, not {nprocs}")
     method = choose_start_method(start_method, uses_cuda=uses_cuda)
@@ -213,29 +210,45 @@ def launch(
             port,
             threads,
         )
-        with tempfile.TemporaryDirectory(prefix="trainer-launch-") as tmp:
-            result_path = str(Path(tmp) / "result.pt")
-            context = mp.start_processes(
-                _worker,
-                args=(fn, payload, nprocs, port, result_path, threads, level),
-                nprocs=nprocs,
-                join=False,
-                start_method=method,
-            )
-            try:
-                _join(context, result_path)
-            except WorkerError as err:
-                # The port was free when chosen, but another process may take it before
-                # rank 0 listens on it; the group never formed, so nothing trained yet.
-                if attempt < _PORT_ATTEMPTS and _port_taken(str(err)):
-                    log.warning("port %d was taken before the workers could use it; retrying", port)
-                    continue
-                raise
-            if not Path(result_path).exists():
-                raise WorkerError(0, "rank 0 finished without writing its result")
-            # Our own file from our own child in a private temp dir: full unpickling is safe here.
-            return torch.load(result_path, map_location="cpu", weights_only=False)
+        try:
+            return _run_workers(fn, payload, nprocs, method, port, threads, level)
+        except WorkerError as err:
+            # The port was free when chosen, but another process may take it before
+            # rank 0 listens on it; the group never formed, so nothing trained yet.
+            if attempt < _PORT_ATTEMPTS and _port_taken(str(err)):
+                log.warning("port %d was taken before the workers could use it; retrying", port)
+                continue
+            raise
     raise AssertionError("unreachable")
+
+
+def _run_workers(
+    fn: Callable[..., Any],
+    payload: Mapping[str, Any] | bytes,
+    nprocs: int,
+    method: str,
+    port: int,
+    threads: int,
+    log_level: int,
+) -> Any:
+    """Start the workers once, rendezvous on ``port``; wait for all, return rank 0's result."""
+    import torch
+    import torch.multiprocessing as mp
+
+    with tempfile.TemporaryDirectory(prefix="trainer-launch-") as tmp:
+        result_path = str(Path(tmp) / "result.pt")
+        context = mp.start_processes(
+            _worker,
+            args=(fn, payload, nprocs, port, result_path, threads, log_level),
+            nprocs=nprocs,
+            join=False,
+            start_method=method,
+        )
+        _join(context, result_path)
+        if not Path(result_path).exists():
+            raise WorkerError(0, "rank 0 finished without writing its result")
+        # Our own file from our own child in a private temp dir: full unpickling is safe here.
+        return torch.load(result_path, map_location="cpu", weights_only=False)
 
 
 def _usable_cpus() -> int:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from snapshot_store import ExitCode
-from transfer_plugins.runner import TransferRunner, TransferSpecError
+from transfer_plugins.runner import TRANSFER_DRAIN_S, TransferRunner, TransferSpecError
 
 from .console import amount
 from .options import Parser
@@ -64,13 +64,19 @@ def _wait_for(transfer: TransferRunner, deadline: float) -> None:
 
 
 def send_remaining(
-    transfer: TransferRunner, run_dir: Path, timeout: float, log_file: Path | None = None
+    transfer: TransferRunner,
+    run_dir: Path | None,
+    timeout: float = TRANSFER_DRAIN_S,
+    log_file: Path | None = None,
 ) -> list[Path]:
     """Send what ``transfer`` still holds, for up to ``timeout`` s; return what is left unsent.
 
-    Says what is left every :data:`PROGRESS_EVERY_S`; Ctrl-C stops waiting. Files
-    left are listed with the command that sends them later. ``log_file`` (the run's
-    ``loss_log.txt``) is sent last, and again if the wait itself logged into it.
+    The one drain of every run's close (the trainer's session, the framework
+    adapters) and of ``trainer sync``. Says what is left every
+    :data:`PROGRESS_EVERY_S`; Ctrl-C stops waiting. Files left are listed, with the
+    command that sends them later when the run's dir ``run_dir`` is known.
+    ``log_file`` (the run's ``loss_log.txt``) is sent last, and again if the wait
+    itself logged into it.
     """
     deadline = time.monotonic() + timeout
     try:
@@ -85,14 +91,25 @@ def send_remaining(
         log.warning("Ctrl-C: no longer waiting for %s", transfer.name)
     left = transfer.stop()
     if left:
-        log.warning(
-            "%d file(s) were not transferred by %s: %s. Once the destination is reachable, run: %s",
-            len(left),
-            transfer.name,
-            ", ".join(map(str, left)),
-            sync_command(run_dir, transfer.name),
-        )
+        _report_unsent(transfer.name, left, run_dir)
     return left
+
+
+def _report_unsent(name: str, left: list[Path], run_dir: Path | None) -> None:
+    """Name the files ``name`` did not send, and how to send them later where that is known."""
+    # An adapter's store may lie anywhere below its transfer root: no run dir, no command.
+    later = (
+        f". Once the destination is reachable, run: {sync_command(run_dir, name)}"
+        if run_dir is not None
+        else ""
+    )
+    log.warning(
+        "%d file(s) were not transferred by %s: %s%s",
+        len(left),
+        name,
+        ", ".join(map(str, left)),
+        later,
+    )
 
 
 def sync(run_dir: Path, spec: str, timeout: float = 3600.0) -> list[Path]:

@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 PROCESS_MIN_BYTES = 64 * 1024 * 1024
 # While a hook keeps failing, one summary line this often instead of a line per file.
 SUMMARY_INTERVAL_S = 60.0
+# How long a run's close waits for pending uploads before naming what was not sent.
+TRANSFER_DRAIN_S = 60.0
 
 
 class FailureReport:
@@ -239,7 +241,7 @@ class TransferRunner:
             thread.join(timeout=0.5)
         return self.unsent
 
-    def close(self, timeout: float = 60.0) -> list[Path]:
+    def close(self, timeout: float = TRANSFER_DRAIN_S) -> list[Path]:
         """Send everything pending now (retrying within ``timeout``); return what was not sent."""
         self.drain(timeout)
         return self.stop()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import _thread
 import logging
+import threading
 
 import pytest
 
@@ -86,6 +88,29 @@ def test_store_files_and_sent_files_go_through_the_transfer_hook(tmp_path, monke
     history, meta, status = read(target / "run" / "pickle")
     assert history.series(("", "loss"))[3] == [1.0]
     assert meta["options"] == {"lr": 0.5} and status["state"] == "finished"
+
+
+def test_close_drains_as_the_trainer_does_and_names_what_was_not_sent(
+    tmp_path, monkeypatch, caplog
+):
+    """The trainer's drain (progress, Ctrl-C skips it); no sync command: no run dir is known."""
+    (tmp_path / "downhook.py").write_text(
+        "def save(source_path):\n    raise ConnectionError('destination down')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    root = tmp_path / "checkpoints"
+    run = MonitorRun(root / "run" / "pickle", root, transfer_spec="downhook.save")
+    run.log({"loss": 1.0}, 0)
+    caplog.set_level(logging.INFO, logger="trainer.sync")
+    # Ctrl-C as the terminal sends it: KeyboardInterrupt in the main thread, mid-drain.
+    threading.Timer(0.5, _thread.interrupt_main).start()
+    run.close()
+    messages = [r.getMessage() for r in caplog.records if r.name == "trainer.sync"]
+    assert any("Ctrl-C skips" in m for m in messages), messages
+    assert any("Ctrl-C: no longer waiting for downhook.save" in m for m in messages), messages
+    assert "were not transferred by downhook.save: " in messages[-1], messages
+    assert str(root / "run" / "pickle") in messages[-1] and "trainer sync" not in messages[-1]
+    assert run.transfer is not None and run.transfer.unsent
 
 
 def test_an_unwritable_store_fails_at_open_naming_it(tmp_path):
