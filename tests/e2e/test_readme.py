@@ -32,17 +32,22 @@ SECTIONS = (
 
 
 def readme_commands(section: tuple[str, str]) -> list[str]:
-    """The commands of the first ``bash`` block under ``section``, continuation lines joined.
-
-    A ``for`` loop stays one command, up to its ``done``.
-    """
+    """The commands of the first ``bash`` block under ``section``: see :func:`block_commands`."""
     page, heading = section
     text = (ROOT / page).read_text()
     block = re.search(r"```bash\n(.*?)```", text[text.index(heading) :], re.S)
     assert block, f"no bash block under {heading!r} in {page}"
+    return block_commands(block.group(1))
+
+
+def block_commands(block: str) -> list[str]:
+    """The commands of a ``bash`` block's text, continuation lines joined, comments dropped.
+
+    A ``for`` loop stays one command, up to its ``done``.
+    """
     commands: list[str] = []
     pending = ""
-    for line in block.group(1).replace("\\\n", " ").splitlines():
+    for line in block.replace("\\\n", " ").splitlines():
         line = line.split("  #")[0].strip() if not line.lstrip().startswith("#") else ""
         if not line:
             continue
