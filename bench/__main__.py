@@ -9,6 +9,7 @@
     python -m bench wandb      # wandb.log beside W&B offline
 
 These machines are noisy: compare the ratios, not the absolute times.
+Each suite's table is also written into docs/benchmarks.md (bench/doc_tables.py).
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+from pathlib import Path
+
+from bench.doc_tables import COLUMNS, PAGE, MarkerError, check_markers, write_table
 
 SUITES = (
     "store", "loop", "memory", "transfer", "trainer", "visualizer", "viewer", "zoom",
     "integrations", "wandb", "gpu",
 )  # fmt: skip
-COLUMNS = ("benchmark", "ours", "reference", "ratio", "target", "met")
 
 
 def print_table(rows: list[dict]) -> None:
@@ -35,20 +38,30 @@ def print_table(rows: list[dict]) -> None:
         print("  ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)))
 
 
-def main(argv: list[str]) -> int:
-    """Run the named suites (all by default); exit 0 even if a target is missed."""
+def main(argv: list[str], page: Path = PAGE) -> int:
+    """Run the named suites (all by default), each table written into docs/benchmarks.md;
+    exit 0 even if a target is missed."""
     logging.basicConfig(level=logging.WARNING)
+    names = argv or list(SUITES)
+    unknown = [name for name in names if name not in SUITES]
+    if unknown:
+        print(
+            f"unknown benchmark suite {unknown[0]!r}; choose from {', '.join(SUITES)}",
+            file=sys.stderr,
+        )
+        return 2
+    try:  # before any suite runs: a page that can not take the tables wastes no hour
+        check_markers(page, names)
+    except MarkerError as err:
+        print(err, file=sys.stderr)
+        return 2
     rows: list[dict] = []
-    for name in argv or SUITES:
-        if name not in SUITES:
-            print(
-                f"unknown benchmark suite {name!r}; choose from {', '.join(SUITES)}",
-                file=sys.stderr,
-            )
-            return 2
+    for name in names:
         module = importlib.import_module(f"bench.bench_{name}")
         print(f"running {name} ...", file=sys.stderr, flush=True)
-        rows.extend(module.run())
+        suite_rows = module.run()
+        write_table(name, suite_rows, page)  # at once: a later suite's crash keeps this one
+        rows.extend(suite_rows)
     print_table(rows)
     return 0
 

@@ -23,11 +23,11 @@ from typing import Any
 
 import psutil
 
-from bench.bench_visualizer import (
-    _REPLAY_CHILD,
-    _TENSORBOARD_CHILD,
-    _subprocess_json,
-    _write_tensorboard,
+from bench.replay import (
+    REPLAY_CHILD,
+    TENSORBOARD_CHILD,
+    subprocess_json,
+    write_tensorboard,
 )
 from snapshot_store import Recorder
 from tests.fixtures.net import free_port
@@ -40,7 +40,7 @@ from visualizer.visdom_client import VisdomClient
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger(__name__)
 
-DRAW_POINTS, DRAW_SERIES = 1_000_000, 4  # the shape bench_visualizer's TensorBoard log has
+DRAW_POINTS, DRAW_SERIES = 1_000_000, 4  # the shape bench/replay.py's TensorBoard log has
 INGEST_POINTS = 10_000_000
 IDLE_RUNS, IDLE_GROUPS, IDLE_STEPS = 100, 5, 1_000
 IDLE_SECONDS = 30.0
@@ -141,16 +141,16 @@ def _ingest(root: Path, endpoint: VisdomEndpoint) -> dict:
     store = root / "ingest-10m" / "pickle"
     _write_store(store, INGEST_POINTS, DRAW_SERIES)
     wall = time.perf_counter()
-    ours = _subprocess_json(_REPLAY_CHILD.format(store=str(store), port=endpoint.port))
+    ours = subprocess_json(REPLAY_CHILD.format(store=str(store), port=endpoint.port))
     ours["wall_seconds"] = time.perf_counter() - wall  # interpreter start included
     return ours
 
 
 def _tensorboard_1m(root: Path) -> dict:
-    """TensorBoard's EventAccumulator loading the 1,000,000 points of bench_visualizer's log."""
+    """TensorBoard's EventAccumulator loading the 1,000,000 points of bench/replay.py's log."""
     logdir = root / "tensorboard-1m"
-    _write_tensorboard(logdir)
-    return _subprocess_json(_TENSORBOARD_CHILD.format(logdir=str(logdir)), timeout=1200)
+    write_tensorboard(logdir)
+    return subprocess_json(TENSORBOARD_CHILD.format(logdir=str(logdir)), timeout=1200)
 
 
 # --- 100 runs of 5 groups, idle: CPU, and switching env in the page ---------------------------

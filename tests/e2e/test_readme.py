@@ -1,6 +1,7 @@
-"""The README's training and following commands, run as written, in order, on this CPU machine.
+"""The docs' training and following commands, run as written, in order, on this CPU machine.
 
-The ``bash`` blocks of "Training with --remote True" and "Following a run" run
+The ``bash`` blocks of "Training with --remote True" (docs/training.md) and
+"Following a run" (docs/viewer.md) run
 in a copy of the checkout, with the project's environment first on ``PATH`` (as
 after ``source .venv/bin/activate``). Each training command must exit 0. Each
 following command must print its page's URL; it is then stopped as a person
@@ -23,20 +24,30 @@ from snapshot_store.exit_codes import ExitCode
 from tests.e2e.checkout import ROOT, checkout_copy
 from tests.visualizer.conftest import wait_until
 
-SECTIONS = ("## Training with `--remote True`", "## Following a run")
+# (page, heading): the README's recipes link to these sections.
+SECTIONS = (
+    ("docs/training.md", "## Training with `--remote True`"),
+    ("docs/viewer.md", "## Following a run"),
+)
 
 
-def readme_commands(section: str) -> list[str]:
-    """The commands of the first ``bash`` block under ``section``, continuation lines joined.
+def readme_commands(section: tuple[str, str]) -> list[str]:
+    """The commands of the first ``bash`` block under ``section``: see :func:`block_commands`."""
+    page, heading = section
+    text = (ROOT / page).read_text()
+    block = re.search(r"```bash\n(.*?)```", text[text.index(heading) :], re.S)
+    assert block, f"no bash block under {heading!r} in {page}"
+    return block_commands(block.group(1))
+
+
+def block_commands(block: str) -> list[str]:
+    """The commands of a ``bash`` block's text, continuation lines joined, comments dropped.
 
     A ``for`` loop stays one command, up to its ``done``.
     """
-    text = (ROOT / "README.md").read_text()
-    block = re.search(r"```bash\n(.*?)```", text[text.index(section) :], re.S)
-    assert block, f"no bash block under {section!r}"
     commands: list[str] = []
     pending = ""
-    for line in block.group(1).replace("\\\n", " ").splitlines():
+    for line in block.replace("\\\n", " ").splitlines():
         line = line.split("  #")[0].strip() if not line.lstrip().startswith("#") else ""
         if not line:
             continue

@@ -432,7 +432,7 @@ def test_bad_s3_settings_stop_the_trainer_at_start_up_with_one_clear_error(
 def test_wrong_credentials_stop_a_torchrun_job_before_training(
     s3_bucket, s3_uri, tiny_data, tmp_path
 ):
-    """``torchrun --nproc-per-node 2 -m trainer train``, as the README shows: rank 0's check stops the job."""
+    """``torchrun --nproc-per-node 2 -m trainer train``, as docs/training.md shows: rank 0's check stops the job."""
     s3_uri(s3_bucket)
     checkpoints = tmp_path / "checkpoints"
     proc = subprocess.run(

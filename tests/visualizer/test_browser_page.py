@@ -193,7 +193,7 @@ def test_windows_come_in_the_same_order_live_and_replayed(
              pane["width"], pane["height"])
             for pane in panes
         ]  # fmt: skip
-    # Opened after the run (a page that watched the run live can differ: see the README).
+    # Opened after the run (a page that watched the run live can differ: see docs/viewer.md).
     assert places["live"] == places["replay"]
     image = next(place for place in places["live"] if place[0] == "predictions")
     assert image[3] >= 230, "the image pane is sized to its grid, not a default pane"
