@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
+from snapshot_store.atomic import atomic_file
 from transfer_plugins.common import SentRecord, checked_relative
 
 log = logging.getLogger(__name__)
@@ -39,19 +39,11 @@ def target_dir() -> Path:
 
 
 def copy_atomic(source: Path, target: Path) -> None:
-    """Replace ``target`` with a copy of ``source``: temp file in the same dir, fsync, rename."""
+    """Replace ``target`` with a copy of ``source``, whole or not at all (the store's atomic
+    write: a follower of the copy reads it as it reads the store)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide it from a follower running as another user
-        with os.fdopen(fd, "wb") as out, source.open("rb") as src:
-            shutil.copyfileobj(src, out, _COPY_CHUNK)
-            out.flush()
-            os.fsync(out.fileno())
-        Path(tmp).replace(target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(target) as out, source.open("rb") as src:
+        shutil.copyfileobj(src, out, _COPY_CHUNK)
 
 
 _record = SentRecord()

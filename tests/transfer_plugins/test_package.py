@@ -1,7 +1,8 @@
-"""transfer_plugins is a leaf: it knows files and paths, not the store or anything above it."""
+"""transfer_plugins knows files and paths: of the store only its atomic write, nothing above it."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -10,12 +11,20 @@ import transfer_plugins
 from tests.snapshot_store.test_package import imported_packages
 
 PACKAGE = Path(transfer_plugins.__file__).parent
-FORBIDDEN = {"trainer", "visualizer", "bench", "snapshot_store", "tests"}
+FORBIDDEN = {"trainer", "visualizer", "bench", "tests"}
 
 
 @pytest.mark.parametrize("module", sorted(p.name for p in PACKAGE.glob("*.py")))
 def test_the_plugins_import_nothing_above_them(module):
     assert imported_packages(PACKAGE / module) & FORBIDDEN == set()
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in PACKAGE.glob("*.py")))
+def test_of_the_store_the_plugins_use_only_its_atomic_write(module):
+    tree = ast.parse((PACKAGE / module).read_text())
+    used = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    used |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert {m for m in used if m.split(".")[0] == "snapshot_store"} <= {"snapshot_store.atomic"}
 
 
 def test_the_location_type_needs_no_boto3():
