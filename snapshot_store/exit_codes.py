@@ -11,7 +11,7 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Exit statuses, documented in the README."""
+    """Exit statuses, documented in docs/bad-input.md."""
 
     OK = 0
     FAILED = 1  # the job started and failed: training raised
