@@ -23,7 +23,7 @@ from pathlib import Path
 from snapshot_store import Recorder
 from snapshot_store.reader import read_store
 from tests.fixtures.net import free_port
-from visualizer.endpoint import VisdomEndpoint
+from visualizer.server.endpoint import VisdomEndpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ with Recorder(store) as rec:   # default flush interval, as a trainer runs
 
 def _latency(root: Path, endpoint: VisdomEndpoint) -> dict:
     from visualizer.follower import Follower
-    from visualizer.visdom_client import VisdomClient
+    from visualizer.server.client import VisdomClient
 
     store = root / "latency" / "pickle"
     key = ("train", "loss_0")
@@ -208,7 +208,7 @@ print(json.dumps({{"points": points, "seconds": time.perf_counter() - started,
 
 
 def _replay(root: Path, endpoint: VisdomEndpoint) -> dict:
-    from visualizer.visdom_client import VisdomClient
+    from visualizer.server.client import VisdomClient
 
     store = root / "replay-1m" / "pickle"
     _write_store(store)
@@ -232,8 +232,8 @@ def _replay(root: Path, endpoint: VisdomEndpoint) -> dict:
 def _idle_s3_requests(root: Path, endpoint: VisdomEndpoint) -> dict:
     from tests.fixtures.seaweed import CONFLICTING_ENV, SeaweedS3
     from visualizer.follower import DEFAULT_MAX_IDLE_INTERVAL, DEFAULT_POLL_INTERVAL, Follower
-    from visualizer.s3 import make_client
-    from visualizer.visdom_client import VisdomClient
+    from visualizer.server.client import VisdomClient
+    from visualizer.sources.s3 import make_client
 
     store = root / "s3run" / "pickle"
     with Recorder(store) as rec:
@@ -297,7 +297,7 @@ def _idle_s3_requests(root: Path, endpoint: VisdomEndpoint) -> dict:
 
 def run() -> list[dict]:
     """Rows: latency p50/p99, 1M-point replay time and memory beside TensorBoard, idle S3 requests/hour."""
-    from visualizer.server import VisdomServer
+    from visualizer.server.process import VisdomServer
 
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import math
 
-from .compare import compile_runs, parse_sort_by
-from .decimate import MIN_POINTS
-from .smoothing import DEFAULT_SMOOTHING, check_smoothing
-from .view import X_AXES
+from visualizer.model.decimate import MIN_POINTS
+from visualizer.model.smoothing import DEFAULT_SMOOTHING, check_smoothing
+from visualizer.panes.compare import compile_runs, parse_sort_by
+from visualizer.panes.view import X_AXES
 
 
 def pid(text: str) -> int:

@@ -29,30 +29,25 @@ from collections.abc import Callable
 from contextlib import nullcontext
 
 from snapshot_store.exit_codes import ExitCode
+from visualizer.alerts.options import add_alert_arguments, alerting
+from visualizer.model.decimate import MIN_POINTS
+from visualizer.model.smoothing import DEFAULT_SMOOTHING
+from visualizer.panes.compare import Selection
+from visualizer.panes.display import DEFAULT_MAX_POINTS
+from visualizer.panes.view import X_AXES, ViewSettings
+from visualizer.server.assets import fix_command
+from visualizer.server.client import VisdomClient, VisdomRequestError, VisdomUnavailableError
+from visualizer.server.endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS, VisdomEndpoint
+from visualizer.server.probes import page_asset_failures, visdom_answers
+from visualizer.server.process import VisdomServer, VisdomServerError, ensure_server
+from visualizer.sources.download import CsvDownloads
+from visualizer.sources.export import add_kind_argument, export
+from visualizer.sources.runs import LocalRuns, RunSpec
+from visualizer.sources.s3 import S3ReadError
 
 from . import argtypes
-from .alert_options import add_alert_arguments, alerting
-from .assets import fix_command
-from .compare import Selection
-from .decimate import MIN_POINTS
-from .display import DEFAULT_MAX_POINTS
-from .download import CsvDownloads
-from .endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS, VisdomEndpoint
-from .export import add_kind_argument, export
 from .follower import DEFAULT_POLL_INTERVAL, Follower, NoRunsError
 from .parent import stop_on_sigterm, watch_parent
-from .runs import LocalRuns, RunSpec
-from .s3 import S3ReadError
-from .server import (
-    VisdomServer,
-    VisdomServerError,
-    ensure_server,
-    page_asset_failures,
-    visdom_answers,
-)
-from .smoothing import DEFAULT_SMOOTHING
-from .view import X_AXES, ViewSettings
-from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
 
 log = logging.getLogger("visualizer")
 

@@ -18,18 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from snapshot_store.reader import StoreReader
-
-from .compare import CompareDisplay, Selection
-from .decimate import check_max_points
-from .display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, OnSent, RunDisplay
-from .download import CsvDownloads, download_link
-from .index import IndexDisplay
-from .rundata import RunData
-from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
-from .s3 import S3ReadError
-from .view import ViewSettings
-from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
-from .watch import FileEvents
+from visualizer.model.decimate import check_max_points
+from visualizer.model.rundata import RunData
+from visualizer.panes.compare import CompareDisplay, Selection
+from visualizer.panes.display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, OnSent, RunDisplay
+from visualizer.panes.index import IndexDisplay
+from visualizer.panes.view import ViewSettings
+from visualizer.server.client import VisdomClient, VisdomRequestError, VisdomUnavailableError
+from visualizer.sources.download import CsvDownloads, download_link
+from visualizer.sources.runs import LocalRuns, RunSpec, S3Runs, env_name, locate
+from visualizer.sources.s3 import S3ReadError
+from visualizer.sources.watch import FileEvents
 
 log = logging.getLogger(__name__)
 
