@@ -14,12 +14,11 @@ import logging
 from typing import Any
 
 from snapshot_store.exit_codes import ExitCode
+from transfer_plugins import s3_client
+from transfer_plugins.s3_client import S3Fault
 from transfer_plugins.s3_location import SCHEME, S3Location
 
 log = logging.getLogger(__name__)
-
-_DENIED = {"403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "Forbidden"}
-_NO_BUCKET = {"NoSuchBucket"}
 
 
 class S3ReadError(RuntimeError):
@@ -36,70 +35,67 @@ def is_s3_url(text: str) -> bool:
 
 
 def make_client() -> Any:
-    """A boto3 S3 client from the standard credential chain and ``AWS_ENDPOINT_URL``."""
-    import boto3  # only S3 users need boto3 imported
+    """A boto3 S3 client for reading, from the standard credential chain and ``AWS_ENDPOINT_URL``."""
     from botocore.config import Config
 
     # Path-style addressing: MinIO/SeaweedFS/Ceph endpoints are rarely set up
     # for virtual-host buckets; AWS accepts both. Short connect timeout: an
     # unreachable endpoint is reported in seconds, not minutes.
-    return boto3.client(
-        "s3",
-        config=Config(
+    return s3_client.make_client(
+        Config(
             s3={"addressing_style": "path"},
             retries={"max_attempts": 3},
             connect_timeout=5,
             read_timeout=30,
-        ),
+        )
     )
+
+
+# What a read that failed with each fault says, and the exit status it gives. Fields:
+# location, endpoint, bucket, error (the error's type), answer (S3's code or status), message.
+_READ_FAILURES: dict[S3Fault, tuple[str, ExitCode]] = {
+    S3Fault.NO_CREDENTIALS: (
+        "no usable AWS credentials to read {location}: set AWS_ACCESS_KEY_ID and "
+        "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
+        ExitCode.USAGE,
+    ),
+    S3Fault.UNREACHABLE: (
+        "can not reach the S3 endpoint {endpoint} ({error}): check "
+        "AWS_ENDPOINT_URL, the network, and that the S3 server is running",
+        ExitCode.UNAVAILABLE,
+    ),
+    S3Fault.NO_BUCKET: (
+        "bucket {bucket!r} does not exist at {endpoint}: check the s3:// URL (and AWS_ENDPOINT_URL)",
+        ExitCode.NO_DATA,
+    ),
+    S3Fault.DENIED: (
+        "access denied to {location} at {endpoint} ({answer}): check "
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) and that "
+        "they may list and read this bucket",
+        ExitCode.USAGE,
+    ),
+    S3Fault.NOT_FOUND: (
+        "S3 at {endpoint} answered {answer} for {location}: {message}",
+        ExitCode.UNAVAILABLE,
+    ),
+}
+_READ_FAILURES[S3Fault.REFUSED] = _READ_FAILURES[S3Fault.NOT_FOUND]
+_READ_FAILED = ("reading {location} from {endpoint} failed: {message}", ExitCode.UNAVAILABLE)
 
 
 def explain(err: Exception, location: S3Location, client: Any) -> S3ReadError:
     """The one-line :class:`S3ReadError` for a botocore error met reading ``location``."""
-    from botocore.exceptions import (
-        ClientError,
-        EndpointConnectionError,
-        NoCredentialsError,
-        PartialCredentialsError,
+    failure = s3_client.classify(err)
+    template, exit_code = _READ_FAILURES.get(failure.fault, _READ_FAILED)
+    text = template.format(
+        location=location,
+        endpoint=_endpoint(client),
+        bucket=location.bucket,
+        error=type(err).__name__,
+        answer=failure.answer,
+        message=failure.message,
     )
-    from botocore.exceptions import ConnectionError as BotoConnectionError
-
-    endpoint = _endpoint(client)
-    if isinstance(err, (NoCredentialsError, PartialCredentialsError)):
-        return S3ReadError(
-            f"no usable AWS credentials to read {location}: set AWS_ACCESS_KEY_ID and "
-            "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
-            ExitCode.USAGE,
-        )
-    if isinstance(err, (EndpointConnectionError, BotoConnectionError)):
-        return S3ReadError(
-            f"can not reach the S3 endpoint {endpoint} ({type(err).__name__}): check "
-            "AWS_ENDPOINT_URL, the network, and that the S3 server is running",
-            ExitCode.UNAVAILABLE,
-        )
-    if isinstance(err, ClientError):
-        error = err.response.get("Error", {})
-        code = str(error.get("Code", ""))
-        status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        if code in _NO_BUCKET:
-            return S3ReadError(
-                f"bucket {location.bucket!r} does not exist at {endpoint}: check the "
-                "s3:// URL (and AWS_ENDPOINT_URL)",
-                ExitCode.NO_DATA,
-            )
-        if code in _DENIED or status == 403:
-            return S3ReadError(
-                f"access denied to {location} at {endpoint} ({code or status}): check "
-                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) and that "
-                "they may list and read this bucket",
-                ExitCode.USAGE,
-            )
-        return S3ReadError(
-            f"S3 at {endpoint} answered {code or status} for {location}: "
-            f"{error.get('Message') or err}",
-            ExitCode.UNAVAILABLE,
-        )
-    return S3ReadError(f"reading {location} from {endpoint} failed: {err}", ExitCode.UNAVAILABLE)
+    return S3ReadError(text, exit_code)
 
 
 def _endpoint(client: Any) -> str:
@@ -151,7 +147,7 @@ class S3Source:
 
     def read(self, name: str, offset: int = 0, length: int | None = None) -> bytes:
         """At most ``length`` bytes of ``name`` from ``offset``: a ranged GET, so only those travel."""
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import BotoCoreError
 
         kwargs = {"Bucket": self.location.bucket, "Key": self.location.key(name)}
         if length is not None:
@@ -163,12 +159,7 @@ class S3Source:
         try:
             response = call(self.client, self.location, "get_object", **kwargs)
         except S3ReadError as err:
-            cause = err.__cause__
-            code = (
-                cause.response.get("Error", {}).get("Code", "")
-                if isinstance(cause, ClientError)
-                else ""
-            )
+            code = s3_client.classify(err.__cause__).code if err.__cause__ else ""
             if code in ("NoSuchKey", "404"):
                 raise FileNotFoundError(self.describe(name)) from None
             if code in ("InvalidRange", "416"):
