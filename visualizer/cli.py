@@ -380,5 +380,5 @@ def _once(follower: Follower) -> int:
         log.error("%s", err)
         return ExitCode.UNAVAILABLE
     for name, feed in follower.feeds.items():
-        log.info("run %r: %d points drawn in env %r", name, feed.data.points, feed.display.env)
+        log.info("run %r: %d points drawn in env %r", name, feed.data.points, feed.env)
     return ExitCode.OK

@@ -106,7 +106,7 @@ def test_follows_a_recording_run_with_appends(tmp_path, visdom_server, reader, r
                 time.sleep(0.005)
             rec.flush()
             wait_until(lambda: reader.traces(run_name, "train")["loss"][0][-1] == 199)
-            window = follower.feeds[run_name].display.plots["train"]
+            window = follower.screen.runs[run_name].plots["train"]
     assert reader.traces(run_name, "train")["loss"] == expected(store, "train", "loss")
     assert window.traces["loss"].shown == 200
     assert window.appends >= 5 and window.redraws <= 2, "new points are appended, not redrawn"
@@ -365,7 +365,7 @@ def test_the_page_is_announced_once_known_then_the_comparison(tmp_path, visdom_s
     root, pages = tmp_path / run_name, []
     with following(root, visdom_server.endpoint, on_page=pages.append) as follower:
         time.sleep(0.5)  # a few passes over a directory that does not exist yet
-        assert pages == [] and follower.page_env is None
+        assert pages == [] and follower.screen.page_env is None
         with recorder(root / "a" / "pickle") as rec:
             rec.log({"loss": 1.0}, step=0)
         wait_until(lambda: pages == ["a"])

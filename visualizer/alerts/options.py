@@ -88,7 +88,7 @@ def _checker(watch: AlertWatch, follower: Follower) -> Callable[[float], None]:
     failed: list[bool] = []
 
     def check(now: float) -> None:
-        runs = ((f.data, endpoint.env_url(f.display.env)) for f in follower.feeds.values())
+        runs = ((f.data, endpoint.env_url(f.env)) for f in follower.feeds.values())
         try:
             watch.check(runs, now)
         except Exception:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -31,8 +31,8 @@ from .fold import RunWindow as _RunWindow  # its spec, lines by label, each labe
 from .fold import fold_run
 from .hparams import run_table
 from .images import ImagePanes
-from .plotwindow import MIN_REDRAW_INTERVAL as MIN_REDRAW_INTERVAL  # the follow loop paces by it
-from .plotwindow import Line, Plan, PlotWindow
+from .plotmessage import Line, Plan
+from .plotwindow import PlotWindow
 from .view import CONTROLS_WIN, ViewSettings, apply_event, controls_message
 
 log = logging.getLogger(__name__)
@@ -359,6 +359,3 @@ def run_start(run: RunData) -> float | None:
     """When ``run`` started, as far as its series know: relative time counts from there."""
     starts = [s.first_time for s in run.series.values() if s.first_time is not None]
     return min(starts, default=None)
-
-
-OnSent = Callable[[str, dict[SeriesKey, int], float], None]

@@ -62,17 +62,19 @@ class IndexDisplay:
         self._html: str | None = None
         self._built = 0.0
         self._versions: list[tuple[str, int]] = []  # each run's version in the index shown
+        self.compare_env: str | None = None  # the comparison env, linked above the runs
+
+    @property
+    def pending(self) -> bool:
+        """Never: the index holds nothing back."""
+        return False
 
     def invalidate(self) -> None:
         """Forget what the server shows (a restarted server): the next sync re-sends it."""
         self._html = None
 
     def sync(
-        self,
-        runs: Iterable[tuple[str, RunData]],
-        compare_env: str | None = None,
-        now: float | None = None,
-        force: bool = False,
+        self, runs: Iterable[tuple[str, RunData]], now: float | None = None, force: bool = False
     ) -> bool:
         """Re-send the index if it changed; ``runs`` are (env, data) pairs. True when sent."""
         now = time.time() if now is None else now
@@ -83,7 +85,7 @@ class IndexDisplay:
         if self._html is not None and not force and not self._may_differ(versions, runs, now):
             return False
         self._built, self._versions = now, versions
-        page = self.html(runs, compare_env, now)
+        page = self.html(runs, self.compare_env, now)
         if page == self._html:
             return False
         message = {

@@ -20,7 +20,6 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from snapshot_store.frames import StoreError
-from visualizer import markup
 
 from .export import export_csv
 from .s3 import S3ReadError
@@ -35,16 +34,6 @@ def export_command(store: str, run: str) -> str:
     """The shell command writing run ``run``'s CSV from ``store``, quoted to run as written."""
     csv = shlex.quote(f"{run}{_SUFFIX}")
     return f"python -m visualizer export --pickle-dir {shlex.quote(store)} > {csv}"
-
-
-def download_link(downloads: CsvDownloads | None, run: str, store: str) -> markup.Html:
-    """HTML getting ``run``'s scalars as CSV: a link while following, else the export command."""
-    if downloads is None:
-        command = export_command(store, run)
-        return markup.element("p", "scalars as CSV: ", markup.element("code", command))
-    downloads.stores[run] = store
-    url = downloads.url(run)
-    return markup.element("p", markup.link(url, "download the scalars as CSV", " download"))
 
 
 class CsvDownloads:
@@ -78,6 +67,11 @@ class CsvDownloads:
         """The port listened on (after :meth:`start`)."""
         assert self._server is not None, "start() first"
         return self._server.server_address[1]
+
+    def offer(self, run: str, store: str) -> str:
+        """Serve run ``run``'s CSV, read from ``store``; its URL."""
+        self.stores[run] = store
+        return self.url(run)
 
     def url(self, run: str) -> str:
         """Where run ``run``'s CSV is downloaded."""
