@@ -26,7 +26,7 @@ from visualizer.server.client import VisdomClient
 from .display import EnvDisplay, run_start
 from .fold import MAX_WINDOWS, cap
 from .hparams import comparison_table
-from .plotwindow import PALETTE, Line
+from .plotmessage import PALETTE, Line
 from .view import CONTROLS_WIN, ViewSettings
 
 log = logging.getLogger(__name__)

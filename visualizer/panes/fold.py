@@ -26,7 +26,7 @@ from visualizer import layout, markup
 from visualizer.markup import Html
 from visualizer.model.rundata import SeriesKey
 
-from .plotwindow import Line
+from .plotmessage import Line
 
 MAX_WINDOWS = 40  # plot windows of one env drawn as they are
 MAX_FOLDED_SERIES = 25  # series drawn in one folded window

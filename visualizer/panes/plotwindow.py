@@ -16,21 +16,27 @@ the window is briefly replaced by an empty text pane, then drawn anew (see
 from __future__ import annotations
 
 import logging
-import zlib
-from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from visualizer import layout
 from visualizer.model.decimate import MIN_POINTS, check_max_points
-from visualizer.model.series import Series
 from visualizer.model.smoothing import Smoother
 from visualizer.model.traces import faint, local_ms
 from visualizer.model.traces import line as trace_line
 from visualizer.model.zoom import Pick, Zoom, pick, sample, zoom_of
 
+from .plotmessage import (
+    TIME_UNITS,
+    Line,
+    Plan,
+    TraceState,
+    placeholder,
+    plot_layout,
+    series_colors,
+    time_unit,
+)
 from .view import ViewSettings
 
 log = logging.getLogger(__name__)
@@ -51,59 +57,6 @@ REMOUNT_GAP = 0.4
 # A series with fewer points (validation once an epoch) is drawn raw, not smoothed: a
 # moving average over a few points ends visibly off the last value the tables show.
 SPARSE_POINTS = 50
-# Plotly's own colors, assigned per series so a series' two traces match.
-PALETTE = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
-)  # fmt: skip
-
-
-def series_colors(labels: Iterable[str]) -> dict[str, str]:
-    """A color per trace label, from the label itself: the same live, replayed or reloaded.
-
-    A label's color is its name's hash into :data:`PALETTE`; where two labels of one
-    window would share one, the label sorted later takes the next free color.
-    """
-    colors: dict[str, str] = {}
-    for label in sorted(labels):
-        first = zlib.crc32(label.encode()) % len(PALETTE)
-        free = [PALETTE[(first + i) % len(PALETTE)] for i in range(len(PALETTE))]
-        free = [c for c in free if c not in colors.values()] or [PALETTE[first]]
-        colors[label] = free[0]
-    return colors
-
-
-# Relative time is shown in the largest unit the run's span fills (span bound, unit, seconds).
-_TIME_UNITS = ((180.0, "s", 1.0), (3 * 3600.0, "min", 60.0), (float("inf"), "h", 3600.0))
-
-
-@dataclass(frozen=True)
-class Line:
-    """What a trace draws: a series, and the wall time its relative time counts from."""
-
-    series: Series
-    origin: float | None = None
-
-
-@dataclass
-class _Trace:
-    """How much of a series one drawn trace shows."""
-
-    sent: int  # series points represented on the server (an index into the series)
-    shown: int  # raw points actually drawn after decimation (its smoothed trace draws as many)
-    rewinds: int  # the series' rewind count when drawn
-    origin: float | None  # where relative time started when drawn
-    picked: tuple[int, int, int] | None = None  # a zoom's points when drawn (Pick.key)
-
-
-@dataclass
-class Plan:
-    """One message for one window and the trace states it leaves on the server."""
-
-    route: str  # visdom route: "events" (redraw) or "update" (append)
-    msg: dict[str, Any]
-    traces: dict[str, _Trace]
-    redraw: bool
 
 
 class PlotWindow:
@@ -123,14 +76,14 @@ class PlotWindow:
         # label -> color: given (the comparison's, a color per run), else from the labels
         self.colors = colors if colors is not None else {}
         self._own_colors = colors is None
-        self.traces: dict[str, _Trace] = {}  # label -> state, in the server's trace order
+        self.traces: dict[str, TraceState] = {}  # label -> state, in the server's trace order
         self.smoothers: dict[str, Smoother] = {}
         self.drawn = False
         self.deferred = False  # new points wait for the next redraw slot
         self._next_redraw = 0.0
         self._remount = False  # the page must drop its plot before the next drawing
         self._hold_until = 0.0
-        self._unit = _TIME_UNITS[0]
+        self._unit = TIME_UNITS[0]
         self.zoom: Zoom | None = None  # the x range the page shows; None: the whole run
         self._rezoom = False
         self.redraws = 0  # messages sent, by kind
@@ -195,7 +148,7 @@ class PlotWindow:
             self._remount = False
             self._hold_until = now + REMOUNT_GAP
             self.deferred = True  # the plot itself comes once the page swapped the pane out
-            return self._placeholder(env)
+            return placeholder(self.spec, env)
         if now < self._hold_until and not force:
             self.deferred = True  # the page is still swapping the pane out
             return None
@@ -264,18 +217,9 @@ class PlotWindow:
 
     def _relative_moved(self, lines: dict[str, Line]) -> bool:
         """True when relative times drawn no longer hold: a new unit, or a run's start moved."""
-        return self._time_unit(lines) != self._unit or any(
+        return time_unit(lines) != self._unit or any(
             lines[label].origin != t.origin for label, t in self.traces.items()
         )
-
-    def _time_unit(self, lines: dict[str, Line]) -> tuple[float, str, float]:
-        spans = [
-            line.series.last_time - line.origin
-            for line in lines.values()
-            if line.origin is not None and line.series.last_time is not None
-        ]
-        span = max(spans, default=0.0)
-        return next(unit for unit in _TIME_UNITS if span < unit[0])
 
     def _x(self, line: Line, index: np.ndarray | slice) -> np.ndarray:
         """The x values of the points at ``index``: steps, or times as the view asks."""
@@ -319,7 +263,7 @@ class PlotWindow:
         order = [label for label in self.traces if label in lines] + [
             label for label in lines if label not in self.traces
         ]
-        self._unit = self._time_unit(lines)
+        self._unit = time_unit(lines)
         data, states, picks = [], {}, self._picks(lines)
         for label in order:
             line, chosen = lines[label], picks[label]
@@ -331,7 +275,7 @@ class PlotWindow:
             )
             traces = self._traces_of(label, line, raw, smooth)
             data += traces
-            states[label] = _Trace(
+            states[label] = TraceState(
                 len(line.series),
                 len(traces[0]["x"]),
                 line.series.rewinds,
@@ -342,7 +286,7 @@ class PlotWindow:
             "data": data,
             "win": self.spec.win,
             "eid": env,
-            "layout": self._layout(),
+            "layout": plot_layout(self.spec, self.view, self._unit, self.zoom),
             "opts": {
                 "title": self.spec.title,
                 "showlegend": True,
@@ -365,7 +309,7 @@ class PlotWindow:
             traces = self._traces_of(label, line, (new, line.series.values(trace.sent)), smooth)
             data += [{"x": t["x"], "y": t["y"], "name": t["name"]} for t in traces]
             shown = trace.shown + len(traces[0]["x"])
-            states[label] = _Trace(len(line.series), shown, trace.rewinds, trace.origin)
+            states[label] = TraceState(len(line.series), shown, trace.rewinds, trace.origin)
         msg: dict[str, Any] = {
             "data": data,
             "win": self.spec.win,
@@ -376,34 +320,3 @@ class PlotWindow:
             "layout": {},
         }
         return Plan("update", msg, states, redraw=False)
-
-    def _placeholder(self, env: str) -> Plan:
-        """A text pane in the window's place, so the page forgets the plot's zoom."""
-        msg = {
-            "data": [{"content": "redrawing for the new axes...", "type": "text"}],
-            "win": self.spec.win,
-            "eid": env,
-            "opts": {"title": self.spec.title},
-        }
-        return Plan("events", msg, {}, redraw=True)
-
-    def _layout(self) -> dict[str, Any]:
-        x_axis: dict[str, Any] = {
-            "step": {"title": "step", "type": "linear"},
-            "relative": {"title": f"time since start ({self._unit[1]})", "type": "linear"},
-            "wall": {"title": "wall time", "type": "date"},
-        }[self.view.x_axis]
-        if self.zoom is not None:  # a page opened later shows the zoom it draws
-            x_axis |= {"range": self.zoom.drawn(self._unit[2]), "autorange": False}
-        return {
-            # Left-aligned: Plotly's toolbar sits at the top right, over a centered title.
-            "title": {"text": self.spec.title, "x": 0.02, "xanchor": "left"},
-            "showlegend": True,
-            # Under the plot, never over the curves nor under the toolbar at the right.
-            "legend": {"orientation": "h", "x": 0, "y": -0.3, "yanchor": "top"},
-            "margin": {"l": 60, "r": 40, "t": 50, "b": 50},
-            # Upright at the right edge, so it never covers the title.
-            "modebar": {"orientation": "v"},
-            "xaxis": x_axis,
-            "yaxis": {"title": self.spec.ylabel, "type": "log" if self.view.log_y else "linear"},
-        }

@@ -17,7 +17,8 @@ from visualizer.model.decimate import decimate_indices
 from visualizer.model.series import Series
 from visualizer.model.traces import local_ms
 from visualizer.model.zoom import ZOOM_EVENT, Pick, Zoom, pick, sample, zoom_of
-from visualizer.panes.plotwindow import Line, PlotWindow
+from visualizer.panes.plotmessage import Line
+from visualizer.panes.plotwindow import PlotWindow
 from visualizer.panes.view import ViewSettings
 
 RAW = ViewSettings(smoothing=0.0)

@@ -12,14 +12,13 @@ import pytest
 from visualizer.layout import window_for_group
 from visualizer.model.series import Series
 from visualizer.model.traces import faint
+from visualizer.panes.plotmessage import Line, series_colors
 from visualizer.panes.plotwindow import (
     APPEND_MAX_SHOWN,
     MIN_REDRAW_INTERVAL,
     REMOUNT_GAP,
     SPARSE_POINTS,
-    Line,
     PlotWindow,
-    series_colors,
 )
 from visualizer.panes.view import ViewSettings
 
