@@ -22,7 +22,8 @@ from tests.fixtures.net import free_port
 from tests.visualizer.conftest import CountingClient, VisdomReader, following, wait_until
 from visualizer.follower import Follower
 from visualizer.panes.compare import CompareDisplay
-from visualizer.panes.display import PROBE_INTERVAL, RunDisplay
+from visualizer.panes.display import RunDisplay
+from visualizer.panes.envdisplay import PROBE_INTERVAL
 from visualizer.server.client import VisdomClient
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.process import VisdomServer

@@ -33,8 +33,7 @@ from snapshot_store.tags import tag_of
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.status import format_duration, last_activity
 from visualizer.panes.compare import parse_sort_by
-from visualizer.server.assets import write_if_changed
-from visualizer.userdirs import user_state_dir
+from visualizer.userdirs import user_state_dir, write_if_changed
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,8 @@ from visualizer import layout, markup
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.server.client import VisdomClient
 
-from .display import EnvDisplay, run_start
+from .display import run_start
+from .envdisplay import EnvDisplay
 from .fold import MAX_WINDOWS, cap
 from .hparams import comparison_table
 from .plotmessage import PALETTE, Line

@@ -55,18 +55,18 @@ import os
 import shutil
 import sys
 import tarfile
-import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 from snapshot_store.exit_codes import ExitCode
-from visualizer.userdirs import user_cache_dir
+from visualizer.userdirs import user_cache_dir, write_if_changed
 
 from .tarballs import ProvisionError, fetch_tarball, registry
 
-log = logging.getLogger("visualizer.server.assets")  # not __main__ under -m
+MODULE = "visualizer.server.assets"  # run as `python -m` this module is __main__
+log = logging.getLogger(MODULE)
 
 MATHJAX = "js/mathjax/2.7.5"
 
@@ -178,25 +178,6 @@ def read_members(tarball: Path, members: set[str]) -> dict[str, bytes]:
     return found
 
 
-def write_if_changed(path: Path, data: bytes) -> bool:
-    """Atomically write ``data`` to ``path`` unless it already holds exactly that."""
-    if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # A temp name of its own: two visualizers may complete the same cache at once.
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(name)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        tmp.chmod(0o644)  # mkstemp's 0600 would hide a shared install's files from others
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return True
-
-
 def provision(static_dir: Path, cache_dir: Path, visdom_version: str | None) -> int:
     """Place every asset under ``static_dir``; return how many files changed."""
     by_spec: dict[str, list[Asset]] = defaultdict(list)
@@ -232,7 +213,7 @@ def missing_assets(static_dir: Path) -> list[str]:
 
 def fix_command() -> str:
     """The command that installs the assets into the installed visdom."""
-    return f"{sys.executable} -m visualizer.server.assets"
+    return f"{sys.executable} -m {MODULE}"
 
 
 def served_static_dir(tarball_dir: Path | None = None) -> Path | None:
@@ -278,16 +259,8 @@ def served_static_dir(tarball_dir: Path | None = None) -> Path | None:
     return static_dir
 
 
-def main(
-    argv: list[str] | None = None,
-    default_cache_dir: Path | None = None,
-    prog: str = "python -m visualizer.server.assets",
-) -> int:
-    """Command-line entry point; returns the process exit status.
-
-    ``default_cache_dir`` is the tarball cache used without ``--cache-dir``
-    (default: ``npm-assets`` in :func:`user_cache_dir`).
-    """
+def _parser(default_cache_dir: Path | None, prog: str) -> argparse.ArgumentParser:
+    """The command's options; ``default_cache_dir`` as in :func:`main`."""
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Install the JS/CSS/font files visdom serves, from the npm registry "
@@ -309,7 +282,20 @@ def main(
         "writable the copy in the user's cache that the visualizer then serves)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every cache hit")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(
+    argv: list[str] | None = None,
+    default_cache_dir: Path | None = None,
+    prog: str = f"python -m {MODULE}",
+) -> int:
+    """Command-line entry point; returns the process exit status.
+
+    ``default_cache_dir`` is the tarball cache used without ``--cache-dir``
+    (default: ``npm-assets`` in :func:`user_cache_dir`).
+    """
+    args = _parser(default_cache_dir, prog).parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(name)s: %(message)s",
