@@ -1,6 +1,6 @@
 """The visdom server's own process: visdom 0.2.4's ``run_server.main()``, patched before it starts.
 
-:class:`visualizer.server.VisdomServer` runs ``python -m visualizer.server --child``,
+:class:`visualizer.server.process.VisdomServer` runs ``python -m visualizer.server --child``,
 which lands in :func:`run_child`. The patches, each for a fault seen with a page
 left open for a whole run:
 
