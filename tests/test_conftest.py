@@ -47,7 +47,7 @@ def _pytest_without_parts(tmp_path: Path, *args: str, **env: str) -> subprocess.
 def test_tests_needing_a_missing_part_are_skipped_naming_it(tmp_path):
     result = _pytest_without_parts(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "test_server.py:0: selenium is not installed" in result.stdout
+    assert "test_process.py:0: selenium is not installed" in result.stdout
     assert "test_mysave.py" in result.stdout and "boto3 is not installed" in result.stdout
     assert " passed" not in result.stdout and "error" not in result.stdout.lower()
 
