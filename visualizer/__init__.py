@@ -23,7 +23,8 @@ The wings, in the order data flows through them:
   starting it, probes, the patches in its process, its assets;
 * :mod:`visualizer.alerts`: rules over the runs' series and their notifications.
 
-At the top: :mod:`visualizer.cli` (options, wiring), :mod:`visualizer.follower`
+At the top: :mod:`visualizer.cli` (wiring, exit statuses), :mod:`visualizer.options`
+(the follow command's options), :mod:`visualizer.follower`
 (reads the sources and hands each run to the panes), and the vocabulary every
 wing shares: :mod:`visualizer.layout` (window names and sizes) and
 :mod:`visualizer.markup` (the one HTML rule).
