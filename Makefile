@@ -12,7 +12,7 @@ PIP_ENV := PIP_CONSTRAINT=$(CURDIR)/constraints.txt PIP_BUILD_CONSTRAINT=$(CURDI
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt scripts/provision_visdom_assets.py visualizer/assets.py
+$(STAMP): pyproject.toml constraints.txt scripts/provision_visdom_assets.py visualizer/server/assets.py
 	$(PYTHON) -m venv $(VENV)
 	# torch first, pinned: the CPU build from local disk, not a multi-GB CUDA download.
 	$(PIP_ENV) $(BIN)/pip install -q --disable-pip-version-check torch==2.13.0

@@ -72,8 +72,8 @@ def _child(mode: str, where: str) -> dict:
     from snapshot_store import frames as fmt
     from snapshot_store.reader import LocalSource, StoreReader
     from visualizer.follower import PAGE_BYTES
-    from visualizer.rundata import RunData
-    from visualizer.s3 import S3Location, S3Source
+    from visualizer.model.rundata import RunData
+    from visualizer.sources.s3 import S3Location, S3Source
 
     found = 0
     if mode == "replay":

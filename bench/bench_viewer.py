@@ -32,10 +32,10 @@ from bench.replay import (
 from snapshot_store import Recorder
 from tests.fixtures.net import free_port
 from tests.fixtures.visdom import start_chromium
-from visualizer.endpoint import VisdomEndpoint
 from visualizer.layout import window_for_group
-from visualizer.runs import env_name
-from visualizer.visdom_client import VisdomClient
+from visualizer.server.client import VisdomClient
+from visualizer.server.endpoint import VisdomEndpoint
+from visualizer.sources.runs import env_name
 
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger(__name__)
@@ -307,7 +307,7 @@ def _rows(draw: dict, ingest: dict, tb: dict, idle: dict, tb_idle: float) -> lis
 
 def run() -> list[dict]:
     """Rows: first draw in Chromium, 10M-point ingest time and memory, idle CPU and env switch."""
-    from visualizer.server import VisdomServer
+    from visualizer.server.process import VisdomServer
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -17,7 +17,7 @@ from bench.idle_s3 import S3_TIME_SCALE, idle_s3_requests
 from bench.latency import LATENCY_PREFILL_STEPS, LATENCY_RATE_HZ, measure_latency
 from bench.replay import REPLAY_POINTS, replay
 from tests.fixtures.net import free_port
-from visualizer.endpoint import VisdomEndpoint
+from visualizer.server.endpoint import VisdomEndpoint
 
 log = logging.getLogger(__name__)
 LATENCY_TARGET = "p50 <= 250 ms, p99 <= 1 s"

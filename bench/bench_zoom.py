@@ -27,8 +27,8 @@ from urllib.parse import unquote
 from bench.bench_viewer import _printed_url, _stop, _until, _visualizer, _write_store
 from tests.fixtures.net import free_port
 from tests.fixtures.visdom import start_chromium
-from visualizer.endpoint import VisdomEndpoint
-from visualizer.visdom_client import VisdomClient
+from visualizer.server.client import VisdomClient
+from visualizer.server.endpoint import VisdomEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ def _measure(root: Path, endpoint: VisdomEndpoint) -> dict:
 
 def run() -> list[dict]:
     """One row: a zoom into a 1,000,000-point run drawn at full resolution in Chromium."""
-    from visualizer.server import VisdomServer
+    from visualizer.server.process import VisdomServer
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

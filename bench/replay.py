@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from snapshot_store import Recorder
-from visualizer.endpoint import VisdomEndpoint
+from visualizer.server.endpoint import VisdomEndpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLAY_POINTS = 1_000_000
@@ -87,7 +87,7 @@ print(json.dumps({{"points": points, "seconds": time.perf_counter() - started,
 
 
 def replay(root: Path, endpoint: VisdomEndpoint) -> dict:
-    from visualizer.visdom_client import VisdomClient
+    from visualizer.server.client import VisdomClient
 
     store = root / "replay-1m" / "pickle"
     write_store(store)

@@ -2,10 +2,10 @@
 """Install the JS/CSS/font files visdom serves into the installed visdom, from the npm registry.
 
 Run by ``make install``; no ``npm`` needed: the tarballs come over HTTPS, each
-checked against the registry's published sha512 (:mod:`visualizer.tarballs`).
+checked against the registry's published sha512 (:mod:`visualizer.server.tarballs`).
 
-A thin entry point: the implementation is :mod:`visualizer.assets` (also
-``python -m visualizer.assets``), which the visualizer uses as well when it
+A thin entry point: the implementation is :mod:`visualizer.server.assets` (also
+``python -m visualizer.server.assets``), which the visualizer uses as well when it
 finds the files missing. Here the tarballs are cached under the
 repository's ``.cache/npm-assets/``, so a rebuilt venv needs no network.
 
@@ -22,7 +22,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # Run as a file, this script has scripts/ on sys.path, not the package next to it.
 sys.path.insert(0, str(REPO_ROOT))
 
-from visualizer.assets import main  # noqa: E402  (needs the path above)
+from visualizer.server.assets import main  # noqa: E402  (needs the path above)
 
 if __name__ == "__main__":
     sys.exit(main(default_cache_dir=REPO_ROOT / ".cache" / "npm-assets", prog=sys.argv[0]))

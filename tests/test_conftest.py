@@ -27,7 +27,7 @@ class Missing(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, Missing())
 """
 # A module importing selenium at its top, and tests taking the S3 fixtures.
-TESTS = ["tests/visualizer/test_server.py", "tests/transfer_plugins/test_mysave.py"]
+TESTS = ["tests/visualizer/server/test_process.py", "tests/transfer_plugins/test_mysave.py"]
 
 
 def _pytest_without_parts(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
@@ -47,7 +47,7 @@ def _pytest_without_parts(tmp_path: Path, *args: str, **env: str) -> subprocess.
 def test_tests_needing_a_missing_part_are_skipped_naming_it(tmp_path):
     result = _pytest_without_parts(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "test_server.py:0: selenium is not installed" in result.stdout
+    assert "test_process.py:0: selenium is not installed" in result.stdout
     assert "test_mysave.py" in result.stdout and "boto3 is not installed" in result.stdout
     assert " passed" not in result.stdout and "error" not in result.stdout.lower()
 
@@ -58,7 +58,7 @@ def test_a_missing_part_fails_where_every_part_is_required(tmp_path):
         tmp_path, "--continue-on-collection-errors", REQUIRE_ALL_PARTS="1"
     )
     assert result.returncode != 0
-    assert "ERROR collecting tests/visualizer/test_server.py" in result.stdout
+    assert "ERROR collecting tests/visualizer/server/test_process.py" in result.stdout
     assert "No module named 'selenium'" in result.stdout
     assert "3 errors" in result.stdout  # the module, and test_mysave's two at their S3 fixture
     assert "boto3 is not installed" in result.stdout and "REQUIRE_ALL_PARTS" in result.stdout

@@ -24,20 +24,12 @@ import uuid
 from pathlib import Path
 from typing import Final
 
-import boto3
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    HTTPClientError,
-    NoCredentialsError,
-    PartialCredentialsError,
-    ReadTimeoutError,
-)
-from botocore.exceptions import ConnectionError as BotoConnectionError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from transfer_plugins.common import S3_URI_ENV, SentRecord
+from transfer_plugins.s3_client import S3Failure, S3Fault, classify, make_client
 from transfer_plugins.s3_location import FORM, S3Location
 
 log = logging.getLogger(__name__)
@@ -75,9 +67,6 @@ _PREFLIGHT_CONFIG = _CLIENT_CONFIG.merge(
         retries={"mode": "standard", "total_max_attempts": 1},
     )
 )
-
-_DENIED_CODES = {"403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"}
-_MISSING_BUCKET_CODES = {"404", "NoSuchBucket"}
 
 
 class S3TransferError(RuntimeError):
@@ -146,51 +135,45 @@ class _Uploader:
 
     def _explain(self, err: Exception) -> str:
         where = f"S3 bucket {self.destination.bucket!r} at {self.endpoint}"
-        if isinstance(err, (NoCredentialsError, PartialCredentialsError)):
-            hint = (
-                "no usable AWS credentials: set AWS_ACCESS_KEY_ID and "
-                "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
-            )
-        elif isinstance(err, ReadTimeoutError):
-            hint = (
-                f"the endpoint took the connection but sent no answer within "
-                f"{PREFLIGHT_TIMEOUT_S:g} s: check that AWS_ENDPOINT_URL names an S3 server"
-            )
-        elif isinstance(err, (BotoConnectionError, HTTPClientError)):
-            hint = (
-                f"endpoint unreachable ({err}): check AWS_ENDPOINT_URL and the "
-                "network, and that the S3 server is running"
-            )
-        elif isinstance(err, ClientError):
-            hint = _explain_client_error(err, self.destination.bucket)
-        else:
-            hint = str(err)
-        return f"cannot upload to {where}: {hint}"
+        return f"cannot upload to {where}: {_hint(classify(err), self.destination.bucket)}"
 
 
 def _client(config: Config):
-    """An S3 client with ``config``, from a session of its own (boto3's default is not thread-safe)."""
+    """An S3 client with ``config``; S3TransferError when the environment names a bad endpoint."""
     try:
-        return boto3.session.Session().client("s3", config=config)
+        return make_client(config)
     except ValueError as err:  # e.g. "Invalid endpoint" from AWS_ENDPOINT_URL
         raise S3TransferError(f"cannot create the S3 client: {err}") from err
 
 
-def _explain_client_error(err: ClientError, bucket: str) -> str:
-    error = err.response.get("Error", {})
-    code = str(error.get("Code", ""))
-    status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    if code in _MISSING_BUCKET_CODES:
+def _hint(failure: S3Failure, bucket: str) -> str:
+    """What to fix, for an upload that failed with ``failure``."""
+    fault = failure.fault
+    if fault is S3Fault.NO_CREDENTIALS:
+        return "no usable AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
+    if fault is S3Fault.TIMEOUT:
+        return (
+            f"the endpoint took the connection but sent no answer within "
+            f"{PREFLIGHT_TIMEOUT_S:g} s: check that AWS_ENDPOINT_URL names an S3 server"
+        )
+    if fault in (S3Fault.UNREACHABLE, S3Fault.BROKEN):
+        return (
+            f"endpoint unreachable ({failure.message}): check AWS_ENDPOINT_URL and the "
+            "network, and that the S3 server is running"
+        )
+    if fault in (S3Fault.NO_BUCKET, S3Fault.NOT_FOUND):
         return (
             f"the bucket does not exist: create it (e.g. `aws s3 mb s3://{bucket}`) "
             f"or fix {URI_ENV}"
         )
-    if code in _DENIED_CODES or status == 403:
+    if fault is S3Fault.DENIED:
         return (
-            f"access denied ({code}): check the credentials (AWS_ACCESS_KEY_ID/"
+            f"access denied ({failure.code}): check the credentials (AWS_ACCESS_KEY_ID/"
             "AWS_SECRET_ACCESS_KEY or AWS_PROFILE) and that they may write to this bucket"
         )
-    return f"S3 answered {code or status}: {error.get('Message') or err}"
+    if fault is S3Fault.REFUSED:
+        return f"S3 answered {failure.answer}: {failure.message}"
+    return failure.message
 
 
 _lock = threading.Lock()

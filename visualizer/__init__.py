@@ -6,18 +6,28 @@ Entry points (all in :mod:`visualizer.cli`):
   ``python -m visualizer``: follow runs into visdom. The trainer's live mode
   (``--remote False``) starts ``python -m visualizer ... --parent-pid PID`` as a
   child process.
-* ``python -m visualizer export --pickle-dir DIR``: every scalar as CSV (:mod:`visualizer.export`)
-* ``python -m visualizer.assets``: install the JS/CSS files visdom serves
-  (:mod:`visualizer.assets`; the visualizer also fetches them itself, into a
-  cache, when they are missing)
+* ``python -m visualizer export --pickle-dir DIR``: every scalar as CSV (:mod:`visualizer.sources.export`)
+* ``python -m visualizer.server``: an offline-safe visdom server (:mod:`visualizer.server`)
+* ``python -m visualizer.server.assets``: install the JS/CSS files visdom serves
+  (the visualizer also fetches them itself, into a cache, when they are missing)
 
-Building blocks: :class:`visualizer.follower.Follower` (the loop),
-:class:`visualizer.rundata.RunData` (what is known of one run),
-:class:`visualizer.display.RunDisplay` (windows of one env),
-:class:`visualizer.endpoint.VisdomEndpoint` (where visdom is, and its login),
-:class:`visualizer.s3.S3Source` (the reader's ``Source`` over S3),
-:func:`visualizer.decimate.decimate_indices` (min/max-preserving thinning) and
-:mod:`visualizer.server` (an offline-safe visdom server).
+The wings, in the order data flows through them:
+
+* :mod:`visualizer.sources`: where runs are (a local directory or an ``s3://``
+  prefix), file events, the CSV export and its download server;
+* :mod:`visualizer.model`: what is known of a run (:class:`~visualizer.model.rundata.RunData`):
+  compact series, smoothing, decimation, zoom, status, extra data;
+* :mod:`visualizer.panes`: the windows drawn in visdom: a run's env, the
+  comparison, the runs index, each kind a :class:`~visualizer.panes.pane.Pane`;
+* :mod:`visualizer.server`: the visdom server: its endpoint, our client of it,
+  starting it, probes, the patches in its process, its assets;
+* :mod:`visualizer.alerts`: rules over the runs' series and their notifications.
+
+At the top: :mod:`visualizer.cli` (wiring, exit statuses), :mod:`visualizer.options`
+(the follow command's options), :mod:`visualizer.follower`
+(reads the sources and hands each run to the panes), and the vocabulary every
+wing shares: :mod:`visualizer.layout` (window names and sizes) and
+:mod:`visualizer.markup` (the one HTML rule).
 
 Nothing is imported here: ``python -m visualizer.server`` runs in visdom's child
 process and should not pay for the follower's imports.

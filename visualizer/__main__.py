@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from . import cli
+from . import cli, options
 
 PROG = "python -m visualizer"
 USAGE = "%(prog)s [follow] --pickle-dir DIR [options]\n       %(prog)s export --pickle-dir DIR"
@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
         return cli.export_main(argv[1:], prog=f"{PROG} export")
     if argv[:1] == ["follow"]:
         argv = argv[1:]
-    return cli.main(argv, cli.build_parser(prog=PROG, usage=USAGE, epilog=EPILOG))
+    return cli.main(argv, options.build_parser(prog=PROG, usage=USAGE, epilog=EPILOG))
 
 
 if __name__ == "__main__":

@@ -29,165 +29,24 @@ from collections.abc import Callable
 from contextlib import nullcontext
 
 from snapshot_store.exit_codes import ExitCode
+from visualizer.alerts.options import alerting
+from visualizer.panes.compare import Selection
+from visualizer.panes.view import ViewSettings
+from visualizer.server.assets import fix_command
+from visualizer.server.client import VisdomClient, VisdomRequestError, VisdomUnavailableError
+from visualizer.server.endpoint import VisdomEndpoint
+from visualizer.server.probes import page_asset_failures, visdom_answers
+from visualizer.server.process import VisdomServer, VisdomServerError, ensure_server
+from visualizer.sources.download import CsvDownloads
+from visualizer.sources.export import add_kind_argument, export
+from visualizer.sources.runs import LocalRuns, RunSpec
+from visualizer.sources.s3 import S3ReadError
 
-from . import argtypes
-from .alert_options import add_alert_arguments, alerting
-from .assets import fix_command
-from .compare import Selection
-from .decimate import MIN_POINTS
-from .display import DEFAULT_MAX_POINTS
-from .download import CsvDownloads
-from .endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS, VisdomEndpoint
-from .export import add_kind_argument, export
-from .follower import DEFAULT_POLL_INTERVAL, Follower, NoRunsError
+from .follower import Follower, NoRunsError
+from .options import add_source_argument, build_parser
 from .parent import stop_on_sigterm, watch_parent
-from .runs import LocalRuns, RunSpec
-from .s3 import S3ReadError
-from .server import (
-    VisdomServer,
-    VisdomServerError,
-    ensure_server,
-    page_asset_failures,
-    visdom_answers,
-)
-from .smoothing import DEFAULT_SMOOTHING
-from .view import X_AXES, ViewSettings
-from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
 
 log = logging.getLogger("visualizer")
-
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-
-
-def add_source_argument(parser: argparse.ArgumentParser) -> None:
-    """``--pickle-dir`` (and the older spelling ``--pickle_dir``)."""
-    parser.add_argument(
-        "--pickle-dir",
-        "--pickle_dir",
-        dest="pickle_dir",
-        required=True,
-        metavar="DIR",
-        help="a run's snapshot store (<checkpoints>/<name>/pickle), a directory of runs, "
-        "or s3://bucket/prefix/<name>/pickle",
-    )
-
-
-def build_parser(
-    prog: str | None = None, usage: str | None = None, epilog: str | None = None
-) -> argparse.ArgumentParser:
-    """The follow command's arguments; ``prog``, ``usage`` and ``epilog`` as the entry point shows them."""
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        usage=usage,
-        epilog=epilog,
-        formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the epilog's lines
-        description="Show training runs live in visdom: replay each snapshot store, then follow it.\n"
-        "Prints `visdom: <url>` of the run's page (the comparison page for several runs)\n"
-        "once the run is found.",
-    )
-    add_source_argument(parser)
-    parser.add_argument(
-        "--server",
-        default=DEFAULT_HOST,
-        metavar="HOST|URL",
-        help=f"visdom server: {SERVER_FORMS} (default %(default)s); one is started "
-        "there when none answers, unless --no-start-server",
-    )
-    parser.add_argument(
-        "--port",
-        type=int,
-        default=None,
-        help=f"visdom port (default: the port in --server, else {DEFAULT_PORT})",
-    )
-    parser.add_argument(
-        "--env",
-        default=None,
-        help="visdom env (default: the run's name; a prefix when there are several runs)",
-    )
-    parser.add_argument(
-        "--poll-interval",
-        type=argtypes.seconds,
-        default=DEFAULT_POLL_INTERVAL,
-        metavar="SECONDS",
-        help="polling fallback for filesystems without file events, and the fastest S3 poll; "
-        "above 0 (default %(default)s)",
-    )
-    parser.add_argument(
-        "--max-points",
-        type=argtypes.max_points,
-        default=DEFAULT_MAX_POINTS,
-        metavar="N",
-        help=f"points drawn per series (its raw and smoothed curves share them), at least "
-        f"{MIN_POINTS}; the min/max envelope is kept "
-        "(default %(default)s)",
-    )
-    parser.add_argument(
-        "--smoothing",
-        type=argtypes.smoothing,
-        default=DEFAULT_SMOOTHING,
-        metavar="W",
-        help="weight of TensorBoard's smoothing (debiased moving average over every point), "
-        "in [0, 1); 0 draws the raw curve only; changeable on the page (default %(default)s)",
-    )
-    parser.add_argument(
-        "--x-axis",
-        type=argtypes.x_axis,
-        default="step",
-        metavar="|".join(X_AXES),
-        help="x axis of every plot at first: step, time since the run started, or wall-clock "
-        "time; changeable on the page (default %(default)s)",
-    )
-    parser.add_argument(
-        "--log-y",
-        action="store_true",
-        help="plot values on a log scale at first; changeable on the page",
-    )
-    parser.add_argument(
-        "--runs",
-        type=argtypes.runs,
-        default="",
-        metavar="REGEX",
-        help="follow and compare only the runs whose name matches REGEX (searched, as re.search); "
-        "the comparison page can narrow them further (default: every run)",
-    )
-    parser.add_argument(
-        "--sort-by",
-        type=argtypes.sort_by,
-        default=None,
-        metavar="NAME",
-        help="sort the comparison's runs table by the last value of this series, named as "
-        "logged, e.g. val/loss or train_loss "
-        "(--sort-descending for the largest first; default: by run name)",
-    )
-    parser.add_argument(
-        "--sort-descending",
-        action="store_true",
-        help="with --sort-by: the largest last value first (accuracy) instead of the smallest",
-    )
-    parser.add_argument(
-        "--no-start-server",
-        action="store_true",
-        help="never start a visdom server; wait for one instead (--once: fail)",
-    )
-    parser.add_argument(
-        "--once", action="store_true", help="read everything, update visdom once, and exit"
-    )
-    parser.add_argument(
-        "--parent-pid",
-        type=argtypes.pid,
-        default=None,
-        metavar="PID",
-        # Internal: the trainer's live view passes its own pid (not for people).
-        help=argparse.SUPPRESS,
-    )
-    add_alert_arguments(parser)
-    parser.add_argument(
-        "--log-level",
-        default="INFO",
-        choices=LOG_LEVELS,
-        help="least severe message logged on stderr (default %(default)s)",
-    )
-    return parser
 
 
 def configure_logging(level: str) -> None:
@@ -385,5 +244,5 @@ def _once(follower: Follower) -> int:
         log.error("%s", err)
         return ExitCode.UNAVAILABLE
     for name, feed in follower.feeds.items():
-        log.info("run %r: %d points drawn in env %r", name, feed.data.points, feed.display.env)
+        log.info("run %r: %d points drawn in env %r", name, feed.data.points, feed.env)
     return ExitCode.OK

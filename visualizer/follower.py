@@ -18,18 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from snapshot_store.reader import StoreReader
-
-from .compare import CompareDisplay, Selection
-from .decimate import check_max_points
-from .display import DEFAULT_MAX_POINTS, MIN_REDRAW_INTERVAL, OnSent, RunDisplay
-from .download import CsvDownloads, download_link
-from .index import IndexDisplay
-from .rundata import RunData
-from .runs import LocalRuns, RunSpec, S3Runs, env_name, locate
-from .s3 import S3ReadError
-from .view import ViewSettings
-from .visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
-from .watch import FileEvents
+from visualizer.model.decimate import check_max_points
+from visualizer.model.rundata import RunData
+from visualizer.panes.compare import Selection
+from visualizer.panes.display import DEFAULT_MAX_POINTS
+from visualizer.panes.screen import OnSent, Screen
+from visualizer.panes.view import ViewSettings
+from visualizer.server.client import VisdomClient
+from visualizer.sources.download import CsvDownloads
+from visualizer.sources.runs import LocalRuns, RunSpec, S3Runs, env_name, locate
+from visualizer.sources.s3 import S3ReadError
+from visualizer.sources.watch import FileEvents
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +66,12 @@ class PollSchedule:
 
 @dataclass
 class _Feed:
-    """One followed run: reader, data, display, schedule."""
+    """One followed run: reader, data, the visdom env it is drawn in, schedule."""
 
     spec: RunSpec
     reader: StoreReader
     data: RunData
-    display: RunDisplay
+    env: str
     schedule: PollSchedule
     replayed: bool = False
     failing: str | None = field(default=None)
@@ -82,8 +81,9 @@ class Follower:
     """Follows every run under ``pickle_dir`` into visdom.
 
     Call :meth:`run_once` for a single pass, or :meth:`run` to follow until
-    :meth:`stop` (thread-safe). ``on_page(env)`` is called with :attr:`page_env`
-    after the pass that first draws it, and again whenever it changes.
+    :meth:`stop` (thread-safe). It reads the runs and hands them to its
+    :attr:`screen`, which draws them; ``on_page(env)`` is called with the
+    screen's ``page_env`` after the pass that first draws it, and again whenever it changes.
     """
 
     def __init__(
@@ -112,27 +112,27 @@ class Follower:
         self.client = client
         self.env_prefix = env
         self.poll_interval = poll_interval
-        self.max_points = max_points
         self.max_idle_interval = max_idle_interval
-        self.on_sent = on_sent
-        self.on_page = on_page
-        self.view = view  # how every env draws its plots at first (its page can change it)
         # --runs: only matching runs are followed; the comparison page can narrow them further.
         self.selection = selection if selection is not None else Selection()
         self.unmatched: set[str] = set()  # runs found that --runs leaves out
-        self.downloads = downloads  # serves each run's CSV while following
-        self._announced: str | None = None
         self.feeds: dict[str, _Feed] = {}
-        self.compare: CompareDisplay | None = None
-        self.index = IndexDisplay(client, str(self.runs))  # in visdom's main env
+        self.screen = Screen(
+            client,
+            str(self.runs),
+            max_points=max_points,
+            view=view,
+            selection=self.selection,
+            downloads=downloads,
+            on_sent=on_sent,
+            on_page=on_page,
+        )
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._watch = FileEvents(self.runs, self._wake, poll_interval, enabled=use_watchdog)
         self._last_wait_log = -WAIT_LOG_INTERVAL
         self._next_discovery = 0.0
         self._last_discovery = -math.inf
-        self._visdom_down_since: float | None = None
-        self._visdom_retry_at = 0.0
         # The last S3 failure (bad credentials, a missing bucket): --once reports
         # it instead of calling the store empty; following logs it and retries.
         self.source_error: S3ReadError | None = None
@@ -163,7 +163,7 @@ class Follower:
             raise NoRunsError(f"nothing to show yet at {self.runs}: the store is empty")
         self._sync(time.time(), raise_errors=True, force=True)
         self._passed()
-        self._announce_page()
+        self.screen.announce_page()
 
     def run(self) -> None:
         """Follow until :meth:`stop`; visdom and source errors are logged and retried."""
@@ -188,7 +188,7 @@ class Follower:
                 self._poll_due(now, woken)
                 self._sync(time.time())
                 self._passed()
-                self._announce_page()
+                self.screen.announce_page()
                 self._wake.wait(self._timeout(time.time()))
             self._final_pass()
         finally:
@@ -207,18 +207,6 @@ class Follower:
     def _passed(self) -> None:
         if self.on_pass is not None:
             self.on_pass(time.time())
-
-    @property
-    def page_env(self) -> str | None:
-        """The env to look at: the comparison env when there are several runs, else the run's env.
-
-        None until a run is found (a store that does not exist yet).
-        """
-        if self.compare is not None:
-            return self.compare.env
-        if len(self.feeds) == 1:
-            return next(iter(self.feeds.values())).display.env
-        return None
 
     def stop(self) -> None:
         """Ask :meth:`run` to return after a last poll (from any thread)."""
@@ -252,37 +240,19 @@ class Follower:
                 self.poll_interval,
                 self.max_idle_interval if spec.remote else self._quiet_interval(),
             )
-            display = RunDisplay(self.client, env, self.max_points, self.view)
-            display.download = download_link(self.downloads, spec.name, spec.source.describe(""))
             self.feeds[spec.name] = _Feed(
-                spec, StoreReader(spec.source), RunData(spec.name), display, schedule
+                spec, StoreReader(spec.source), RunData(spec.name), env, schedule
             )
+            self.screen.add_run(spec.name, env, spec.source.describe(""))
             log.info(
                 "following run %r from %s in visdom env %r",
                 spec.name,
                 spec.source.describe(""),
                 env,
             )
-        if self.runs.multi and self.compare is None and len(self.feeds) >= 2:
+        if self.runs.multi and self.screen.compare is None and len(self.feeds) >= 2:
             env = env_name("compare", self.env_prefix or Path(str(self.runs)).name, True)
-            links = {
-                name: self.client.endpoint.env_url(f.display.env) for name, f in self.feeds.items()
-            }
-            self.compare = CompareDisplay(
-                self.client, env, self.max_points, self.view, self.selection, links
-            )
-            log.info("comparing the runs in visdom env %r", env)
-        if self.compare is not None:
-            for name, feed in self.feeds.items():
-                self.compare.links[name] = self.client.endpoint.env_url(feed.display.env)
-
-    def _announce_page(self) -> None:
-        env = self.page_env
-        if env is None or env == self._announced:
-            return
-        self._announced = env
-        if self.on_page is not None:
-            self.on_page(env)
+            self.screen.add_comparison(env)
 
     def _poll_due(self, now: float, woken: bool) -> None:
         for feed in self.feeds.values():
@@ -342,45 +312,13 @@ class Follower:
     # --- drawing ------------------------------------------------------------------
 
     def _sync(self, now: float, raise_errors: bool = False, force: bool = False) -> None:
-        if self._visdom_down_since is not None and now < self._visdom_retry_at and not raise_errors:
-            return
-        try:
-            for feed in self.feeds.values():
-                if feed.data.has_data and feed.display.sync(feed.data, now, force) and self.on_sent:
-                    self.on_sent(feed.spec.name, dict(feed.display.sent_steps), time.time())
-            if self.compare is not None:
-                self.compare.sync([f.data for f in self.feeds.values()], now, force)
-            shown = [(f.display.env, f.data) for f in self.feeds.values() if f.data.has_data]
-            if shown:
-                self.index.sync(shown, self.compare.env if self.compare else None, now, force)
-        except (VisdomUnavailableError, VisdomRequestError) as err:
-            if raise_errors:
-                raise
-            self._visdom_failed(err, now)
-            return
-        if self._visdom_down_since is not None:
-            log.info("visdom at %s answers again: windows rebuilt from the store", self.client.url)
-            self._visdom_down_since = None
-
-    def _visdom_failed(self, err: Exception, now: float) -> None:
-        # Whatever the server holds now is unknown: rebuild every window when it is back.
-        for feed in self.feeds.values():
-            feed.display.invalidate()
-        if self.compare is not None:
-            self.compare.invalidate()
-        self.index.invalidate()
-        if self._visdom_down_since is None:
-            self._visdom_down_since = now
-            log.warning("%s; will rebuild the windows when it answers", err)
-        self._visdom_retry_at = now + min(5.0, 0.5 + (now - self._visdom_down_since) / 4)
+        """Hand every run to the screen, which draws what is new."""
+        runs = {name: feed.data for name, feed in self.feeds.items()}
+        self.screen.sync(runs, now, raise_errors, force)
 
     def _timeout(self, now: float) -> float:
         dues = [f.schedule.due for f in self.feeds.values()]
         due = min(dues) if dues else now + self.poll_interval
-        timeout = min(due - now, TICK, self.poll_interval)
-        displays = [f.display for f in self.feeds.values()] + (
-            [self.compare] if self.compare else []
-        )
-        if any(d.pending for d in displays):
-            timeout = min(timeout, MIN_REDRAW_INTERVAL / 2)  # held-back points go out on time
+        # Held-back points go out on time.
+        timeout = min(due - now, TICK, self.poll_interval, self.screen.redraw_wait())
         return max(0.005, timeout)

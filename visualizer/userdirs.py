@@ -9,12 +9,13 @@
   re-sends the alerts of runs that are still there.
 
 The same places for local stores and S3 ones: nothing is ever written into a
-followed store or bucket.
+followed store or bucket. Files there are written with :func:`write_if_changed`.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 CACHE_NAME = "remote-train-monitor"
@@ -35,3 +36,22 @@ def user_state_dir() -> Path:
     if os.name == "nt" and local:
         return Path(local) / CACHE_NAME / "state"
     return Path.home() / ".local" / "state" / CACHE_NAME
+
+
+def write_if_changed(path: Path, data: bytes) -> bool:
+    """Atomically write ``data`` to ``path`` unless it already holds exactly that."""
+    if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A temp name of its own: two visualizers may complete the same cache at once.
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        tmp.chmod(0o644)  # mkstemp's 0600 would hide a shared install's files from others
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return True

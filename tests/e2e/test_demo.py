@@ -22,7 +22,7 @@ from tests.e2e.pages import console_errors, differences, panes
 from tests.fixtures.net import free_port
 from tests.visualizer.conftest import VisdomReader, wait_until
 from tests.visualizer.test_browser import ARTIFACTS
-from visualizer.endpoint import VisdomEndpoint
+from visualizer.server.endpoint import VisdomEndpoint
 
 # The demo's own knob: 3 epochs here; DEMO_EPOCHS=80 is the demo as `make demo` runs it.
 DEMO_EPOCHS = int(os.environ.get("DEMO_EPOCHS", "3"))

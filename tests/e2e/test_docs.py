@@ -202,13 +202,13 @@ def _bench(args: list[str], tmp_path: Path) -> None:
 
 
 def _assets(args: list[str], tmp_path: Path) -> None:
-    assert not args and importlib.util.find_spec("visualizer.assets")
+    assert not args and importlib.util.find_spec("visualizer.server.assets")
 
 
 MODULES: dict[str, Callable[[list[str], Path], None]] = {
     "trainer": _trainer,
     "visualizer": _visualizer,
-    "visualizer.assets": _assets,
+    "visualizer.server.assets": _assets,
     "bench": _bench,
 }
 

@@ -38,7 +38,7 @@ from tests.visualizer.test_browser import (
     _choose,
     _type,
 )
-from visualizer.endpoint import VisdomEndpoint
+from visualizer.server.endpoint import VisdomEndpoint
 
 SOAK_SECONDS = float(os.environ.get("SOAK_SECONDS", "45"))
 ENV = "soak"

@@ -12,7 +12,7 @@ from tests.integrations.helpers import run_example
 from tests.trainer.helpers import REPO
 from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, PLOTS_JS
 from visualizer.follower import Follower
-from visualizer.visdom_client import VisdomClient
+from visualizer.server.client import VisdomClient
 
 SCRIPT = REPO / "tests" / "integrations" / "wandb_mnist.py"
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from visualizer.endpoint import VisdomEndpoint
 from visualizer.follower import Follower
-from visualizer.visdom_client import VisdomClient
+from visualizer.server.client import VisdomClient
+from visualizer.server.endpoint import VisdomEndpoint
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, interval: float = 0.02) -> Any:

@@ -21,7 +21,7 @@ from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
 from tests.visualizer.conftest import following
 from visualizer.follower import Follower
-from visualizer.visdom_client import VisdomClient
+from visualizer.server.client import VisdomClient
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"

@@ -14,9 +14,9 @@ from remote_train_monitor import SummaryWriter
 from snapshot_store import Recorder
 from tests.visualizer.conftest import following, wait_until
 from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _choose, _plot, _type
-from visualizer.compare import Selection
 from visualizer.follower import Follower
-from visualizer.visdom_client import VisdomClient
+from visualizer.panes.compare import Selection
+from visualizer.server.client import VisdomClient
 
 # The page's windows, top to bottom then left to right, as laid out: (title, top, left).
 LAYOUT_JS = """

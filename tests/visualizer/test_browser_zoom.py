@@ -13,11 +13,11 @@ from selenium.webdriver.support.ui import WebDriverWait
 from snapshot_store import Recorder
 from tests.visualizer.conftest import following, wait_until
 from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _choose, _plot
-from visualizer.display import DEFAULT_MAX_POINTS, run_start
 from visualizer.follower import Follower
-from visualizer.traces import local_ms
-from visualizer.view import ViewSettings
-from visualizer.visdom_client import VisdomClient
+from visualizer.model.traces import local_ms
+from visualizer.panes.display import DEFAULT_MAX_POINTS, run_start
+from visualizer.panes.view import ViewSettings
+from visualizer.server.client import VisdomClient
 
 POINTS, SPACING = 1_000_000, 2  # a million points, logged every other step
 # What a person's drag does to a plot: Plotly.relayout on its div, which emits the

@@ -25,7 +25,7 @@ from snapshot_store.exit_codes import ExitCode
 from snapshot_store.reader import read_store
 from tests.fixtures.net import free_port
 from tests.fixtures.processes import reap
-from visualizer import cli
+from visualizer import cli, options
 from visualizer.__main__ import main as python_m_visualizer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,7 +83,7 @@ def test_help_lists_every_option_with_help_and_the_export_command(capsys):
     assert exit_status(lambda: python_m_visualizer(["--help"])) == ExitCode.OK
     text = capsys.readouterr().out
     assert "export" in text and "--pickle-dir DIR, --pickle_dir DIR" in text
-    for option in cli.build_parser()._actions:
+    for option in options.build_parser()._actions:
         assert option.help, f"{option.option_strings} has no help"
         if (option.help % dict(vars(option), prog="x")).count("default") > 1:
             raise AssertionError(f"{option.option_strings}: default stated twice: {option.help}")
@@ -330,11 +330,3 @@ def _line_with(stream, text: str, most: int = 50) -> str:
         if text in line:
             return line
     raise AssertionError(f"no line with {text!r}")
-
-
-def test_help_leaves_out_the_internal_parent_pid_which_still_works(capsys):
-    with pytest.raises(SystemExit):
-        cli.build_parser().parse_args(["--help"])
-    assert "--parent-pid" not in capsys.readouterr().out
-    args = cli.build_parser().parse_args(["--pickle-dir", "d", "--parent-pid", str(os.getpid())])
-    assert args.parent_pid == os.getpid()

@@ -37,9 +37,9 @@ from tests.fixtures.net import free_port
 from tests.fixtures.processes import reap
 from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _plot
 from tests.visualizer.test_live import first_line
-from visualizer.assets import ASSETS, missing_assets
-from visualizer.endpoint import VisdomEndpoint
-from visualizer.server import visdom_answers
+from visualizer.server.assets import ASSETS, missing_assets
+from visualizer.server.endpoint import VisdomEndpoint
+from visualizer.server.probes import visdom_answers
 from visualizer.userdirs import CACHE_NAME
 
 pytestmark = [pytest.mark.integration, pytest.mark.install]

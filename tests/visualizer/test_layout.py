@@ -6,8 +6,8 @@ from pathlib import Path
 
 from snapshot_store.reader import Update, read_store
 from visualizer import layout
-from visualizer.display import RunDisplay
-from visualizer.rundata import RunData
+from visualizer.model.rundata import RunData
+from visualizer.panes.display import RunDisplay
 
 V1_STORE = Path(__file__).parents[1] / "snapshot_store" / "data" / "store_v1"
 

@@ -25,8 +25,8 @@ from snapshot_store.exit_codes import ExitCode
 from tests.fixtures.net import free_port
 from tests.fixtures.processes import reap
 from tests.visualizer.conftest import VisdomReader, wait_until
-from visualizer.endpoint import VisdomEndpoint
-from visualizer.server import visdom_answers
+from visualizer.server.endpoint import VisdomEndpoint
+from visualizer.server.probes import visdom_answers
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,7 @@ from tests.fixtures.processes import reap
 from tests.visualizer.conftest import VisdomReader, wait_until
 from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, ROOT
 from visualizer.markup import Html, element, plot_strings, text
-from visualizer.runs import env_name
+from visualizer.sources.runs import env_name
 
 # Each would run script or add an element if a page took it as HTML (or Plotly as its markup).
 PAYLOADS = (
@@ -195,7 +195,7 @@ def test_markup_in_a_buckets_run_reads_as_text_in_chromium(
     tmp_path: Path, s3_bucket: Any, visdom_server: Any, reader: VisdomReader, chromium_driver: Any
 ) -> None:
     from tests.visualizer.conftest import following
-    from tests.visualizer.test_s3_source import upload
+    from tests.visualizer.sources.test_s3 import upload
 
     def mark(field: str) -> str:
         return f"{PAYLOADS[len(field) % len(PAYLOADS)]} {field}"

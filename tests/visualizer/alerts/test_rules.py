@@ -1,0 +1,297 @@
+"""Alerts, end to end: real stores being written, the real visualizer CLI, a real HTTP receiver.
+
+The receiver is a loopback HTTP server in a thread of the test; the visualizer
+follows a directory of runs into the session's visdom server, with its state
+dir (where sent alerts are remembered) in the test's tmp dir. The helpers here
+serve tests/visualizer/alerts/test_options.py and test_notify.py too.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from snapshot_store import Recorder
+from snapshot_store.exit_codes import ExitCode
+from tests.fixtures.processes import reap
+from tests.visualizer.conftest import wait_until
+from tests.visualizer.sources.test_s3 import upload
+from tests.visualizer.test_live import first_line
+from visualizer.alerts.rules import parse_rule
+from visualizer.server.endpoint import VisdomEndpoint
+
+ROOT = Path(__file__).resolve().parents[3]
+POLL_S = 1.0  # the visualizer's --poll-interval (its default)
+SILENT_MIN = 0.1  # --alert-silent-after: 6 s
+TIMEOUT = 60  # a bound for a start or an exit, not a target
+SECRET = "s3cr3t-tok3n"
+
+
+class Receiver:
+    """A webhook receiver: every JSON body POSTed to it, with when it arrived."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[float, dict[str, Any]]] = []
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                with receiver.lock:
+                    receiver.got.append((time.time(), json.loads(body)))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook?token={SECRET}"
+
+    def alerts(self) -> list[tuple[float, dict[str, Any]]]:
+        with self.lock:
+            return list(self.got)
+
+    def of(self, run: str) -> list[tuple[float, dict[str, Any]]]:
+        return [(t, a) for t, a in self.alerts() if a["run"] == run]
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    receiver = Receiver()
+    thread = threading.Thread(target=receiver.server.serve_forever, daemon=True)
+    thread.start()
+    yield receiver
+    receiver.server.shutdown()
+    receiver.server.server_close()
+    thread.join(5)
+
+
+def visualizer(
+    runs: Path | str,
+    endpoint: VisdomEndpoint,
+    state: Path,
+    log: Path,
+    *options: str,
+    cwd: Path = ROOT,
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen[str]:
+    """The visualizer following ``runs`` into the visdom at ``endpoint``, its stderr in ``log``."""
+    env = {**os.environ, **(env or {}), "XDG_STATE_HOME": str(state), "PYTHONPATH": str(ROOT)}
+    with log.open("a") as stderr:
+        return subprocess.Popen(
+            [sys.executable, str(ROOT / "run_visualizer_local.py"), "--pickle-dir", str(runs),
+             "--port", str(endpoint.port), "--no-start-server", "--poll-interval", str(POLL_S),
+             *options],
+            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True,
+        )  # fmt: skip
+
+
+def stop(proc: subprocess.Popen[str], log: Path) -> str:
+    """SIGTERM ``proc`` (how the trainer ends it); its log, once it exited 0."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        assert proc.wait(timeout=TIMEOUT) == ExitCode.OK, log.read_text()
+    finally:
+        reap(proc)
+    return log.read_text()
+
+
+@contextmanager
+def logging_every(recorders: dict[str, Recorder], interval: float = 0.3) -> Iterator[None]:
+    """Keep logging train/loss to ``recorders`` (the ones still open) so they never go silent."""
+    done = threading.Event()
+
+    def log() -> None:
+        step = 1
+        while not done.wait(interval):
+            for rec in list(recorders.values()):
+                if rec.is_rank_zero and not rec.closed:
+                    rec.log({"loss": 1.0 / step}, step=step)
+            step += 1
+
+    thread = threading.Thread(target=log, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(5)
+
+
+def make_each_event(recs: dict[str, Recorder]) -> dict[str, float]:
+    """Make each run's event happen, one after the other; when each happened, by run."""
+    events = {}
+    silent = recs.pop("silent")  # logs nothing more; its heartbeat goes on (a hung loop)
+    time.sleep(1.0)  # the logging thread is done with it
+    silent.log({"loss": 0.5}, step=1_000)
+    events["silent"] = time.time() + SILENT_MIN * 60
+    recs.pop("ends").close()
+    events["ends"] = time.time()
+    with pytest.raises(RuntimeError), recs.pop("fails"):
+        raise RuntimeError("diverged")
+    events["fails"] = time.time()
+    with pytest.raises(KeyboardInterrupt), recs.pop("stops"):
+        raise KeyboardInterrupt
+    events["stops"] = time.time()
+    recs["nan"].log({"grad_norm": math.nan}, step=3)
+    events["nan"] = time.time()
+    recs["rule"].log({"loss": 3.0}, step=5, group="val")
+    events["rule"] = time.time()
+    return events
+
+
+def check_sent(receiver: Receiver, events: dict[str, float], endpoint: VisdomEndpoint) -> None:
+    """One alert per run, of its kind, each within two polls of its event, saying what happened."""
+    kinds = {"ends": "finished", "fails": "failed", "stops": "stopped",
+             "nan": "non-finite", "rule": "rule", "silent": "silent"}  # fmt: skip
+    sent = receiver.alerts()
+    assert sorted((a["run"], a["event"]) for _, a in sent) == sorted(kinds.items())
+    for arrived, alert in sent:
+        run = alert["run"]
+        assert arrived - events[run] <= 2 * POLL_S, (run, arrived - events[run])
+        assert alert["url"] == endpoint.env_url(run)
+        assert run in alert["content"] and alert["url"] in alert["content"]
+        # Slack reads text (its &<> escaped), Discord content
+        assert html.unescape(alert["text"]) == alert["content"]
+    [(_, nan)], [(_, rule)] = receiver.of("nan"), receiver.of("rule")
+    assert "train/grad_norm = nan at step 3" in nan["content"]
+    assert "val/loss = 3 at step 5" in rule["content"] and "val/loss>2.5" in rule["content"]
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(240)
+def test_each_alert_kind_is_sent_once_in_two_polls_and_never_again_after_a_restart(
+    tmp_path, visdom_server, receiver
+):
+    runs, state, log = tmp_path / "runs", tmp_path / "state", tmp_path / "visualizer.log"
+    names = ("ends", "fails", "stops", "nan", "rule", "silent")
+    recs = {name: Recorder(runs / name / "pickle", flush_interval=0.05) for name in names}
+    opened = list(recs.values())
+    options = ("--alert-webhook", receiver.url, "--alert-rule", "val/loss>2.5",
+               "--alert-silent-after", str(SILENT_MIN))  # fmt: skip
+    try:
+        with logging_every(recs):
+            proc = visualizer(runs, visdom_server.endpoint, state, log, *options)
+            try:
+                assert first_line(proc, log, TIMEOUT).startswith("visdom: ")
+                wait_until(lambda: "alerts to http://127.0.0.1:" in log.read_text(), TIMEOUT)
+                time.sleep(2 * POLL_S)  # every run seen running
+                events = make_each_event(recs)
+                wait_until(lambda: len(receiver.alerts()) >= len(names), 30)
+                time.sleep(2 * POLL_S)  # room for a repeat, were there one
+            finally:
+                first_log = stop(proc, log)
+            check_sent(receiver, events, visdom_server.endpoint)
+            sent = receiver.alerts()
+            # A restart remembers what was sent: nothing again, though every event still holds.
+            proc = visualizer(runs, visdom_server.endpoint, state, log, *options)
+            try:
+                assert first_line(proc, log, TIMEOUT).startswith("visdom: ")
+                time.sleep(3 * POLL_S)
+            finally:
+                second_log = stop(proc, log)
+            assert receiver.alerts() == sent
+    finally:
+        for rec in opened:
+            rec.close()
+    assert SECRET not in first_log + second_log
+    assert list((state / "remote-train-monitor" / "alerts").glob("*.json"))
+
+
+@pytest.mark.integration
+def test_a_run_that_ended_before_alerts_watched_it_is_history_not_news(
+    tmp_path, visdom_server, receiver
+):
+    """Pointing a new visualizer at yesterday's sweep sends nothing; its runs are remembered."""
+    runs, log = tmp_path / "runs", tmp_path / "visualizer.log"
+    for name in ("old-1", "old-2"):
+        with Recorder(runs / name / "pickle") as rec:
+            rec.log({"loss": math.nan}, step=0)
+    proc = visualizer(runs, visdom_server.endpoint, tmp_path / "state", log, "--once",
+                      "--alert-webhook", receiver.url)  # fmt: skip
+    try:
+        assert proc.wait(timeout=TIMEOUT) == ExitCode.OK, log.read_text()
+    finally:
+        reap(proc)
+    assert receiver.alerts() == []
+    assert "run 'old-1' had ended before alerts watched it: no alert" in log.read_text()
+    (memory,) = (tmp_path / "state" / "remote-train-monitor" / "alerts").glob("*.json")
+    saved = json.loads(memory.read_text())
+    assert saved["source"] == str(runs)
+    finished, non_finite = saved["runs"]["old-1"]
+    assert finished.startswith("finished@") and non_finite == "non-finite:train/loss"
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(180)
+def test_an_s3_run_is_alerted_once_and_remembered_outside_the_bucket(
+    tmp_path, s3_bucket, visdom_server, receiver
+):
+    store, state, log = tmp_path / "exp1" / "pickle", tmp_path / "state", tmp_path / "vis.log"
+    url = s3_bucket.uri("team/exp1/pickle")
+    rec = Recorder(store, flush_interval=0.05)
+    rec.log({"loss": 1.0}, step=0)
+    rec.flush()
+    upload(s3_bucket, store, "team/exp1/pickle/")
+    try:
+        proc = visualizer(url, visdom_server.endpoint, state, log,
+                          "--alert-webhook", receiver.url)  # fmt: skip
+        try:
+            assert first_line(proc, log, TIMEOUT).startswith("visdom: ")
+            rec.close()
+            upload(s3_bucket, store, "team/exp1/pickle/")  # as the transfer hook does
+            wait_until(receiver.alerts, 60)
+        finally:
+            stop(proc, log)
+    finally:
+        rec.close()
+    proc = visualizer(url, visdom_server.endpoint, state, log, "--once",
+                      "--alert-webhook", receiver.url)  # fmt: skip
+    try:
+        assert proc.wait(timeout=TIMEOUT) == ExitCode.OK, log.read_text()
+    finally:
+        reap(proc)
+    ((_, alert),) = receiver.alerts()  # once: not again after the restart
+    assert (alert["run"], alert["event"]) == ("exp1", "finished")
+    assert all(key.startswith("team/exp1/pickle/") for key in s3_bucket.keys())
+    (memory,) = (state / "remote-train-monitor" / "alerts").glob("*.json")
+    assert json.loads(memory.read_text())["source"] == url + "/"  # as the visualizer names it
+
+
+@pytest.mark.parametrize(
+    ("text", "series", "holds", "fails"),
+    [
+        ("val/loss>2.5", ("val", "loss"), 2.6, 2.5),
+        (" val/loss >= 2.5 ", ("val", "loss"), 2.5, 2.4),
+        ("train/acc<0.1", ("train", "acc"), 0.05, 0.1),
+        ("Loss/train/total<=1e-3", ("Loss", "train/total"), 1e-3, 2e-3),
+        ("loss>2", ("", "loss"), 2.5, 2.0),
+        ("lr/lr==0", ("lr", "lr"), 0.0, 0.1),
+        ("lr/lr!=0.1", ("lr", "lr"), 0.2, 0.1),
+    ],
+)
+def test_a_rule_compares_a_series_last_value(text, series, holds, fails):
+    rule = parse_rule(text)
+    assert rule.key == series and rule.holds(holds) and not rule.holds(fails)
+
+
+@pytest.mark.parametrize("text", ["val/loss", "val/loss>", ">2", "val/loss>nan", "val/loss=>2"])
+def test_a_bad_rule_says_what_a_rule_is(text):
+    with pytest.raises(ValueError, match=r"e\.g\. (')?val/loss"):
+        parse_rule(text)

@@ -1,0 +1,61 @@
+"""Hyperparameter tables from the runs' stored options."""
+
+from __future__ import annotations
+
+import math
+
+from snapshot_store.reader import Update
+from visualizer.model.rundata import RunData
+from visualizer.panes.hparams import comparison_table, last_value, options_of, run_table, sort_runs
+
+
+def run(name: str, options: dict | None, loss: list[float] | None = None) -> RunData:
+    data = RunData(name)
+    data.apply(Update(meta={"name": name, "options": options} if options is not None else None))
+    if loss:
+        steps = list(range(len(loss)))
+        data.apply(Update(scalars=[("val", "loss", steps, steps, [0.0] * len(loss), loss)]))
+    return data
+
+
+def test_a_runs_options_are_listed_escaped_and_cut():
+    table = run_table(run("a", {"lr": 0.1, "note": "<b>" + "x" * 200}))
+    assert "<td style" in table and "0.1" in table and "&lt;b&gt;" in table
+    assert "x" * 100 not in table and "…" in table
+    assert "stored no options" in run_table(run("b", None))
+
+
+def test_options_that_differ_are_columns_and_shared_ones_one_line():
+    runs = [run("a", {"lr": 0.1, "seed": 1}), run("b", {"lr": 0.01, "seed": 1})]
+    table = comparison_table(runs, None)
+    assert ">lr</th>" in table and ">seed</th>" not in table
+    assert "same in every run: seed=1" in table
+    assert options_of(runs[0]) == {"lr": "0.1", "seed": "1"}
+
+
+def test_one_path_spelled_two_ways_is_not_a_difference():
+    runs = [
+        run("a", {"checkpoints_dir": "checkpoints", "dataroot": "data/a"}),
+        run("b", {"checkpoints_dir": "./checkpoints/", "dataroot": "data/b"}),
+    ]
+    table = comparison_table(runs, None)
+    assert ">checkpoints_dir</th>" not in table and ">dataroot</th>" in table
+    assert "same in every run: checkpoints_dir=checkpoints" in table
+
+
+def test_runs_sort_by_the_last_value_of_a_series_missing_and_nan_last():
+    runs = [
+        run("a", {}, [1.0, 0.5]),
+        run("b", {}, [0.9, 0.2]),
+        run("c", {}),
+        run("d", {}, [math.nan]),
+        run("e", {}, [0.1, 0.7]),
+    ]
+    key = ("val", "loss")
+    assert last_value(runs[1], key) == 0.2 and last_value(runs[2], key) is None
+    assert [r.name for r in sort_runs(runs, key)] == ["b", "a", "e", "c", "d"]
+    assert [r.name for r in sort_runs(runs, key, descending=True)] == ["e", "a", "b", "c", "d"]
+    assert [r.name for r in sort_runs(runs, None)] == ["a", "b", "c", "d", "e"]
+    table = comparison_table(runs, key, links={"b": "http://h/env/b"})
+    assert table.index('<a href="http://h/env/b">b</a>') < table.index(">a<")
+    assert "val/loss (last)" in table

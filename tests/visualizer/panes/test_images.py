@@ -1,0 +1,111 @@
+"""Image panes: sized to the whole image plus the pane's caption and slider."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+from snapshot_store.reader import Update
+from visualizer.model.rundata import IMAGE_HISTORY, ImageSnapshot, RunData
+from visualizer.panes.images import ImagePanes, image_message, png_size
+
+
+def png(width: int, height: int) -> bytes:
+    """A real (blank, grey) PNG of ``width`` x ``height``."""
+    raw = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
+
+
+def test_png_size_reads_the_header_and_refuses_other_bytes():
+    assert png_size(png(30, 20)) == (30, 20)
+    assert png_size(b"GIF89a" + b"\x00" * 30) is None
+
+
+def test_a_small_image_is_scaled_up_and_the_pane_has_room_for_caption_and_slider():
+    message = image_message("env", ImageSnapshot("images", "predictions", 7, png(28, 28)))
+    opts = message["opts"]
+    assert opts["title"] == "predictions" and opts["width"] == 240
+    assert opts["height"] > 240  # the image's 240 plus the pane's caption and slider
+    content = message["data"][0]
+    assert content["type"] == "image_history"
+    assert content["content"]["caption"] == "predictions @ step 7"
+    assert message["win"] == "image_images_predictions"
+
+
+def test_a_big_image_is_bounded_keeping_its_shape():
+    opts = image_message("env", ImageSnapshot("val", "grid", 1, png(2000, 1000)))["opts"]
+    assert opts["title"] == "val/grid" and opts["width"] == 640
+
+
+class PostLog:
+    """Stands in for the visdom client: records (route, window, snapshots) and answers as
+    visdom does to an update of a window it does not have."""
+
+    def __init__(self) -> None:
+        self.posts: list[tuple[str, str, int]] = []
+        self.missing: set[str] = set()  # windows the server has lost (closed on a page)
+
+    def post(self, route: str, msg: dict) -> str:
+        self.posts.append((route, msg["win"], len(msg["data"])))
+        if route == "update" and msg["win"] in self.missing:
+            return "win does not exist"
+        if route == "events":
+            self.missing.discard(msg["win"])
+        return msg["win"]
+
+
+def log_images(run: RunData, name: str, steps: range) -> None:
+    run.apply(Update(images=[("images", name, s, 0, 0.0, png(4, 4)) for s in steps]))
+
+
+def test_a_pane_is_drawn_once_with_its_history_then_only_appended_to():
+    # Drawing a pane again in place under an open page (a shorter history than the
+    # page's slider position) blanked the whole page: a pane's history never shrinks.
+    client, run = PostLog(), RunData("r")
+    panes = ImagePanes(client, "env")  # type: ignore[arg-type]
+    log_images(run, "pred", range(2 * IMAGE_HISTORY))
+    panes.sync(run)
+    assert client.posts == [("events", "image_images_pred", IMAGE_HISTORY)]
+    for start in range(2 * IMAGE_HISTORY, 5 * IMAGE_HISTORY, 7):
+        log_images(run, "pred", range(start, start + 7))
+        panes.sync(run)
+    assert {route for route, _, _ in client.posts[1:]} == {"update"}
+    assert len(client.posts) == 1 + 3 * IMAGE_HISTORY + 1
+
+
+def test_every_message_tells_the_server_how_many_snapshots_a_pane_keeps():
+    snapshots = [ImageSnapshot("images", "p", step, png(4, 4)) for step in range(3)]
+    message = image_message("env", *snapshots)
+    assert message["opts"]["history"] == IMAGE_HISTORY
+    assert [d["content"]["caption"] for d in message["data"]] == [f"p @ step {i}" for i in range(3)]
+    assert message["opts"]["width"] == 240  # sized by the newest
+
+
+def test_a_pane_the_server_lost_is_drawn_again_with_the_panes_after_it():
+    client, run = PostLog(), RunData("r")
+    panes = ImagePanes(client, "env")  # type: ignore[arg-type]
+    log_images(run, "a", range(3))
+    log_images(run, "b", range(3))
+    panes.sync(run)
+    client.missing.add("image_images_a")  # closed on a page
+    client.posts.clear()
+    log_images(run, "a", range(3, 4))
+    log_images(run, "b", range(3, 4))
+    panes.sync(run)
+    assert client.posts == [
+        ("update", "image_images_a", 1),
+        ("events", "image_images_a", 4),
+        ("events", "image_images_b", 4),  # the page puts a redrawn pane last: keep the order
+    ]

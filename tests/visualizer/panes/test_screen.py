@@ -1,0 +1,55 @@
+"""The display loop's bookkeeping: which page to look at, links to a run's CSV, redraw waits."""
+
+from __future__ import annotations
+
+import math
+from html import escape as html_escape
+
+from visualizer.panes.screen import Screen, download_link
+from visualizer.server.client import VisdomClient
+from visualizer.server.endpoint import VisdomEndpoint
+from visualizer.sources.download import CsvDownloads, export_command
+
+
+def _screen(pages: list[str]) -> Screen:
+    client = VisdomClient(VisdomEndpoint())  # nothing is sent: no sync here
+    return Screen(client, "runs", max_points=2000, on_page=pages.append)
+
+
+def test_the_page_is_the_runs_env_then_the_comparison_announced_once_each() -> None:
+    pages: list[str] = []
+    screen = _screen(pages)
+    screen.announce_page()
+    assert screen.page_env is None and pages == [], "no run yet: nothing to look at"
+    screen.add_run("a", "env_a", "/store/a")
+    screen.announce_page()
+    screen.announce_page()
+    assert pages == ["env_a"]
+    screen.add_run("b", "env_b", "/store/b")
+    assert screen.page_env is None, "two runs and no comparison: no one page"
+    screen.add_comparison("env_compare")
+    screen.announce_page()
+    assert pages == ["env_a", "env_compare"]
+    assert screen.compare is not None and set(screen.compare.links) == {"a", "b"}
+
+
+def test_without_the_download_server_the_link_is_the_export_command() -> None:
+    html = download_link(None, "run1", "/store")
+    assert html_escape(export_command("/store", "run1"), quote=False) in html
+
+
+def test_with_the_download_server_the_run_is_offered_and_linked() -> None:
+    downloads = CsvDownloads()
+    downloads.start()
+    try:
+        html = download_link(downloads, "run1", "/store")
+        assert downloads.stores == {"run1": "/store"}
+        assert downloads.url("run1") in html
+    finally:
+        downloads.stop()
+
+
+def test_nothing_held_back_means_no_redraw_wait() -> None:
+    screen = _screen([])
+    screen.add_run("a", "env_a", "/store/a")
+    assert screen.redraw_wait() == math.inf

@@ -1,0 +1,51 @@
+"""Page events reach the visualizer: a page's socket forwards pane events, VisdomEvents files them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import websocket
+
+from tests.visualizer.conftest import wait_until
+from visualizer.panes.view import CONTROLS_WIN, ViewSettings, controls_message
+from visualizer.server.client import VisdomClient
+
+pytestmark = pytest.mark.integration
+
+
+def test_pane_events_are_filed_in_order_under_their_env_and_window(visdom_server, run_name):
+    client = VisdomClient(visdom_server.endpoint)
+    client.post("events", controls_message(run_name, ViewSettings()))
+    woken = []
+    client.events.on_event = lambda: woken.append(True)
+    mine = client.events.subscribe(run_name, CONTROLS_WIN)
+    other = client.events.subscribe(f"{run_name}-other", CONTROLS_WIN)
+    # The page's side: visdom's own browser socket, sending what its properties pane sends.
+    page = websocket.create_connection(f"ws://127.0.0.1:{visdom_server.endpoint.port}/socket")
+
+    def send(value: str) -> None:
+        message = {"event_type": "PropertyUpdate", "propertyId": 0, "value": value}
+        data = {"target": CONTROLS_WIN, "eid": run_name, **message}
+        page.send(json.dumps({"cmd": "forward_to_vis", "data": data}))
+
+    try:
+        # The listener opens in the background; until it has, events are not for us yet.
+        wait_until(lambda: send("probe") or _drain(mine), timeout=30, interval=0.3)
+        _drain(mine)
+        for value in ("0.7", "0.8", "0.9"):
+            send(value)
+        got: list[str] = []
+        wait_until(lambda: got.extend(v for v in _drain(mine) if v != "probe") or len(got) == 3)
+    finally:
+        page.close()
+        client.close()
+    assert got == ["0.7", "0.8", "0.9"] and woken
+    assert other.empty()
+
+
+def _drain(events) -> list[str]:
+    out = []
+    while not events.empty():
+        out.append(events.get_nowait()["value"])
+    return out

@@ -1,0 +1,131 @@
+"""Each run's CSV from the visualizer's loopback server: the same bytes as `visualizer export`."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from snapshot_store import Recorder
+from tests.visualizer.conftest import following, wait_until
+from visualizer.sources.download import HOST, CsvDownloads, export_command
+from visualizer.sources.export import export_csv
+
+pytestmark = pytest.mark.integration  # starts an HTTP server
+
+
+def test_the_options_pane_links_to_the_runs_csv_which_matches_export(
+    tmp_path, visdom_server, reader, run_name
+):
+    store = tmp_path / "a run" / "pickle"
+    with Recorder(store, options={"lr": 0.1}, flush_interval=0.05) as rec:
+        for step in range(30):
+            rec.log({"loss": 1 / (step + 1)}, step=step)
+            rec.log({"accuracy": step / 30}, step=step, group="val")
+    with (
+        CsvDownloads() as downloads,
+        following(store, visdom_server.endpoint, env=run_name, downloads=downloads),
+    ):
+        url = downloads.url("a run")
+        assert url.endswith("/runs/a%20run.csv")
+        wait_until(lambda: url in reader.windows(run_name)["options"]["content"])
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            assert answer.headers["Content-Type"].startswith("text/csv")
+            assert "attachment" in answer.headers["Content-Disposition"]
+            body = answer.read().decode()
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(downloads.url("other"), timeout=10)
+    expected = io.StringIO()
+    export_csv(str(store), expected)
+    assert body == expected.getvalue() and body.count("\n") == 61
+
+
+def test_without_the_server_the_pane_shows_the_export_command(
+    tmp_path, visdom_server, reader, run_name
+):
+    from visualizer.follower import Follower
+    from visualizer.server.client import VisdomClient
+
+    store = tmp_path / run_name / "pickle"
+    with Recorder(store) as rec:
+        rec.log({"loss": 1.0}, step=0)
+    Follower(str(store), VisdomClient(visdom_server.endpoint)).run_once()
+    pane = reader.windows(run_name)["options"]["content"]
+    assert f"python -m visualizer export --pickle-dir {store}" in pane
+
+
+def test_s3_runs_with_keys_as_s3_allows_them_are_followed_and_downloaded(
+    tmp_path, s3_bucket, visdom_server, reader, run_name
+):
+    from tests.visualizer.sources.test_s3 import upload
+
+    runs = {"run #1?v=2": 1.0, "läuft 2": 3.0}  # '#', '?', spaces and unicode: legal in keys
+    for name, scale in runs.items():
+        store = tmp_path / name / "pickle"
+        with Recorder(store, flush_interval=0.05) as rec:
+            for step in range(10):
+                rec.log({"loss": scale * step}, step=step)
+        upload(s3_bucket, store, f"{run_name}/my sweep #3/{name}/pickle/")
+    prefix = s3_bucket.uri(f"{run_name}/my sweep #3/")
+    with (
+        CsvDownloads() as downloads,
+        following(prefix, visdom_server.endpoint, env=run_name, downloads=downloads),
+    ):
+        compare = f"{run_name}_compare"
+        wait_until(lambda: set(reader.traces(compare, "compare_train_loss")) == set(runs))
+        with urllib.request.urlopen(downloads.url("run #1?v=2"), timeout=10) as answer:
+            body = answer.read().decode()
+    expected = io.StringIO()
+    export_csv(f"{prefix}run #1?v=2/pickle", expected)
+    assert body == expected.getvalue() and body.count("\n") == 11
+    assert body.splitlines()[1].startswith("run #1?v=2,train,train/loss,0,")
+
+
+def test_a_store_that_can_not_be_read_answers_one_line_not_a_traceback(capfd):
+    with CsvDownloads() as downloads:
+        downloads.stores["gone"] = "s3://not a bucket/run/pickle/"
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(downloads.url("gone"), timeout=10)
+        assert err.value.code == 502
+        assert "'not a bucket' is not a bucket name" in err.value.read().decode()
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_download_closed_early_is_a_debug_line(tmp_path, capfd, caplog):
+    store = tmp_path / "long" / "pickle"
+    with Recorder(store, flush_interval=1.0) as rec:
+        for step in range(60_000):  # a CSV of some MB: more than the sockets hold
+            rec.log_scalar("loss", 1.0 / (step + 1), step)
+    caplog.set_level(logging.DEBUG, logger="visualizer.sources.download")
+    with CsvDownloads() as downloads:
+        downloads.stores["long"] = str(store)
+        with socket.create_connection((HOST, downloads.port), timeout=10) as browser:
+            browser.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            browser.sendall(f"GET {urlsplit(downloads.url('long')).path} HTTP/1.1\r\n\r\n".encode())
+            assert browser.recv(64).startswith(b"HTTP/1.0 200")
+            # closed with the body unread: the server's write fails mid-way
+        wait_until(lambda: "closed the connection" in caplog.text)
+    assert "Traceback" not in capfd.readouterr().err
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_the_export_command_the_pane_shows_runs_as_written(tmp_path):
+    name = "run #1 'b'?"  # shell-special characters, legal in a run's name and an S3 key
+    store = tmp_path / "my runs" / name / "pickle"
+    with Recorder(store) as rec:
+        for step in range(3):
+            rec.log({"loss": 1.0}, step=step)
+    bin_dir = Path(sys.executable).parent  # `python` is this interpreter, as in a venv
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    command = export_command(str(store), name)
+    subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, check=True, timeout=60)
+    assert (tmp_path / f"{name}.csv").read_text().count("\n") == 4

@@ -1,0 +1,86 @@
+"""``python -m visualizer export --kind``: the extra record kinds as JSON lines."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from remote_train_monitor import SummaryWriter
+from snapshot_store import ExitCode, Recorder
+from visualizer.__main__ import main
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = tmp_path / "myrun" / "pickle"
+    with Recorder(store, rank=0) as rec:
+        rec.log({"loss": 1.0}, step=0)
+        rec.log_record("text", "notes", {"text": "hello"}, 1, wall_time=5.0)
+        rec.log_record("hparams", "hparams", {"hparams": {"lr": 0.1}, "metrics": {"acc": 0.5}}, 0)
+        rec.log_image("sample", np.zeros((4, 4, 3), np.uint8), 2, dataformats="HWC")
+        rec.log_record("audio", "a", {"wav": b"RIFF-bytes", "sample_rate": 8000.0}, 3)
+    return store
+
+
+def _lines(capsys) -> list[dict]:
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def test_one_kind_is_exported_as_json_lines(store, capsys):
+    assert main(["export", "--pickle-dir", str(store), "--kind", "text"]) == ExitCode.OK
+    assert _lines(capsys) == [
+        {
+            "run": "myrun",
+            "kind": "text",
+            "tag": "notes",
+            "step": 1,
+            "wall_time": 5.0,
+            "data": {"text": "hello"},
+        }
+    ]
+
+
+def test_all_kinds_carry_their_bytes_as_base64(store, capsys):
+    assert main(["export", "--pickle-dir", str(store), "--kind", "all"]) == ExitCode.OK
+    lines = {line["kind"]: line for line in _lines(capsys)}
+    assert set(lines) == {"text", "hparams", "audio", "image"}
+    assert base64.b64decode(lines["audio"]["data"]["wav"]) == b"RIFF-bytes"
+    assert base64.b64decode(lines["image"]["data"]["png"]).startswith(b"\x89PNG")
+    assert lines["image"]["tag"] == "images/sample" and lines["hparams"]["data"]["metrics"] == {
+        "acc": 0.5
+    }
+
+
+def test_the_default_is_still_the_csv_of_scalars(store, capsys):
+    assert main(["export", "--pickle-dir", str(store)]) == ExitCode.OK
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "run,group,tag,step,epoch,wall_time,value" and len(out) == 2
+
+
+def test_an_unknown_kind_is_a_usage_error_listing_the_kinds(store, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["export", "--pickle-dir", str(store), "--kind", "pie"])
+    assert exit_info.value.code == ExitCode.USAGE
+    assert "invalid choice: 'pie'" in capsys.readouterr().err
+
+
+def test_a_store_from_before_names_were_kept_exports_as_before(capsys):
+    v1 = Path(__file__).parents[2] / "snapshot_store" / "data" / "store_v1"
+    assert main(["export", "--pickle-dir", str(v1)]) == ExitCode.OK
+    rows = {tuple(line.split(",")[1:3]) for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows == {("train", "train/acc"), ("train", "train/loss")}
+    assert main(["export", "--pickle-dir", str(v1), "--kind", "image"]) == ExitCode.OK
+    assert {line["tag"] for line in _lines(capsys)} == {"images/sample"}
+
+
+def test_kept_names_are_exported_as_logged(tmp_path, capsys):
+    with SummaryWriter(tmp_path / "run") as writer:
+        for tag in ("loss", "train_loss", "train/loss", "a/b/c"):
+            writer.add_scalar(tag, 1.0, 0)
+    assert main(["export", "--pickle-dir", str(tmp_path / "run")]) == ExitCode.OK
+    rows = {tuple(line.split(",")[1:3]) for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows == {("", "loss"), ("", "train_loss"), ("train", "train/loss"), ("a", "a/b/c")}

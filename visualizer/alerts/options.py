@@ -1,0 +1,139 @@
+"""The follow command's alert options, checked at start, and the alerts they turn on."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from transfer_plugins.hooks import TransferSpecError, resolve_callable
+from visualizer.follower import Follower
+
+from .notify import NTFY_EXAMPLE, AlertSender, check_plugin, check_webhook
+from .rules import DEFAULT_SILENT_AFTER_MINUTES, AlertMemory, AlertWatch, Rule, parse_rule
+
+log = logging.getLogger(__name__)
+
+# How long a visualizer that is asked to stop still tries to deliver queued alerts.
+CLOSE_TIMEOUT_S = 15.0
+
+
+def _rule(text: str) -> Rule:
+    try:
+        return parse_rule(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _webhook(text: str) -> str:
+    try:
+        return check_webhook(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of minutes, 0 or more")
+    return value
+
+
+def add_alert_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--alert-webhook``, ``--alert-cmd``, ``--alert-rule``, ``--alert-silent-after``."""
+    group = parser.add_argument_group(
+        "alerts",
+        "tell a person when a run failed, stopped, finished, went silent, logged NaN/inf, "
+        "or meets a rule; each event once, remembered across restarts (docs/viewer.md)",
+    )
+    group.add_argument(
+        "--alert-webhook",
+        type=_webhook,
+        default=None,
+        metavar="URL",
+        help="POST each alert as JSON (text, content: Slack, Discord; ntfy: "
+        f"{NTFY_EXAMPLE.replace('%', '%%')})",
+    )
+    group.add_argument(
+        "--alert-cmd",
+        default=None,
+        metavar="MODULE.FUNC",
+        help="call FUNC(alert) for each alert (alert: a dict of run, event, detail, url, text), "
+        "like --remote-transfer-cmd: MODULE.py in the working directory or installed",
+    )
+    group.add_argument(
+        "--alert-rule",
+        type=_rule,
+        action="append",
+        default=[],
+        metavar="'NAME>X'",
+        help="alert when a series' last value compares so (> >= < <= == !=); repeatable",
+    )
+    group.add_argument(
+        "--alert-silent-after",
+        type=_minutes,
+        default=DEFAULT_SILENT_AFTER_MINUTES,
+        metavar="MINUTES",
+        help="alert when a running run logs nothing for this long; 0: never (default %(default)g)",
+    )
+
+
+def _checker(watch: AlertWatch, follower: Follower) -> Callable[[float], None]:
+    """What the follow loop calls after each pass: a failing check is logged, never its end."""
+    endpoint = follower.client.endpoint
+    failed: list[bool] = []
+
+    def check(now: float) -> None:
+        runs = ((f.data, endpoint.env_url(f.env)) for f in follower.feeds.values())
+        try:
+            watch.check(runs, now)
+        except Exception:
+            if not failed:  # once: it would fail the same way on every pass
+                log.exception("checking the runs for alerts failed; following goes on")
+            failed.append(True)
+
+    return check
+
+
+@contextmanager
+def alerting(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, follower: Follower
+) -> Iterator[AlertSender | None]:
+    """Alerts for ``follower``'s runs while in the block, as ``args`` ask; None without any.
+
+    A wrong ``--alert-cmd``, or rules without a destination, end the program
+    (usage error) before anything starts. Leaving the block delivers what is
+    queued, for at most :data:`CLOSE_TIMEOUT_S`.
+    """
+    if args.alert_webhook is None and args.alert_cmd is None:
+        if args.alert_rule:
+            parser.error("--alert-rule needs --alert-webhook URL or --alert-cmd MODULE.FUNC")
+        yield None
+        return
+    memory = AlertMemory.for_source(str(follower.runs))
+    sender = AlertSender(memory)
+    if args.alert_cmd is not None:
+        try:
+            plugin = resolve_callable(args.alert_cmd, "--alert-cmd", "myalerts.notify")
+            check_plugin(plugin, args.alert_cmd)
+        except (TransferSpecError, ValueError) as err:
+            parser.error(str(err))
+        sender.add_plugin(args.alert_cmd, plugin)
+    if args.alert_webhook is not None:
+        sender.add_webhook(args.alert_webhook)
+    silent = args.alert_silent_after * 60 if args.alert_silent_after > 0 else None
+    watch = AlertWatch(memory, sender.send, args.alert_rule, silent)
+    follower.on_pass = _checker(watch, follower)
+    log.info(
+        "alerts to %s; sent ones remembered in %s",
+        " and ".join(d.name for d in sender.destinations),
+        memory.path,
+    )
+    try:
+        yield sender
+    finally:
+        sender.close(CLOSE_TIMEOUT_S)

@@ -1,0 +1,241 @@
+"""Alerts: telling a person when a followed run needs them, once per event.
+
+Events, per run: it **failed**, was **stopped** or **finished** (its status
+document's state); it went **silent** (running, but no value logged for
+``--alert-silent-after`` minutes: a killed trainer and a hung one alike); a
+series logged a **non-finite** value (NaN, +/-inf); a **rule** on a series'
+last value holds (``--alert-rule 'val/loss>2.5'``).
+
+Each event fires once. What was sent is remembered per run in a small JSON file
+in the user's state dir (:mod:`visualizer.userdirs`), one per followed location,
+so a restarted visualizer does not send it again. A run that had already ended
+before this visualizer started, and that no visualizer told about before, is
+history, not news: its events are remembered without an alert.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import operator
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from snapshot_store.tags import tag_of
+from visualizer.model.rundata import RunData, SeriesKey
+from visualizer.model.status import format_duration, last_activity
+from visualizer.panes.compare import parse_sort_by
+from visualizer.userdirs import user_state_dir, write_if_changed
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SILENT_AFTER_MINUTES = 10.0
+ENDED = ("failed", "stopped", "finished")
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    "<": operator.lt,
+}
+_RULE = re.compile(r"^(?P<series>[^<>=!]*?)\s*(?P<op>>=|<=|==|!=|>|<)\s*(?P<value>.*)$")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``NAME OP NUMBER`` (the series' name as logged): holds when its last value compares so."""
+
+    key: SeriesKey
+    op: str
+    threshold: float
+
+    def __str__(self) -> str:
+        return f"{tag_of(*self.key)}{self.op}{self.threshold:g}"
+
+    def holds(self, value: float) -> bool:
+        """Whether ``value`` (a finite last value) meets the rule."""
+        return _OPS[self.op](value, self.threshold)
+
+
+def parse_rule(text: str) -> Rule:
+    """``text`` as a :class:`Rule`; ValueError saying what is wrong and what is expected."""
+    example = "e.g. 'val/loss>2.5' or 'train_loss<=0.1'"
+    match = _RULE.match(text.strip())
+    if match is None or not match["series"]:
+        raise ValueError(
+            f"{text!r} is not a rule: a series' name as logged, then one of {' '.join(_OPS)}, then a number "
+            f"({example})"
+        )
+    key = parse_sort_by(match["series"])
+    try:
+        threshold = float(match["value"])
+    except ValueError:
+        threshold = float("nan")
+    if not np.isfinite(threshold):
+        raise ValueError(f"{text!r}: {match['value']!r} is not a finite number ({example})")
+    return Rule(key, match["op"], threshold)
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One event of one run: what a webhook or an ``--alert-cmd`` plugin is given."""
+
+    run: str
+    event: str  # failed, stopped, finished, silent, non-finite, rule
+    detail: str  # what happened, in words: "failed at step 120"
+    url: str  # the run's page
+    key: str  # the event's identity, remembered once sent
+    time: float
+
+    @property
+    def text(self) -> str:
+        """One line naming the run, the event and the page."""
+        return f"run {self.run!r} {self.detail} ({self.event}): {self.url}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain fields, ``text``, and a short ``title`` (run: event)."""
+        return {**asdict(self), "text": self.text, "title": f"{self.run}: {self.event}"}
+
+
+class AlertMemory:
+    """Which alerts were sent, per run; kept in one JSON file per followed location."""
+
+    def __init__(self, path: Path, source: str) -> None:
+        self.path, self.source = path, source
+        self._lock = threading.Lock()
+        self._runs: dict[str, set[str]] = {}
+        try:
+            saved = json.loads(path.read_text())
+            self._runs = {run: set(keys) for run, keys in saved["runs"].items()}
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            log.warning(
+                "alerts sent before can not be read from %s (%s): starting afresh", path, err
+            )
+
+    @classmethod
+    def for_source(cls, source: str) -> AlertMemory:
+        """The memory of the runs at ``source`` (a directory or an s3:// URL), in the state dir."""
+        digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+        return cls(user_state_dir() / "alerts" / f"{digest}.json", source)
+
+    def knows(self, run: str) -> bool:
+        """Whether ``run`` was seen by a visualizer sending alerts before."""
+        with self._lock:
+            return run in self._runs
+
+    def sent(self, run: str, key: str) -> bool:
+        """Whether the event ``key`` of ``run`` was sent."""
+        with self._lock:
+            return key in self._runs.get(run, ())
+
+    def remember(self, run: str, keys: Iterable[str] = ()) -> None:
+        """Record ``run`` as seen and ``keys`` as sent, on disk at once."""
+        with self._lock:
+            self._runs.setdefault(run, set()).update(keys)
+            document = {
+                "source": self.source,
+                "runs": {name: sorted(sent) for name, sent in sorted(self._runs.items())},
+            }
+            try:
+                write_if_changed(self.path, json.dumps(document, indent=1).encode())
+            except OSError as err:  # a full or read-only home: alerts still go out
+                log.warning("can not record sent alerts in %s: %s", self.path, err)
+
+
+class AlertWatch:
+    """Finds each run's events on every pass of the follow loop and hands new ones to ``send``."""
+
+    def __init__(
+        self,
+        memory: AlertMemory,
+        send: Callable[[Alert], None],
+        rules: Iterable[Rule] = (),
+        silent_after: float | None = DEFAULT_SILENT_AFTER_MINUTES * 60,
+    ) -> None:
+        self.memory, self.send = memory, send
+        self.rules = list(rules)
+        self.silent_after = silent_after  # seconds; None: never
+        self.started = time.time()
+        self._fired: set[tuple[str, str]] = set()
+        # (run, series) -> (points checked for non-finite values, the series' rewinds then)
+        self._checked: dict[tuple[str, SeriesKey], tuple[int, int]] = {}
+
+    def check(self, runs: Iterable[tuple[RunData, str]], now: float) -> None:
+        """Send each new event of ``runs``, given as (data, page URL) pairs."""
+        for run, url in runs:
+            alerts = [
+                a for a in self._events(run, url, now) if (run.name, a.key) not in self._fired
+            ]
+            if not self.memory.knows(run.name):
+                if self._ended_before_start(run):
+                    log.info("run %r had ended before alerts watched it: no alert", run.name)
+                    self.memory.remember(run.name, (a.key for a in alerts))
+                    continue
+                self.memory.remember(run.name)
+            for alert in alerts:
+                self._fired.add((run.name, alert.key))
+                if not self.memory.sent(run.name, alert.key):
+                    log.info("alert: %s", alert.text)
+                    self.send(alert)
+
+    def _ended_before_start(self, run: RunData) -> bool:
+        status = run.status or {}
+        updated = status.get("updated")
+        return (
+            status.get("state") in ENDED
+            and isinstance(updated, int | float)
+            and updated < self.started
+        )
+
+    def _events(self, run: RunData, url: str, now: float) -> Iterator[Alert]:
+        def alert(event: str, detail: str, key: str) -> Alert:
+            return Alert(run.name, event, detail, url, key, now)
+
+        status = run.status or {}
+        state, step = status.get("state"), status.get("step")
+        at_step = f" at step {step}" if isinstance(step, int) else ""
+        if state in ENDED:
+            verb = "was stopped" if state == "stopped" else state
+            yield alert(str(state), f"{verb}{at_step}", f"{state}@{status.get('start_time')}")
+        elif state == "running" and self.silent_after is not None:
+            last = last_activity(status)
+            if last is not None and now - last >= self.silent_after:
+                quiet = format_duration(now - last)
+                since = f", since step {step}" if isinstance(step, int) else ""
+                yield alert("silent", f"has logged nothing for {quiet}{since}", f"silent@{last}")
+        yield from self._non_finite(run, alert)
+        for rule in self.rules:
+            series = run.series.get(rule.key)
+            if series is None or not len(series):
+                continue
+            value = float(series.values(len(series) - 1)[0])
+            if np.isfinite(value) and rule.holds(value):
+                detail = f"has {tag_of(*rule.key)} = {value:g} at step {series.step_at(-1)}"
+                yield alert("rule", f"{detail}, and the rule is {rule}", f"rule:{rule}")
+
+    def _non_finite(self, run: RunData, alert: Callable[[str, str, str], Alert]) -> Iterator[Alert]:
+        """The first non-finite value of each series, looking only at points not checked yet."""
+        for key, series in run.series.items():
+            checked, rewinds = self._checked.get((run.name, key), (0, series.rewinds))
+            start = checked if rewinds == series.rewinds else 0  # merged points: check all again
+            self._checked[(run.name, key)] = (len(series), series.rewinds)
+            if start >= len(series):
+                continue
+            bad = np.flatnonzero(~np.isfinite(series.values(start)))
+            if len(bad):
+                index = start + int(bad[0])
+                value = float(series.values(index, index + 1)[0])
+                name = tag_of(*key)
+                detail = f"logged {name} = {value} at step {series.step_at(index)}"
+                yield alert("non-finite", detail, f"non-finite:{name}")

@@ -1,0 +1,68 @@
+"""Plotly traces as visdom draws them: the x of a wall time, JSON-safe values, colors, a line.
+
+Shared by :mod:`visualizer.panes.plotwindow` (which decides what a window draws) and
+:mod:`visualizer.model.zoom` (which maps a zoomed x range back onto the stored points).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from visualizer import layout
+
+# The raw curve under a smoothed one is faint through its color's alpha: visdom's
+# page resets every line trace's opacity to 1.
+RAW_ALPHA = 0.3
+
+
+def local_ms(times: np.ndarray) -> np.ndarray:
+    """Wall times as Plotly date values: milliseconds of the local clock.
+
+    Plotly shows a date axis in UTC; shifting each time by the local UTC offset
+    of that moment (daylight saving included) makes the axis read local time.
+    """
+    offsets = [time.localtime(t).tm_gmtoff if np.isfinite(t) else 0 for t in times.tolist()]
+    return (times + np.asarray(offsets, dtype=np.float64)) * 1000.0
+
+
+def epoch_seconds(ms: float) -> float:
+    """The wall time (seconds since the epoch) that :func:`local_ms` draws at ``ms``."""
+    shifted = ms / 1000.0
+    guess = shifted - time.localtime(shifted).tm_gmtoff
+    return shifted - time.localtime(guess).tm_gmtoff  # the offset of the moment itself
+
+
+def json_floats(values: np.ndarray) -> list:
+    """Values as a JSON-safe list: NaN and +/-inf become None (a gap in the line)."""
+    finite = np.isfinite(values)
+    out = values.tolist()
+    if not finite.all():
+        for i in np.flatnonzero(~finite).tolist():
+            out[i] = None
+    return out
+
+
+def faint(color: str) -> str:
+    """``#rrggbb`` as an ``rgba()`` color at RAW_ALPHA."""
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{RAW_ALPHA})"
+
+
+def line(label: str, x: np.ndarray, y: np.ndarray, color: str, legend: bool) -> dict[str, Any]:
+    """A line trace of series ``label`` (``legend``: its entry in the legend; a wider line)."""
+    # Points without an x (a time that was never recorded) are left out:
+    # visdom's append can not take a None x.
+    keep = np.isfinite(x) if x.dtype.kind == "f" else slice(None)
+    return {
+        "x": x[keep].tolist(),
+        "y": json_floats(y[keep]),
+        "name": label,
+        "type": "scatter",
+        "mode": layout.LINES_MODE,
+        "legendgroup": label,
+        "showlegend": legend,
+        "line": {"color": color, "width": 1.5 if legend else 1.0},
+    }

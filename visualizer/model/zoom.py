@@ -1,0 +1,134 @@
+"""Zoom to full resolution: a plot's x range, and the stored points drawn for it.
+
+A window shows at most a budget of points per trace (``--max-points``), the
+whole run min/max decimated. When a person zooms a plot (a drag, the toolbar,
+``Plotly.relayout``), the page reports the plot's new x range as a pane event,
+:data:`ZOOM_EVENT` (sent by visdom's page script as mended in
+:mod:`visualizer.server.page`); the window then draws only the points in that
+range, taken from every point the visualizer holds in memory: all of them when
+they fit the budget, else decimated again, so a zoom shows what is under the
+overview. A double-click (autorange) reports no range, and the window draws the
+whole run again.
+
+A :class:`Zoom` is kept in the axis' own terms (steps; seconds since the run's
+start; seconds since the epoch), so a relative-time axis that changes its unit
+as the run grows keeps showing the same stretch of the run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from visualizer.server.page import (
+    ZOOM_EVENT as ZOOM_EVENT,  # the page's event, named where it is sent
+)
+
+from .decimate import decimate_indices
+from .series import Series
+from .traces import epoch_seconds, local_ms
+
+
+@dataclass(frozen=True)
+class Zoom:
+    """An x range zoomed to: steps, seconds since the start, or wall seconds (per ``axis``)."""
+
+    axis: str  # a key of visualizer.panes.view.X_AXES
+    lo: float
+    hi: float
+
+    def drawn(self, unit_s: float) -> list[float]:
+        """The range as the plot's axis draws it (``unit_s``: seconds per relative-time unit)."""
+        if self.axis == "relative":
+            return [self.lo / unit_s, self.hi / unit_s]
+        if self.axis == "wall":
+            return local_ms(np.array([self.lo, self.hi])).tolist()
+        return [self.lo, self.hi]
+
+
+def zoom_of(event: dict[str, Any], axis: str, unit_s: float) -> Zoom | None:
+    """The zoom a page ``event`` reports on an ``axis`` drawn in units of ``unit_s`` seconds.
+
+    None: the whole run (autorange). ValueError when the event's range is not two numbers.
+    """
+    bounds = event.get("range")
+    if bounds is None:
+        return None
+    if not (isinstance(bounds, list) and len(bounds) == 2):
+        raise ValueError(f"an x range is two numbers, not {bounds!r}")
+    try:
+        lo, hi = sorted(float(b) for b in bounds)
+    except (TypeError, ValueError):
+        raise ValueError(f"an x range is two numbers, not {bounds!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ValueError(f"an x range is two finite numbers, not {bounds!r}")
+    if axis == "relative":
+        return Zoom(axis, lo * unit_s, hi * unit_s)
+    if axis == "wall":
+        return Zoom(axis, epoch_seconds(lo), epoch_seconds(hi))
+    return Zoom(axis, lo, hi)
+
+
+@dataclass(frozen=True)
+class Pick:
+    """The points of one series a zoom draws: indices in step order, and which lie outside."""
+
+    index: np.ndarray
+    edge: (
+        np.ndarray
+    )  # bool per index: a neighbour just outside the range (the line reaches the edge)
+
+    def key(self) -> tuple[int, int, int]:
+        """What a redraw of this pick would show, in brief: equal keys draw the same points."""
+        if not len(self.index):
+            return (0, -1, -1)
+        return (len(self.index), int(self.index[0]), int(self.index[-1]))
+
+
+def pick(zoom: Zoom, series: Series, origin: float | None) -> Pick:
+    """The points of ``series`` in ``zoom``, and their neighbours on either side.
+
+    ``origin`` is the wall time relative time counts from. With no point inside,
+    the last point before the range and the first after it (the line across it).
+    """
+    if zoom.axis == "step":
+        x: np.ndarray = series.steps()
+    else:
+        x = series.times(slice(None))
+        if zoom.axis == "relative":
+            x = x - (origin if origin is not None else np.nan)
+    inside = (x >= zoom.lo) & (x <= zoom.hi)  # NaN (no wall time) is never inside
+    near = inside.copy()
+    near[1:] |= inside[:-1]
+    near[:-1] |= inside[1:]
+    if zoom.axis != "step":
+        near &= np.isfinite(x)  # a neighbour without a wall time has no place on the axis
+    index = np.flatnonzero(near)
+    if not len(index):
+        before, after = np.flatnonzero(x < zoom.lo)[-1:], np.flatnonzero(x > zoom.hi)[:1]
+        index = np.concatenate((before, after))
+    return Pick(index, ~inside[index])
+
+
+def sample(
+    values: np.ndarray, chosen: Pick | None, budget: int
+) -> tuple[np.ndarray | slice, np.ndarray]:
+    """(points, values) to draw of ``values``: at most ``budget``, the min/max envelope kept.
+
+    ``chosen``: the zoom's points (None: every point). Every point of a zoom is drawn
+    when they fit; the neighbours outside it give way first, then decimation.
+    """
+    if chosen is None:
+        if len(values) <= budget:
+            return slice(None), values
+        index = decimate_indices(values, budget)
+        return index, values[index]
+    index, edge = chosen.index, chosen.edge
+    if len(index) > budget and len(index) - int(edge.sum()) <= budget:
+        index = index[~edge]
+    if len(index) > budget:
+        index = index[decimate_indices(values[index], budget)]
+    return index, values[index]

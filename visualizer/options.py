@@ -1,0 +1,240 @@
+"""The follow command's options: the parser, one function per group of options, and their
+argparse types, each of which turns bad text into one clear message."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from visualizer.alerts.options import add_alert_arguments
+from visualizer.follower import DEFAULT_POLL_INTERVAL
+from visualizer.model.decimate import MIN_POINTS
+from visualizer.model.smoothing import DEFAULT_SMOOTHING, check_smoothing
+from visualizer.panes.compare import compile_runs, parse_sort_by
+from visualizer.panes.display import DEFAULT_MAX_POINTS
+from visualizer.panes.view import X_AXES
+from visualizer.server.endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS
+
+
+def pid(text: str) -> int:
+    """argparse type of ``--parent-pid``: a positive process id."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a process id")
+    return number
+
+
+def seconds(text: str) -> float:
+    """argparse type of ``--poll-interval``: a finite number of seconds above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0 (e.g. 0.5)")
+    return value
+
+
+def max_points(text: str) -> int:
+    """argparse type of ``--max-points``: a whole number of at least MIN_POINTS."""
+    try:
+        points = int(text)
+    except ValueError:
+        points = 0
+    if points < MIN_POINTS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a whole number of points, at least {MIN_POINTS}"
+        )
+    return points
+
+
+def smoothing(text: str) -> float:
+    """argparse type of ``--smoothing``: a weight in [0, 1)."""
+    try:
+        return check_smoothing(float(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a smoothing weight: at least 0 and below 1 (0 turns it off; "
+            f"TensorBoard's default is {DEFAULT_SMOOTHING})"
+        ) from None
+
+
+def x_axis(text: str) -> str:
+    """argparse type of ``--x-axis``: step, relative or wall."""
+    if text not in X_AXES:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(X_AXES)}")
+    return text
+
+
+def runs(text: str) -> str:
+    """argparse type of ``--runs``: a regular expression that compiles."""
+    try:
+        compile_runs(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{err} (e.g. 'lr-0\\.01' or '^sweep3-')") from None
+    return text
+
+
+def sort_by(text: str) -> tuple[str, str]:
+    """argparse type of ``--sort-by``: a series' name as logged."""
+    try:
+        return parse_sort_by(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def add_source_argument(parser: argparse.ArgumentParser) -> None:
+    """``--pickle-dir`` (and the older spelling ``--pickle_dir``)."""
+    parser.add_argument(
+        "--pickle-dir",
+        "--pickle_dir",
+        dest="pickle_dir",
+        required=True,
+        metavar="DIR",
+        help="a run's snapshot store (<checkpoints>/<name>/pickle), a directory of runs, "
+        "or s3://bucket/prefix/<name>/pickle",
+    )
+
+
+def build_parser(
+    prog: str | None = None, usage: str | None = None, epilog: str | None = None
+) -> argparse.ArgumentParser:
+    """The follow command's arguments; ``prog``, ``usage`` and ``epilog`` as the entry point shows them."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        usage=usage,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the epilog's lines
+        description="Show training runs live in visdom: replay each snapshot store, then follow it.\n"
+        "Prints `visdom: <url>` of the run's page (the comparison page for several runs)\n"
+        "once the run is found.",
+    )
+    add_source_argument(parser)
+    _add_visdom_options(parser)
+    _add_drawing_options(parser)
+    _add_selection_options(parser)
+    _add_mode_options(parser)
+    add_alert_arguments(parser)
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=LOG_LEVELS,
+        help="least severe message logged on stderr (default %(default)s)",
+    )
+    return parser
+
+
+def _add_visdom_options(parser: argparse.ArgumentParser) -> None:
+    """Where visdom is, and the env runs are drawn in."""
+    parser.add_argument(
+        "--server",
+        default=DEFAULT_HOST,
+        metavar="HOST|URL",
+        help=f"visdom server: {SERVER_FORMS} (default %(default)s); one is started "
+        "there when none answers, unless --no-start-server",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help=f"visdom port (default: the port in --server, else {DEFAULT_PORT})",
+    )
+    parser.add_argument(
+        "--env",
+        default=None,
+        help="visdom env (default: the run's name; a prefix when there are several runs)",
+    )
+
+
+def _add_drawing_options(parser: argparse.ArgumentParser) -> None:
+    """How often runs are read, and how their plots are drawn at first."""
+    parser.add_argument(
+        "--poll-interval",
+        type=seconds,
+        default=DEFAULT_POLL_INTERVAL,
+        metavar="SECONDS",
+        help="polling fallback for filesystems without file events, and the fastest S3 poll; "
+        "above 0 (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-points",
+        type=max_points,
+        default=DEFAULT_MAX_POINTS,
+        metavar="N",
+        help=f"points drawn per series (its raw and smoothed curves share them), at least "
+        f"{MIN_POINTS}; the min/max envelope is kept "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
+        "--smoothing",
+        type=smoothing,
+        default=DEFAULT_SMOOTHING,
+        metavar="W",
+        help="weight of TensorBoard's smoothing (debiased moving average over every point), "
+        "in [0, 1); 0 draws the raw curve only; changeable on the page (default %(default)s)",
+    )
+    parser.add_argument(
+        "--x-axis",
+        type=x_axis,
+        default="step",
+        metavar="|".join(X_AXES),
+        help="x axis of every plot at first: step, time since the run started, or wall-clock "
+        "time; changeable on the page (default %(default)s)",
+    )
+    parser.add_argument(
+        "--log-y",
+        action="store_true",
+        help="plot values on a log scale at first; changeable on the page",
+    )
+
+
+def _add_selection_options(parser: argparse.ArgumentParser) -> None:
+    """Which runs are followed, and the comparison's order."""
+    parser.add_argument(
+        "--runs",
+        type=runs,
+        default="",
+        metavar="REGEX",
+        help="follow and compare only the runs whose name matches REGEX (searched, as re.search); "
+        "the comparison page can narrow them further (default: every run)",
+    )
+    parser.add_argument(
+        "--sort-by",
+        type=sort_by,
+        default=None,
+        metavar="NAME",
+        help="sort the comparison's runs table by the last value of this series, named as "
+        "logged, e.g. val/loss or train_loss "
+        "(--sort-descending for the largest first; default: by run name)",
+    )
+    parser.add_argument(
+        "--sort-descending",
+        action="store_true",
+        help="with --sort-by: the largest last value first (accuracy) instead of the smallest",
+    )
+
+
+def _add_mode_options(parser: argparse.ArgumentParser) -> None:
+    """Starting a server, drawing once, and the parent process (internal)."""
+    parser.add_argument(
+        "--no-start-server",
+        action="store_true",
+        help="never start a visdom server; wait for one instead (--once: fail)",
+    )
+    parser.add_argument(
+        "--once", action="store_true", help="read everything, update visdom once, and exit"
+    )
+    parser.add_argument(
+        "--parent-pid",
+        type=pid,
+        default=None,
+        metavar="PID",
+        # Internal: the trainer's live view passes its own pid (not for people).
+        help=argparse.SUPPRESS,
+    )

@@ -1,0 +1,237 @@
+"""The comparison env: every series of every compared run overlaid, and a table of the runs.
+
+A window per series (``group/name``), a trace per run, each run in the same
+color in every window. The runs shown are those whose name matches the
+selection (``--runs``, changeable from the page's *compare* pane); the table
+lists them with the options that differ between them, sorted by the last value
+of a chosen metric (``--sort-by``, also on the page).
+"""
+
+from __future__ import annotations
+
+import colorsys
+import logging
+import math
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from snapshot_store.tags import key_of, tag_of
+from visualizer import layout, markup
+from visualizer.model.rundata import RunData, SeriesKey
+from visualizer.server.client import VisdomClient
+
+from .display import run_start
+from .envdisplay import EnvDisplay
+from .fold import MAX_WINDOWS, cap
+from .hparams import comparison_table
+from .plotmessage import PALETTE, Line
+from .view import CONTROLS_WIN, ViewSettings
+
+log = logging.getLogger(__name__)
+
+SELECT_WIN = "compare_select"
+TABLE_WIN = "runs"
+_RUNS_ROW, _SORT_ROW, _ORDER_ROW = 0, 1, 2
+ORDERS = ("ascending", "descending")
+_BY_NAME = "run name"
+# The runs table scrolls past this height (a sweep of many runs).
+COMPARE_HEADER_HEIGHT = 300
+
+
+def compile_runs(text: str) -> re.Pattern[str]:
+    """``text`` as the run-selecting regular expression; ValueError saying why not."""
+    try:
+        return re.compile(text)
+    except re.error as err:
+        raise ValueError(f"{text!r} is not a regular expression: {err}") from None
+
+
+def parse_sort_by(text: str) -> SeriesKey:
+    """A series' logged name (``val/loss``, ``train_loss``) as its key; ValueError when empty."""
+    if not text:
+        raise ValueError("empty: give a series' name as logged (e.g. val/loss or train_loss)")
+    return key_of(text)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which runs are compared, and how the table sorts them."""
+
+    runs: str = ""  # a regex searched in run names; "" matches every run
+    sort_by: SeriesKey | None = None
+    descending: bool = False
+
+    def matches(self, name: str) -> bool:
+        """True when run ``name`` is compared."""
+        return re.search(self.runs, name) is not None
+
+    def none_match(self, where: object, names: Iterable[str]) -> str:
+        """The message for runs ``names`` found at ``where``, none of which ``--runs`` selects."""
+        names = sorted(names)
+        found = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+        return f"no run at {where} matches --runs {self.runs!r} (found: {found})"
+
+
+def run_color(index: int) -> str:
+    """The color of the ``index``-th run: Plotly's ten, then hues spread by the golden angle."""
+    if index < len(PALETTE):
+        return PALETTE[index]
+    hue = (index * 0.618033988749895) % 1.0
+    r, g, b = colorsys.hls_to_rgb(hue, 0.45, 0.65)
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
+def window_spec(key: SeriesKey, runs: int) -> layout.WindowSpec:
+    """The comparison window of series ``key`` for ``runs`` runs: after its group's place in a
+    run's env, taller as its legend (under the plot, a few runs a row) grows."""
+    group, name = key
+    own = layout.window_for(group, name)
+    return layout.WindowSpec(
+        f"compare_{layout.safe_id(group)}_{layout.safe_id(name)}",
+        f"{tag_of(group, name)}: all runs",
+        name,
+        own.order,
+        height=layout.PLOT_SIZE[1] + 22 * math.ceil(runs / 4),
+    )
+
+
+class CompareDisplay(EnvDisplay):
+    """One env overlaying every compared run's series, with the runs' table."""
+
+    SENTINEL = TABLE_WIN
+
+    def __init__(
+        self,
+        client: VisdomClient,
+        env: str,
+        max_points: int,
+        view: ViewSettings | None = None,
+        selection: Selection | None = None,
+        links: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(client, env, max_points, self.SENTINEL, view)
+        self.run_colors: dict[str, str] = {}  # run name -> color, the same in every window
+        self.colors = self.run_colors
+        self.header_height = COMPARE_HEADER_HEIGHT
+        self.selection = selection if selection is not None else Selection()
+        self.links = links if links is not None else {}  # run name -> its env's URL
+        self._table: str | None = None
+        self._select_drawn: tuple[Selection, tuple[SeriesKey, ...]] | None = None
+        self._select_keys: tuple[SeriesKey, ...] = ()  # the sort choices the page shows
+
+    def invalidate(self) -> None:
+        super().invalidate()
+        self._table = None
+        self._select_drawn = None
+
+    def _forget(self, win: str) -> None:
+        super()._forget(win)
+        if win == SELECT_WIN:
+            self._select_drawn = None
+        elif win == TABLE_WIN:
+            self._table = None
+
+    def sync(self, runs: Iterable[RunData], now: float | None = None, force: bool = False) -> bool:
+        """Overlay the selected runs' series; True if anything was sent."""
+        now = time.time() if now is None else now
+        runs = sorted(runs, key=lambda r: r.name)
+        for run in runs:  # by name, as found: a run keeps its color when others come
+            self.run_colors.setdefault(run.name, run_color(len(self.run_colors)))
+        versions = [(run.name, run.version) for run in runs]
+        if self._idle(versions, now, force, CONTROLS_WIN, SELECT_WIN):
+            return False  # no news from any run or the page
+        self._apply_page_events()
+        chosen = [run for run in runs if self.selection.matches(run.name)]
+        keys = tuple(sorted({key for run in runs for key in run.series}))
+        windows, left_out = cap(self._windows(chosen))
+        self._keep_order([TABLE_WIN, CONTROLS_WIN, SELECT_WIN, *(spec.win for spec, _ in windows)])
+        sent = self._sync_table(chosen, left_out)
+        sent |= self._sync_controls()
+        sent |= self._sync_select(keys)
+        sent |= self._sync_plots(windows, now, force)
+        self._drawn(now)
+        self._synced = versions
+        return sent
+
+    def _windows(self, runs: list[RunData]) -> list[tuple[layout.WindowSpec, dict[str, Line]]]:
+        windows: dict[SeriesKey, dict[str, Line]] = {}
+        for run in runs:
+            origin = run_start(run)  # runs started at different times overlay in relative time
+            for key, series in run.series.items():
+                windows.setdefault(key, {})[run.name] = Line(series, origin)
+        specs = {key: window_spec(key, len(runs)) for key in windows}
+        ordered = sorted(windows, key=lambda key: (specs[key].order, key))
+        return [(specs[key], windows[key]) for key in ordered]
+
+    def _sync_table(self, runs: list[RunData], left_out: int = 0) -> bool:
+        table = comparison_table(
+            runs, self.selection.sort_by, self.selection.descending, self.links
+        )
+        if left_out:  # too many series for one page: say so where the runs are listed
+            note = f"{left_out:,} more series are not overlaid here (at most {MAX_WINDOWS})."
+            table = markup.join(table, markup.element("p", note, attrs=" style='color:#9a6700'"))
+        if table == self._table:
+            return False
+        title = f"runs compared ({len(runs)})"
+        self._text(TABLE_WIN, table, title, width=600, height=self.header_height)
+        self._table = table
+        return True
+
+    # --- the page's compare pane ---------------------------------------------------------
+
+    def _apply_page_events(self) -> None:
+        for event in self._property_updates(SELECT_WIN):
+            self._select_drawn = None  # show what is in use, also when refused
+            selection = self._changed(event)
+            if selection != self.selection:
+                log.info("env %r: comparing %s (from the page)", self.env, selection)
+                self.selection = selection
+
+    def _changed(self, event: dict[str, Any]) -> Selection:
+        row, value = event.get("propertyId"), str(event.get("value", ""))
+        try:
+            if row == _RUNS_ROW:
+                compile_runs(value)
+                return replace(self.selection, runs=value)
+            if row == _SORT_ROW:
+                keys = self._select_keys
+                index = int(value)
+                return replace(self.selection, sort_by=keys[index - 1] if index > 0 else None)
+            if row == _ORDER_ROW:
+                return replace(self.selection, descending=ORDERS[int(value)] == "descending")
+        except (ValueError, IndexError) as err:
+            log.warning("ignoring the page's comparison change %r: %s", value, err)
+        return self.selection
+
+    def _sync_select(self, keys: tuple[SeriesKey, ...]) -> bool:
+        if self._select_drawn == (self.selection, keys):
+            return False
+        choices = [_BY_NAME, *(tag_of(group, name) for group, name in keys)]
+        sort = self.selection.sort_by
+        rows = [
+            {"type": "text", "name": "runs (regex)", "value": self.selection.runs},
+            {
+                "type": "select",
+                "name": "sort table by",
+                "value": keys.index(sort) + 1 if sort in keys else 0,
+                "values": choices,
+            },
+            {
+                "type": "select",
+                "name": "order",
+                "value": int(self.selection.descending),
+                "values": list(ORDERS),
+            },
+        ]
+        message = {
+            "data": [{"content": rows, "type": "properties"}],
+            "win": SELECT_WIN,
+            "eid": self.env,
+            "opts": {"title": "compare", "width": 300, "height": self.header_height},
+        }
+        self.client.post("events", message)
+        self._select_drawn, self._select_keys = (self.selection, keys), keys
+        return True

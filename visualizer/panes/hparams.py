@@ -1,0 +1,118 @@
+"""Hyperparameter tables: a run's stored options, and every compared run's side by side.
+
+The options are the ``options`` a run's metadata stores (``meta.pickle``,
+already redacted by the recorder). The comparison table puts the options that
+differ between runs in columns, beside the last value of a chosen metric, and
+sorts the runs by it; the options every run shares are listed once below.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+from collections.abc import Sequence
+from typing import Any
+
+from visualizer import markup
+from visualizer.markup import Html
+from visualizer.model.rundata import RunData, SeriesKey
+
+# A value longer than this is cut in a table cell (a path, a long list).
+MAX_CELL_CHARS = 80
+_CELL = ' style="padding: 1px 12px 1px 0; text-align: left; white-space: nowrap"'
+
+
+def options_of(run: RunData) -> dict[str, str]:
+    """The run's stored options as text, by name; empty when it stored none."""
+    options = (run.meta or {}).get("options")
+    if not isinstance(options, dict):
+        return {}
+    return {
+        str(key): _text(value) for key, value in sorted(options.items(), key=lambda kv: str(kv[0]))
+    }
+
+
+def _compared(text: str | None) -> str | None:
+    """An option's text as runs are compared: one spelling per path (``./ckpt`` is ``ckpt``)."""
+    if text is None or not ("/" in text or text.startswith(".")):
+        return text
+    return posixpath.normpath(text)
+
+
+def _text(value: Any) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= MAX_CELL_CHARS else text[: MAX_CELL_CHARS - 1] + "…"
+
+
+def last_value(run: RunData, key: SeriesKey | None) -> float | None:
+    """The last stored value of series ``key`` (``(group, name)``) of ``run``; None if absent."""
+    series = run.series.get(key) if key is not None else None
+    if series is None or not len(series):
+        return None
+    return float(series.values(len(series) - 1)[-1])
+
+
+def sort_runs(
+    runs: Sequence[RunData], key: SeriesKey | None, descending: bool = False
+) -> list[RunData]:
+    """``runs`` by the last value of ``key`` (runs without one last), else by name."""
+    by_name = sorted(runs, key=lambda run: run.name)
+    if key is None:
+        return by_name
+
+    def rank(run: RunData) -> tuple[bool, float]:
+        value = last_value(run, key)
+        if value is None or math.isnan(value):
+            return True, 0.0
+        return False, -value if descending else value
+
+    return sorted(by_name, key=rank)
+
+
+def table_row(cells: Sequence[object], tag: str = "td") -> Html:
+    """One row of the page's tables; each cell escaped unless it is markup built here."""
+    return markup.row(cells, tag, _CELL)
+
+
+def run_table(run: RunData) -> Html:
+    """One run's options as an HTML table (name, value)."""
+    options = options_of(run)
+    if not options:
+        return markup.element("p", "this run stored no options")
+    rows = [table_row([k, v]) for k, v in options.items()]
+    return markup.element("table", table_row(["option", "value"], "th"), *rows)
+
+
+def comparison_table(
+    runs: Sequence[RunData],
+    key: SeriesKey | None,
+    descending: bool = False,
+    links: dict[str, str] | None = None,
+) -> Html:
+    """The compared runs as an HTML table: a row per run, sorted by ``key``'s last value.
+
+    Columns: the run (linked to its env when ``links`` has it), the metric, then
+    each option whose value is not the same in every run.
+    """
+    links = links or {}
+    options = {run.name: options_of(run) for run in runs}
+    names = sorted({name for opts in options.values() for name in opts})
+    varying = [n for n in names if len({_compared(opts.get(n)) for opts in options.values()}) > 1]
+    shared = [n for n in names if n not in varying]
+    metric = f"{key[0]}/{key[1]} (last)" if key else None
+    head = ["run", *([metric] if metric else []), *varying]
+    rows = []
+    for run in sort_runs(runs, key, descending):
+        name = markup.link(links[run.name], run.name) if run.name in links else run.name
+        value = last_value(run, key)
+        cells = [name, *([("-" if value is None else f"{value:.6g}")] if metric else [])]
+        cells += [options[run.name].get(n, "-") for n in varying]
+        rows.append(table_row(cells))
+    table = markup.element("table", table_row(head, "th"), *rows)
+    if shared:
+        first = options[runs[0].name] if runs else {}
+        same = ", ".join(f"{n}={first.get(n, '-')}" for n in shared)
+        table = markup.join(
+            table, markup.element("p", f"same in every run: {same}", attrs=" style='color:#555'")
+        )
+    return table

@@ -1,0 +1,163 @@
+"""The display loop: every pane the follower's runs are drawn in, and visdom's outages.
+
+The :class:`~visualizer.follower.Follower` reads the sources and hands each run
+here; a :class:`Screen` draws it in its env (a :class:`~visualizer.panes.display.RunDisplay`),
+overlays the runs in a comparison env once there are several, and lists them in
+the runs index. Each of these is a :class:`~visualizer.panes.pane.Pane`. While
+visdom does not answer, syncs are spaced out and every pane is rebuilt when it is back.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from visualizer import markup
+from visualizer.model.rundata import RunData, SeriesKey
+from visualizer.server.client import VisdomClient, VisdomRequestError, VisdomUnavailableError
+from visualizer.sources.download import CsvDownloads, export_command
+
+from .compare import CompareDisplay, Selection
+from .display import RunDisplay
+from .index import IndexDisplay
+from .pane import Pane
+from .plotwindow import MIN_REDRAW_INTERVAL
+from .view import ViewSettings
+
+log = logging.getLogger(__name__)
+
+# Called after a run's display sent something: (run, last step on the server per series, when).
+OnSent = Callable[[str, dict[SeriesKey, int], float], None]
+
+
+def download_link(downloads: CsvDownloads | None, run: str, store: str) -> markup.Html:
+    """HTML getting ``run``'s scalars as CSV: a link while following, else the export command."""
+    if downloads is None:
+        command = export_command(store, run)
+        return markup.element("p", "scalars as CSV: ", markup.element("code", command))
+    url = downloads.offer(run, store)
+    return markup.element("p", markup.link(url, "download the scalars as CSV", " download"))
+
+
+class Screen:
+    """The panes of the followed runs, kept equal to their data (see the module)."""
+
+    def __init__(
+        self,
+        client: VisdomClient,
+        index_name: str,
+        *,
+        max_points: int,
+        view: ViewSettings | None = None,
+        selection: Selection | None = None,
+        downloads: CsvDownloads | None = None,
+        on_sent: OnSent | None = None,
+        on_page: Callable[[str], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.max_points = max_points
+        self.view = view  # how every env draws its plots at first (its page can change it)
+        self.selection = selection if selection is not None else Selection()
+        self.downloads = downloads  # serves each run's CSV while following
+        self.on_sent = on_sent
+        self.on_page = on_page
+        self.runs: dict[str, RunDisplay] = {}
+        self.compare: CompareDisplay | None = None
+        self.index = IndexDisplay(client, index_name)  # in visdom's main env
+        self._announced: str | None = None
+        self._down_since: float | None = None
+        self._retry_at = 0.0
+
+    def add_run(self, name: str, env: str, store: str) -> None:
+        """Draw run ``name`` (read from ``store``) in visdom env ``env`` from now on."""
+        display = RunDisplay(self.client, env, self.max_points, self.view)
+        display.download = download_link(self.downloads, name, store)
+        self.runs[name] = display
+        if self.compare is not None:
+            self.compare.links[name] = self.client.endpoint.env_url(env)
+
+    def add_comparison(self, env: str) -> None:
+        """Overlay the runs in visdom env ``env``, with a link to each run's own env."""
+        links = {name: self.client.endpoint.env_url(d.env) for name, d in self.runs.items()}
+        self.compare = CompareDisplay(
+            self.client, env, self.max_points, self.view, self.selection, links
+        )
+        log.info("comparing the runs in visdom env %r", env)
+
+    @property
+    def page_env(self) -> str | None:
+        """The env to look at: the comparison env when there are several runs, else the run's env.
+
+        None until a run is found (a store that does not exist yet).
+        """
+        if self.compare is not None:
+            return self.compare.env
+        if len(self.runs) == 1:
+            return next(iter(self.runs.values())).env
+        return None
+
+    def announce_page(self) -> None:
+        """Tell ``on_page`` the env to look at, when it is first known and when it changes."""
+        env = self.page_env
+        if env is None or env == self._announced:
+            return
+        self._announced = env
+        if self.on_page is not None:
+            self.on_page(env)
+
+    def redraw_wait(self) -> float:
+        """How long the loop may sleep before held-back points are due: inf when none are."""
+        pending = any(pane.pending for pane in self._panes())
+        return MIN_REDRAW_INTERVAL / 2 if pending else math.inf
+
+    def sync(
+        self,
+        runs: Mapping[str, RunData],
+        now: float,
+        raise_errors: bool = False,
+        force: bool = False,
+    ) -> None:
+        """Bring every pane up to date with ``runs`` (by name); visdom errors are retried later.
+
+        With ``raise_errors`` visdom's errors propagate instead.
+        """
+        if self._down_since is not None and now < self._retry_at and not raise_errors:
+            return
+        try:
+            self._sync_panes(runs, now, force)
+        except (VisdomUnavailableError, VisdomRequestError) as err:
+            if raise_errors:
+                raise
+            self._visdom_failed(err, now)
+            return
+        if self._down_since is not None:
+            log.info("visdom at %s answers again: windows rebuilt from the store", self.client.url)
+            self._down_since = None
+
+    def _sync_panes(self, runs: Mapping[str, RunData], now: float, force: bool) -> None:
+        for name, display in self.runs.items():
+            data = runs[name]
+            if data.has_data and display.sync(data, now, force) and self.on_sent:
+                self.on_sent(name, dict(display.sent_steps), time.time())
+        if self.compare is not None:
+            self.compare.sync([runs[name] for name in self.runs], now, force)
+        shown = [(d.env, runs[name]) for name, d in self.runs.items() if runs[name].has_data]
+        if shown:
+            self.index.compare_env = self.compare.env if self.compare else None
+            self.index.sync(shown, now, force)
+
+    def _visdom_failed(self, err: Exception, now: float) -> None:
+        # Whatever the server holds now is unknown: rebuild every window when it is back.
+        for pane in self._panes():
+            pane.invalidate()
+        if self._down_since is None:
+            self._down_since = now
+            log.warning("%s; will rebuild the windows when it answers", err)
+        self._retry_at = now + min(5.0, 0.5 + (now - self._down_since) / 4)
+
+    def _panes(self) -> list[Pane[Any]]:
+        compare: list[Pane[Any]] = [self.compare] if self.compare is not None else []
+        return [*self.runs.values(), *compare, self.index]

@@ -1,0 +1,236 @@
+"""A small visdom HTTP client: JSON messages in, errors that say what went wrong out.
+
+:class:`VisdomEvents` listens for what people do on the page (visdom forwards
+the events of its properties panes to listening clients), over visdom's HTTP
+version of its socket, ``/vis_socket_wrap``.
+
+Why not ``visdom.Visdom``: importing the ``visdom`` package imports torch when
+it is installed (to recognise tensors), which delays the first point and costs
+memory, and its client prints tracebacks instead of raising. The visualizer
+builds visdom's JSON messages itself anyway, so it speaks visdom's HTTP routes
+(``/events``, ``/update``, ``/win_exists``, ``/win_data``) directly, including
+visdom's login.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import requests
+
+from visualizer.markup import plot_strings
+
+from .endpoint import VisdomEndpoint
+
+log = logging.getLogger(__name__)
+
+# The routes whose messages draw windows on the page.
+_DRAWING_ROUTES = frozenset({"events", "update"})
+
+
+class VisdomUnavailableError(ConnectionError):
+    """No visdom server answers (not started yet, restarting, or gone)."""
+
+
+class VisdomRequestError(RuntimeError):
+    """The server answered a request with an HTTP error, or refused the login."""
+
+
+class VisdomClient:
+    """Posts messages to one visdom server over a kept-alive HTTP session, logging in if it has a login."""
+
+    def __init__(self, endpoint: VisdomEndpoint, timeout: float = 10.0) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self._session: requests.Session | None = None
+        self._events: VisdomEvents | None = None
+        self._envs: set[str] = set()  # every env on the server at _envs_at
+        self._envs_at = -math.inf
+
+    @property
+    def events(self) -> VisdomEvents:
+        """The listener for this server's page events (started by its first subscriber)."""
+        if self._events is None:
+            # Its own client: a requests session is not to be shared between threads.
+            self._events = VisdomEvents(VisdomClient(self.endpoint, self.timeout))
+        return self._events
+
+    def close(self) -> None:
+        """Stop listening for page events, if anything listened."""
+        if self._events is not None:
+            self._events.stop()
+
+    @property
+    def url(self) -> str:
+        """Base URL of the server's page."""
+        return self.endpoint.url
+
+    def _connect(self) -> requests.Session:
+        if self._session is None:
+            session = requests.Session()
+            # A proxy from the environment must not carry loopback traffic.
+            session.trust_env = False
+            username = self.endpoint.username
+            if username:
+                # visdom's login: the password travels as its sha256 hex digest.
+                digest = hashlib.sha256((self.endpoint.password or "").encode("utf-8")).hexdigest()
+                response = self._send(
+                    session, "", {"username": username, "password": digest}, as_json=True
+                )
+                if response.status_code != 200:
+                    raise VisdomRequestError(
+                        f"visdom at {self.url} refused the login of {username!r}"
+                    )
+            self._session = session
+        return self._session
+
+    def _send(
+        self, session: requests.Session, route: str, msg: dict[str, Any], as_json: bool = False
+    ) -> requests.Response:
+        url = f"{self.url}/{route}"
+        try:
+            if as_json:
+                return session.post(url, json=msg, timeout=self.timeout)
+            return session.post(url, data=json.dumps(msg), timeout=self.timeout)
+        except requests.RequestException as err:
+            self._session = None  # a restarted server wants a fresh session (and login)
+            raise VisdomUnavailableError(
+                f"visdom at {self.url} does not answer ({type(err).__name__})"
+            ) from None
+
+    def post(self, route: str, msg: dict[str, Any]) -> str:
+        """POST ``msg`` as JSON to ``route`` (``events``, ``update``, ...); the reply text.
+
+        A window's strings Plotly would read as markup go out escaped (:mod:`.markup`).
+        """
+        session = self._connect()
+        if route in _DRAWING_ROUTES:
+            msg = plot_strings(msg)
+        response = self._send(session, route, msg)
+        if response.status_code != 200:
+            raise VisdomRequestError(
+                f"visdom at {self.url} answered /{route} with HTTP {response.status_code}: "
+                f"{response.text[:200]}"
+            )
+        return response.text
+
+    def env_listed(self, env: str, now: float, max_age: float, not_before: float) -> bool:
+        """Whether ``env`` is on the server, from one listing of every env.
+
+        The listing serves every caller for ``max_age`` seconds (a hundred idle
+        runs cost one request, not a hundred), unless it was taken before
+        ``not_before`` (when the caller created its env).
+        """
+        if now - self._envs_at >= max_age or self._envs_at < not_before:
+            self._envs = set(json.loads(self.post("env_state", {})))
+            self._envs_at = now
+        return env in self._envs
+
+    def window_exists(self, env: str, win: str) -> bool:
+        """True when window ``win`` is in env ``env`` on the server."""
+        return self.post("win_exists", {"win": win, "eid": env}) == "true"
+
+    def window_data(self, env: str, win: str) -> dict[str, Any]:
+        """The server's copy of one window (traces under ``content.data``)."""
+        data: dict[str, Any] = json.loads(self.post("win_data", {"win": win, "eid": env}))
+        return data
+
+
+EventQueue = queue.SimpleQueue[dict[str, Any]]
+
+
+class VisdomEvents:
+    """Page events (a properties pane edited, a window closed) for the windows subscribed to.
+
+    visdom sends every pane event to each listening client; over HTTP a client
+    opens a listener with one POST to ``/vis_socket_wrap`` and collects what
+    arrived with the next ones. A background thread does that every
+    ``interval`` seconds and files each event under its (env, window); a
+    restarted server (an unknown listener) gets a new listener. Subscribers
+    renew their interest by subscribing again at each sync; a thread nobody
+    renewed for ``IDLE_STOP_S`` (a one-off draw) ends, and the next subscriber
+    starts another.
+    """
+
+    IDLE_STOP_S = 10.0
+
+    def __init__(self, client: VisdomClient, interval: float = 0.25) -> None:
+        self.client = client
+        self.interval = interval
+        self.on_event: Callable[[], None] | None = None  # called after events were filed
+        self._queues: dict[tuple[str, str], EventQueue] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._renewed = 0.0
+
+    def subscribe(self, env: str, win: str) -> EventQueue:
+        """The queue that receives window ``win`` of env ``env``'s events; starts listening."""
+        with self._lock:
+            self._renewed = time.monotonic()
+            events = self._queues.setdefault((env, win), queue.SimpleQueue())
+            if self._thread is None and not self._stop.is_set():
+                self._thread = threading.Thread(target=self._run, name="visdom-events", daemon=True)
+                self._thread.start()
+        return events
+
+    def stop(self) -> None:
+        """Stop listening (idempotent)."""
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout=5)
+
+    def _idle(self) -> bool:
+        """True (and the thread forgotten) when no subscriber renewed for IDLE_STOP_S."""
+        with self._lock:
+            if time.monotonic() - self._renewed < self.IDLE_STOP_S:
+                return False
+            self._thread = None
+            return True
+
+    def _run(self) -> None:
+        listener: str | None = None
+        while not self._stop.is_set() and not self._idle():
+            try:
+                if listener is None:
+                    listener = json.loads(self.client.post("vis_socket_wrap", {}))["sid"]
+                reply = json.loads(
+                    self.client.post("vis_socket_wrap", {"message_type": "query", "sid": listener})
+                )
+            except (VisdomUnavailableError, VisdomRequestError, ValueError, KeyError) as err:
+                log.debug("page events: %s", err)  # the follow loop reports a server down
+                listener = None
+                self._stop.wait(1.0)
+                continue
+            if not reply.get("success"):
+                listener = None  # forgotten by a restarted server: listen again
+                continue
+            # visdom hands queued messages over newest first.
+            if self._file(reversed(reply.get("messages", []))) and self.on_event:
+                self.on_event()
+            self._stop.wait(self.interval)
+
+    def _file(self, messages: Any) -> bool:
+        filed = False
+        for text in messages:
+            try:
+                event = json.loads(text) if isinstance(text, str) else text
+            except ValueError:
+                continue
+            if not isinstance(event, dict) or "target" not in event:
+                continue  # visdom's "alive" greeting and the like
+            with self._lock:
+                events = self._queues.get((str(event.get("eid")), str(event["target"])))
+            if events is not None:
+                events.put(event)
+                filed = True
+        return filed

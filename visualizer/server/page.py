@@ -1,0 +1,168 @@
+"""visdom's page, our side of it: its script mended, its static files, its hash of a window.
+
+:mod:`visualizer.server.child` applies these in the visdom server's process:
+
+* **Serve our provisioned static dir**, and let tornado >= 6.6 serve visdom's index
+  page (it refuses to hash ``../user/style.css`` outside static/: 403).
+* **visdom's page script mended** (served from memory, the file untouched): image
+  panes no longer swallow the keys typed into the view pane's fields, an image
+  pane reads no snapshot past its history, a window's messages are applied to the
+  page's copy of it in the order they came (out of order, the page fetched the whole
+  env again, several times a second), an update that does not apply to the page's
+  copy of a window reloads the env instead of throwing, and a plot reports a change
+  of its x range (a zoom, a double-click back) to the visualizer, which draws the
+  stored points in that range (:mod:`visualizer.model.zoom`).
+* **A window's hash as the page computes it.** A page applies a window's update to
+  its copy and checks the result against the server's hash of the window; on a
+  mismatch it fetches the whole env again. visdom hashes Python's JSON, which writes
+  ``1e-05`` where the page's JavaScript writes ``0.00001`` (and escapes non-ASCII
+  text): every update of a window holding such a value (a learning rate, a small
+  loss) made every open page reload the env, 4 times a second in the soak run, and
+  a page open for a whole run fell minutes behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+# The event a plot pane sends when its x range changes (visualizer.model.zoom reads it):
+# {"event_type": ZOOM_EVENT, "range": [lo, hi] in the axis' numbers, or null for autorange}.
+ZOOM_EVENT = "XRange"
+
+
+# visdom 0.2.4's page script, mended where it fails a page left open (each found once or more;
+# a script without them is served as it is).
+_PAGE_SCRIPT = "js/main.js"
+_SCRIPT_MENDS = (
+    # Image panes swallow every key pressed anywhere on the page: a field of the view
+    # pane (smoothing) took no typing once a run had an image.
+    (
+        b'case"keydown":case"keypress":e.preventDefault();break;',
+        b'case"keydown":case"keypress":/^(INPUT|SELECT|TEXTAREA)$/'
+        b".test(e.target&&e.target.tagName)||e.preventDefault();break;",
+    ),
+    # An image pane's slider position past its history blanks the page (see above).
+    (b"s=s[y]),s.caption", b"s=s[Math.min(y,s.length-1)]),s.caption"),
+    # The page kept a window's copy (what updates are checked against) in step with the
+    # server only while no two messages for it came within 100 ms: window messages wait
+    # in a 100 ms batch before they reach the copy, updates wait 0 ms, and an update's
+    # result for display was patched onto the displayed pane, itself still waiting in that
+    # batch. Out of step, the check failed and the page fetched the whole env again,
+    # whose windows then raced the next update the same way: 4-8 fetches a second in the
+    # soak run, and a page open for the whole run fell minutes behind. So: a window
+    # message reaches the copy at once, an update is checked at once, in the order they
+    # came, and the display gets the checked copy.
+    (
+        b"e.postForEnv(e.state.envIDs):e.addPaneBatched(n);break;",
+        b"e.postForEnv(e.state.envIDs):(e.state.consistent_pane_copy[n.id]="
+        b"JSON.parse(JSON.stringify(n)),e.addPaneBatched(n));break;",
+    ),
+    (b"setTimeout(e._checkWindow,0,n,3)", b"e._checkWindow(n,3)"),
+    (
+        b"var o=e.state.panes[t.win],a=Ty.applyPatch(o,t.content).newDocument;e.addPaneBatched(a)",
+        b"e.addPaneBatched(JSON.parse(JSON.stringify(i)))",
+    ),
+    # A window's update that does not apply to the page's copy of it threw (uncaught,
+    # the update lost): on failure take visdom's own way out of a mismatch, reloading
+    # the env's windows (which also replaces the copy the failed patch left half done).
+    (
+        b"var r=e.state.consistent_pane_copy[t.win],i=Ty.applyPatch(r,t.content).newDocument;",
+        b"var r=e.state.consistent_pane_copy[t.win],i={};"
+        b"try{i=Ty.applyPatch(r,t.content).newDocument}catch(x){}",
+    ),
+    # A plot pane keeps its props where its drawing (below) can reach them.
+    (
+        b"function(e){var t=e.contentID,n=e.content,",
+        b"function(e){var rtmPane=e,t=e.contentID,n=e.content,",
+    ),
+    # After each drawing, a change of the x range is sent as the pane's ZOOM_EVENT (null:
+    # autorange), as numbers of the axis (a date axis in ms), without the pane's data.
+    (
+        b'Plotly.newPlot(t,e.concat(r),n.layout,{showLink:!0,linkText:"Edit"})',
+        b'Plotly.newPlot(t,e.concat(r),n.layout,{showLink:!0,linkText:"Edit"}).then(function(g){'
+        b'g.on("plotly_relayout",function(v){'
+        b'if(!Object.keys(v||{}).some(function(k){return k.indexOf("xaxis.")===0}))return;'
+        b"var a=g._fullLayout.xaxis,x=a.autorange?null:a.range.map(function(b){return a.r2l(b)});"
+        b"rtmPane.onFocus(rtmPane.id,function(){rtmPane.appApi.sendPaneMessage("
+        b'{event_type:"' + ZOOM_EVENT.encode() + b'",range:x,pane_data:!1})})})})',
+    ),
+)
+
+
+def _mended(script: bytes) -> bytes:
+    for old, new in _SCRIPT_MENDS:
+        if old not in script:
+            logging.warning("visdom's page script lacks %r: served without that mend", old[:40])
+        script = script.replace(old, new)
+    return script
+
+
+def serve_static_files(visdom_app: Any, static_dir: str | None) -> None:
+    """Pages and static files from ``static_dir``; the index page served on tornado >= 6.6;
+    visdom's page script mended."""
+    from tornado.web import HTTPError, StaticFileHandler
+
+    mended: dict[str, bytes] = {}  # the script's path -> its mended bytes
+
+    class VisdomStaticFileHandler(StaticFileHandler):
+        @classmethod
+        def get_version(cls, settings: dict[str, object], path: str) -> str | None:
+            try:
+                return super().get_version(settings, path)
+            except HTTPError:  # ../user/style.css, visdom's per-user CSS route: no hash
+                return None
+
+        @classmethod
+        def get_content(cls, abspath: str, start: int | None = None, end: int | None = None) -> Any:
+            if not abspath.endswith(_PAGE_SCRIPT):
+                return super().get_content(abspath, start, end)
+            if abspath not in mended:
+                mended[abspath] = _mended(Path(abspath).read_bytes())
+            return mended[abspath][start:end]
+
+        def get_content_size(self) -> int:
+            path = self.absolute_path or ""
+            if path.endswith(_PAGE_SCRIPT):
+                return len(self.get_content(path))
+            return int(super().get_content_size())
+
+    visdom_app.tornado_settings["static_handler_class"] = VisdomStaticFileHandler
+    if static_dir:
+        visdom_app.tornado_settings["static_path"] = static_dir
+        visdom_app.tornado_settings["template_path"] = static_dir
+
+
+# A JSON string (skipped as it is) or a number Python writes with an exponent.
+# A JSON string (kept as it is), or a number JavaScript writes otherwise than Python: a
+# whole float (2.0), one with an exponent (1e-05), or an integer too long for a double.
+_STRING_OR_NUMBER = re.compile(
+    r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'  # possessive: no backtracking over long text
+    r"|(?<![\d.])(-?\d++(?:\.0(?![\d])|(?:\.\d++)?+e[-+]?\d++|(?<=\d{16})))(?![\d.e])"
+)
+
+
+def _as_javascript_writes(match: re.Match[str]) -> str:
+    """A number token of Python's JSON as JavaScript's ``JSON.stringify`` writes it."""
+    token = match.group(1)
+    if token is None:
+        return match.group(0)
+    number = float(token)
+    if number.is_integer() and abs(number) < 1e21:
+        return str(int(Decimal(repr(number))))  # 2.0 -> 2; the double's digits, then zeros
+    if 1e-6 <= abs(number) < 1e21:  # JavaScript writes these without an exponent
+        return format(Decimal(token), "f")
+    mantissa, _, exponent = repr(number).partition("e")
+    return f"{mantissa}e{int(exponent):+d}"  # 1e-08 -> 1e-8, 1e+21 stays
+
+
+def page_hash(window: dict[str, Any]) -> str:
+    """The md5 of ``window`` as visdom's page computes it (stable JSON as JavaScript writes it)."""
+    text = json.dumps(window, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = _STRING_OR_NUMBER.sub(_as_javascript_writes, text)
+    return hashlib.md5(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,231 @@
+"""Finding the runs under ``--pickle_dir``: one store, a run dir, or a directory of runs.
+
+A run is named by its metadata (the ``name`` in ``meta.pickle``), so a run
+copied or downloaded anywhere reads as the same run; the directory's name is
+the fallback for a store without usable metadata.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from snapshot_store import frames as fmt
+from snapshot_store.reader import MAX_DOCUMENT_BYTES, LocalSource, Source
+from transfer_plugins.s3_location import S3Location
+from visualizer.layout import safe_id
+
+from .s3 import S3Source, call, is_s3_url, make_client
+
+# Longer stored names are not names a trainer wrote: the directory's is used.
+MAX_NAME_CHARS = 200
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A run found under the root: its display name and where its store is."""
+
+    name: str
+    source: Source
+    remote: bool  # polled with back-off (S3) rather than woken by file events
+
+
+def stored_name(source: Source) -> str | None:
+    """The run's name as its metadata records it; None without usable metadata.
+
+    S3 errors (:class:`~visualizer.sources.s3.S3ReadError`) propagate: they are the
+    cause to report, not a run without a name.
+    """
+    try:
+        data = source.read(fmt.META_FILE, 0, MAX_DOCUMENT_BYTES)
+        name = fmt.decode_document(data, source.describe(fmt.META_FILE)).get("name")
+    except (OSError, fmt.StoreError):  # absent (yet), unreadable, or not ours
+        return None
+    if isinstance(name, str) and name.strip() and len(name) <= MAX_NAME_CHARS:
+        return name if name.isprintable() else None
+    return None
+
+
+class _RunNames:
+    """The runs found under one root, each named once and uniquely."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, RunSpec] = {}
+
+    def _named(self, key: str, folder: str, source: Source, remote: bool) -> RunSpec:
+        """The spec of the store at ``key``: named by its metadata, else after ``folder``.
+
+        Two copies of one run under the same root keep apart: the later one
+        found is named after its folder.
+        """
+        spec = self._specs.get(key)
+        if spec is None:
+            taken = {s.name for s in self._specs.values()}
+            stored = stored_name(source)
+            numbered = (f"{folder}-{i}" for i in itertools.count(2))
+            candidates = itertools.chain((stored, folder), numbered)
+            name = next(c for c in candidates if c and c not in taken)
+            spec = self._specs[key] = RunSpec(name, source, remote)
+        return spec
+
+
+def is_store(path: Path) -> bool:
+    """True when ``path`` holds snapshot store files."""
+    try:
+        with os.scandir(path) as entries:
+            return any(
+                e.name in (fmt.META_FILE, fmt.STATUS_FILE) or fmt.parse_segment_name(e.name)
+                for e in entries
+            )
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return False
+
+
+class LocalRuns(_RunNames):
+    """Runs under a local directory, re-scanned on every call so later runs are picked up.
+
+    ``root`` may be a store (``<name>/pickle``, or a SummaryWriter log dir), a run
+    dir holding ``pickle/``, or a directory of runs, each ``<name>/pickle`` or a
+    store itself.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        super().__init__()
+        self.root = Path(root)
+        self.multi = False  # True once the root turned out to be a directory of runs
+
+    def __str__(self) -> str:
+        return str(self.root)
+
+    def waiting_for(self) -> str:
+        """What is missing, for the 'waiting' message."""
+        if not self.root.exists():
+            return f"{self.root} to appear (no snapshot store there yet)"
+        return f"a run in {self.root} (a store: {self.root}/<name>/pickle/meta.pickle)"
+
+    def discover(self) -> list[RunSpec]:
+        """The runs there now, in name order."""
+        root = self.root
+        if is_store(root):
+            name = root.parent.name if root.name == "pickle" else root.name
+            return [self._spec(name or "run", root)]
+        if is_store(root / "pickle"):
+            return [self._spec(root.name or "run", root / "pickle")]
+        found = []
+        try:
+            children = sorted(
+                e.path for e in os.scandir(root) if e.is_dir() and not e.name.startswith(".")
+            )
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return []
+        for child in map(Path, children):
+            if is_store(child / "pickle"):
+                found.append(self._spec(child.name, child / "pickle"))
+            elif is_store(child):
+                found.append(self._spec(child.name, child))
+        if found:
+            self.multi = True
+        return found
+
+    def _spec(self, folder: str, store: Path) -> RunSpec:
+        spec = self._specs.get(str(store))
+        if spec is not None:
+            return spec
+        return self._named(str(store), folder, LocalSource(store), remote=False)
+
+
+class S3Runs(_RunNames):
+    """Runs under an S3 prefix: one store (``.../<name>/pickle``) or a prefix of runs.
+
+    A prefix of runs is listed with a delimiter (one request per 1,000 runs) to find its
+    ``<name>/`` folders, each taken as a run with its store in ``<name>/pickle/``;
+    that listing is repeated every ``rediscover_interval`` seconds to pick up new runs.
+    """
+
+    def __init__(self, url: str, client: Any = None, rediscover_interval: float = 60.0) -> None:
+        super().__init__()
+        self.location = S3Location.parse(url)
+        self.client = client if client is not None else make_client()
+        self.rediscover_interval = rediscover_interval
+        self.multi = False
+        self._next_discovery = 0.0
+
+    def __str__(self) -> str:
+        return str(self.location)
+
+    def waiting_for(self) -> str:
+        return f"a snapshot store at {self.location} (or runs at {self.location}<name>/pickle/)"
+
+    def discover(self) -> list[RunSpec]:
+        if self.location.prefix.endswith("pickle/"):
+            # The usual single-run URL: the run's own polls tell whether anything is there.
+            return [self._spec(self.location.run_name, self.location)]
+        now = time.monotonic()
+        if now >= self._next_discovery:
+            self._next_discovery = now + self.rediscover_interval
+            self._list_runs()
+        return sorted(self._specs.values(), key=lambda spec: spec.name)
+
+    def _list_runs(self) -> None:
+        names: list[str] = []
+        folders: list[str] = []
+        for page in self._pages():
+            names += [obj["Key"][len(self.location.prefix) :] for obj in page.get("Contents", ())]
+            folders += [common["Prefix"] for common in page.get("CommonPrefixes", ())]
+        if any(n in (fmt.META_FILE, fmt.STATUS_FILE) or fmt.parse_segment_name(n) for n in names):
+            self._spec(self.location.run_name, self.location)  # the prefix is a store itself
+            return
+        for folder in folders:
+            name = folder[len(self.location.prefix) :].strip("/")
+            if name and not name.startswith("."):
+                self.multi = True
+                self._spec(name, S3Location(self.location.bucket, f"{folder}pickle/"))
+
+    def _pages(self) -> Iterator[dict[str, Any]]:
+        """The delimited listing of the prefix, page by page: S3 returns at most 1,000 per page."""
+        token: dict[str, str] = {}
+        while True:
+            page = call(
+                self.client,
+                self.location,
+                "list_objects_v2",
+                Bucket=self.location.bucket,
+                Prefix=self.location.prefix,
+                Delimiter="/",
+                **token,
+            )
+            yield page
+            if not page.get("IsTruncated") or not page.get("NextContinuationToken"):
+                return
+            token = {"ContinuationToken": page["NextContinuationToken"]}
+
+    def _spec(self, folder: str, location: S3Location) -> RunSpec:
+        spec = self._specs.get(str(location))
+        if spec is not None:
+            return spec
+        return self._named(str(location), folder, S3Source(location, self.client), remote=True)
+
+
+def locate(pickle_dir: str, s3_client: Any = None) -> LocalRuns | S3Runs:
+    """The run finder for a ``--pickle_dir`` value (a path or an ``s3://`` URL)."""
+    if is_s3_url(pickle_dir):
+        try:
+            return S3Runs(pickle_dir, s3_client)
+        except ImportError as err:
+            raise ValueError(
+                f"reading {pickle_dir} needs boto3 ({err}); install it: "
+                "pip install 'remote-train-monitor[s3]'"
+            ) from None
+    return LocalRuns(Path(pickle_dir).expanduser())
+
+
+def env_name(run: str, prefix: str | None, multi: bool) -> str:
+    """visdom env of a run: the run's name, or ``--env`` (a prefix when there are many runs)."""
+    if prefix and multi:
+        return safe_id(f"{prefix}_{run}")
+    return safe_id(prefix or run)

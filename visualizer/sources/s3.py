@@ -1,0 +1,172 @@
+"""Read a snapshot store straight from S3-compatible storage (AWS, MinIO, SeaweedFS, Ceph).
+
+:class:`S3Source` implements the reader's ``Source`` protocol: one LIST per
+poll, and ranged GETs of bounded size from the offset already read, so a
+follower downloads each byte once and never holds a whole object. Credentials
+and the endpoint come from boto3's standard chain (``AWS_ENDPOINT_URL`` for
+non-AWS servers). Every S3 failure becomes an :class:`S3ReadError` whose one
+line names the cause and what to check.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from snapshot_store.exit_codes import ExitCode
+from transfer_plugins import s3_client
+from transfer_plugins.s3_client import S3Fault
+from transfer_plugins.s3_location import SCHEME, S3Location
+
+log = logging.getLogger(__name__)
+
+
+class S3ReadError(RuntimeError):
+    """An S3 request failed; the message names the real cause, ``exit_code`` the status."""
+
+    def __init__(self, message: str, exit_code: ExitCode) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def is_s3_url(text: str) -> bool:
+    """True for ``s3://`` locations."""
+    return str(text).startswith(SCHEME)
+
+
+def make_client() -> Any:
+    """A boto3 S3 client for reading, from the standard credential chain and ``AWS_ENDPOINT_URL``."""
+    from botocore.config import Config
+
+    # Path-style addressing: MinIO/SeaweedFS/Ceph endpoints are rarely set up
+    # for virtual-host buckets; AWS accepts both. Short connect timeout: an
+    # unreachable endpoint is reported in seconds, not minutes.
+    return s3_client.make_client(
+        Config(
+            s3={"addressing_style": "path"},
+            retries={"max_attempts": 3},
+            connect_timeout=5,
+            read_timeout=30,
+        )
+    )
+
+
+# What a read that failed with each fault says, and the exit status it gives. Fields:
+# location, endpoint, bucket, error (the error's type), answer (S3's code or status), message.
+_READ_FAILURES: dict[S3Fault, tuple[str, ExitCode]] = {
+    S3Fault.NO_CREDENTIALS: (
+        "no usable AWS credentials to read {location}: set AWS_ACCESS_KEY_ID and "
+        "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
+        ExitCode.USAGE,
+    ),
+    S3Fault.UNREACHABLE: (
+        "can not reach the S3 endpoint {endpoint} ({error}): check "
+        "AWS_ENDPOINT_URL, the network, and that the S3 server is running",
+        ExitCode.UNAVAILABLE,
+    ),
+    S3Fault.NO_BUCKET: (
+        "bucket {bucket!r} does not exist at {endpoint}: check the s3:// URL (and AWS_ENDPOINT_URL)",
+        ExitCode.NO_DATA,
+    ),
+    S3Fault.DENIED: (
+        "access denied to {location} at {endpoint} ({answer}): check "
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) and that "
+        "they may list and read this bucket",
+        ExitCode.USAGE,
+    ),
+    S3Fault.NOT_FOUND: (
+        "S3 at {endpoint} answered {answer} for {location}: {message}",
+        ExitCode.UNAVAILABLE,
+    ),
+}
+_READ_FAILURES[S3Fault.REFUSED] = _READ_FAILURES[S3Fault.NOT_FOUND]
+_READ_FAILED = ("reading {location} from {endpoint} failed: {message}", ExitCode.UNAVAILABLE)
+
+
+def explain(err: Exception, location: S3Location, client: Any) -> S3ReadError:
+    """The one-line :class:`S3ReadError` for a botocore error met reading ``location``."""
+    failure = s3_client.classify(err)
+    template, exit_code = _READ_FAILURES.get(failure.fault, _READ_FAILED)
+    text = template.format(
+        location=location,
+        endpoint=_endpoint(client),
+        bucket=location.bucket,
+        error=type(err).__name__,
+        answer=failure.answer,
+        message=failure.message,
+    )
+    return S3ReadError(text, exit_code)
+
+
+def _endpoint(client: Any) -> str:
+    """The client's endpoint without credentials (``user:password@``) in it."""
+    from urllib.parse import urlsplit
+
+    url = str(getattr(getattr(client, "meta", None), "endpoint_url", "") or "the S3 endpoint")
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=host).geturl()
+
+
+def call(client: Any, location: S3Location, operation: str, **kwargs: Any) -> Any:
+    """``client.<operation>(**kwargs)``; botocore errors become one-line S3ReadErrors."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return getattr(client, operation)(**kwargs)
+    except (BotoCoreError, ClientError) as err:
+        raise explain(err, location, client) from err
+
+
+class S3Source:
+    """One store under an S3 prefix, as the reader's ``Source``."""
+
+    def __init__(self, location: S3Location | str, client: Any = None) -> None:
+        self.location = S3Location.parse(location) if isinstance(location, str) else location
+        self.client = client if client is not None else make_client()
+
+    def describe(self, name: str) -> str:
+        return f"{self.location}{name}"
+
+    def list(self) -> dict[str, tuple]:
+        """Objects directly under the prefix: name -> (size, etag). One LIST request per 1000 objects."""
+        found: dict[str, tuple] = {}
+        kwargs = {"Bucket": self.location.bucket, "Prefix": self.location.prefix, "Delimiter": "/"}
+        while True:
+            page = call(self.client, self.location, "list_objects_v2", **kwargs)
+            for obj in page.get("Contents", ()):
+                name = obj["Key"][len(self.location.prefix) :]
+                if name and not name.startswith("."):
+                    found[name] = (obj["Size"], obj.get("ETag", ""))
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                return found
+            kwargs["ContinuationToken"] = token
+
+    def read(self, name: str, offset: int = 0, length: int | None = None) -> bytes:
+        """At most ``length`` bytes of ``name`` from ``offset``: a ranged GET, so only those travel."""
+        from botocore.exceptions import BotoCoreError
+
+        kwargs = {"Bucket": self.location.bucket, "Key": self.location.key(name)}
+        if length is not None:
+            if length <= 0:
+                return b""
+            kwargs["Range"] = f"bytes={offset}-{offset + length - 1}"
+        elif offset:
+            kwargs["Range"] = f"bytes={offset}-"
+        try:
+            response = call(self.client, self.location, "get_object", **kwargs)
+        except S3ReadError as err:
+            code = s3_client.classify(err.__cause__).code if err.__cause__ else ""
+            if code in ("NoSuchKey", "404"):
+                raise FileNotFoundError(self.describe(name)) from None
+            if code in ("InvalidRange", "416"):
+                return b""  # nothing past the offset (yet)
+            raise
+        try:
+            with response["Body"] as body:
+                return body.read()
+        except BotoCoreError as err:  # the connection broke mid-body
+            raise explain(err, self.location, self.client) from err
