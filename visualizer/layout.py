@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from snapshot_store.schema import GROUP_WORDS
+from snapshot_store.schema import GROUP_WORDS, SECTION_WORDS
 from snapshot_store.tags import tag_of
 
 
@@ -78,19 +78,7 @@ PER_SERIES_ORDER = 20  # after every group's window
 
 # The frameworks' words for the conventional windows, as a name's first part (``eval/loss``,
 # ``val_loss_step``, ``training_loss``). Display only: the name stays as logged.
-_SECTIONS = {
-    "train": "train",
-    "training": "train",
-    "val": "validation",
-    "valid": "validation",
-    "validation": "validation",
-    "eval": "validation",
-    "test": "test",
-    "metric": "metrics",
-    "metrics": "metrics",
-    "lr": "lr",
-    "throughput": "throughput",
-}
+_SECTIONS = SECTION_WORDS
 
 
 def home_window(group: str, name: str) -> WindowSpec:
