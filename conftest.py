@@ -22,6 +22,7 @@ pytest_plugins = [
     "tests.fixtures.visdom",
     "tests.fixtures.s3",
     "tests.fixtures.disk",
+    "tests.fixtures.npm",
 ]
 
 # Fixtures that start a real server, browser or process group.

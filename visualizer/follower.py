@@ -78,7 +78,8 @@ class _Feed:
 
 
 class Follower:
-    """Follows every run under ``pickle_dir`` into visdom.
+    """Follows every run under ``location`` (the ``--pickle-dir`` value: a path or an
+    ``s3://`` URL) into visdom.
 
     Call :meth:`run_once` for a single pass, or :meth:`run` to follow until
     :meth:`stop` (thread-safe). It reads the runs and hands them to its
@@ -88,7 +89,7 @@ class Follower:
 
     def __init__(
         self,
-        pickle_dir: str,
+        location: str,
         client: VisdomClient,
         *,
         env: str | None = None,
@@ -108,7 +109,7 @@ class Follower:
             raise ValueError(
                 f"poll_interval (--poll-interval) must be a finite number above 0, not {poll_interval}"
             )
-        self.runs: LocalRuns | S3Runs = locate(pickle_dir, s3_client)
+        self.runs: LocalRuns | S3Runs = locate(location, s3_client)
         self.client = client
         self.env_prefix = env
         self.poll_interval = poll_interval

@@ -17,11 +17,11 @@ import sys
 
 import pytest
 
-from tests.e2e.checkout import checkout_copy
-from tests.e2e.pages import console_errors, differences, panes
+from tests.fixtures.checkout import checkout_copy
 from tests.fixtures.net import free_port
-from tests.visualizer.conftest import VisdomReader, wait_until
-from tests.visualizer.test_browser import ARTIFACTS
+from tests.fixtures.pages import ARTIFACTS, console_errors, differences, panes
+from tests.fixtures.visdom_reading import VisdomReader
+from tests.fixtures.waiting import wait_until
 from visualizer.server.endpoint import VisdomEndpoint
 
 # The demo's own knob: 3 epochs here; DEMO_EPOCHS=80 is the demo as `make demo` runs it.

@@ -21,14 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.checkout import ROOT
+from tests.e2e.test_install import readme_laptop_commands
 from tests.e2e.test_readme import SECTIONS, block_commands, readme_commands
-from tests.visualizer.test_install import readme_laptop_commands
+from tests.fixtures.checkout import ROOT
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 README_TEST = "tests/e2e/test_readme.py::test_the_readme_commands_run_as_written_in_order"
-INSTALL_TEST = "tests/visualizer/test_install.py::test_the_readme_install_renders_the_runs_plots"
+INSTALL_TEST = "tests/e2e/test_install.py::test_the_readme_install_renders_the_runs_plots"
 
 # Commands (whitespace collapsed) that a test runs as written, and that test.
 RUN_AS_WRITTEN = {

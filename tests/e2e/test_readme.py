@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from snapshot_store.exit_codes import ExitCode
-from tests.e2e.checkout import ROOT, checkout_copy
-from tests.visualizer.conftest import wait_until
+from tests.fixtures.checkout import ROOT, checkout_copy
+from tests.fixtures.waiting import wait_until
 
 # (page, heading): the README's recipes link to these sections.
 SECTIONS = (

@@ -18,7 +18,8 @@ import pytest
 from snapshot_store import Recorder
 from tests.fixtures.disk import held_to_file_modes
 from tests.fixtures.processes import reap
-from tests.visualizer.conftest import VisdomReader, wait_until
+from tests.fixtures.visdom_reading import VisdomReader
+from tests.fixtures.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

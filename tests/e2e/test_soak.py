@@ -26,18 +26,21 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.e2e.pages import console_errors, differences, panes
 from tests.fixtures.net import free_port
-from tests.fixtures.processes import reap
-from tests.visualizer.conftest import VisdomReader, wait_until
-from tests.visualizer.test_browser import (
+from tests.fixtures.pages import (
     ARTIFACTS,
     CONTROL_XPATH,
     PLOTS_JS,
     ROOT,
-    _choose,
-    _type,
+    choose,
+    console_errors,
+    differences,
+    panes,
+    type_into,
 )
+from tests.fixtures.processes import reap
+from tests.fixtures.visdom_reading import VisdomReader
+from tests.fixtures.waiting import wait_until
 from visualizer.server.endpoint import VisdomEndpoint
 
 SOAK_SECONDS = float(os.environ.get("SOAK_SECONDS", "45"))
@@ -101,13 +104,13 @@ def _change_the_view(driver: Any) -> None:
     Each change is checked once the visualizer drew the pane again with what it uses.
     """
     for _attempt in range(3):  # a click while the pane is drawn again can miss the field
-        _type(driver, "smoothing", "0.9")
+        type_into(driver, "smoothing", "0.9")
         time.sleep(2)
         if _control(driver, "smoothing", "input") == "0.9":
             break
     assert _control(driver, "smoothing", "input") == "0.9"
     for name, choice in (("x axis", "relative time"), ("y axis", "log"), ("x axis", "step")):
-        _choose(driver, name, choice)
+        choose(driver, name, choice)
         time.sleep(2)
     assert _control(driver, "y axis", "select") == "log"
 

@@ -7,10 +7,9 @@ import uuid
 
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.e2e.pages import console_errors, panes
-from tests.integrations.helpers import run_example
-from tests.trainer.helpers import REPO
-from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, PLOTS_JS
+from tests.fixtures.examples import run_example
+from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, PLOTS_JS, console_errors, panes
+from tests.fixtures.training import REPO
 from visualizer.follower import Follower
 from visualizer.server.client import VisdomClient
 

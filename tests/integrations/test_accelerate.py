@@ -15,6 +15,7 @@ from torch import nn
 from integrations._run import UnsupportedVersionError
 from remote_train_monitor import SummaryWriter
 from remote_train_monitor.accelerate import MonitorTracker, replace_tensorboard
+from tests.fixtures.examples import EXAMPLES, read, run_example
 from tests.fixtures.tensorboard import (
     exported_records,
     exported_scalars,
@@ -22,7 +23,6 @@ from tests.fixtures.tensorboard import (
     tensorboard_scalars,
     tensorboard_texts,
 )
-from tests.integrations.helpers import EXAMPLES, read, run_example
 
 
 @pytest.mark.integration

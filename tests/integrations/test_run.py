@@ -11,7 +11,7 @@ import pytest
 from integrations._run import MonitorRun, UnsupportedVersionError, require_version
 from snapshot_store import StoreError, read_store
 from snapshot_store.tags import key_of, tag_of
-from tests.integrations.helpers import read
+from tests.fixtures.examples import read
 
 
 def test_every_name_is_kept_and_two_names_never_merge(tmp_path):

@@ -19,13 +19,13 @@ from integrations._run import UnsupportedVersionError
 from remote_train_monitor import SummaryWriter
 from remote_train_monitor.transformers import MonitorCallback
 from snapshot_store import read_store
+from tests.fixtures.examples import EXAMPLES, read, run_example
 from tests.fixtures.tensorboard import (
     exported_records,
     exported_scalars,
     tensorboard_scalars,
     tensorboard_texts,
 )
-from tests.integrations.helpers import EXAMPLES, read, run_example
 
 
 @pytest.mark.integration

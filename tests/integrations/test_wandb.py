@@ -19,9 +19,9 @@ import pytest
 from integrations.wandb_media import flatten
 from snapshot_store import read_store
 from snapshot_store.tags import key_of, tag_of
+from tests.fixtures.examples import run_example
 from tests.fixtures.parts import need_module
-from tests.integrations.helpers import run_example
-from tests.trainer.helpers import REPO
+from tests.fixtures.training import REPO
 
 MNIST = Path(__file__).with_name("wandb_mnist.py")
 BLOCK = 32768  # W&B's run file: LevelDB log blocks of records
@@ -342,7 +342,7 @@ def test_saved_files_and_the_store_go_through_the_transfer_hook(wandb, tmp_path,
 
 @pytest.mark.integration
 def test_under_torchrun_every_rank_may_call_init_and_rank_zero_alone_writes(tmp_path):
-    from tests.trainer.helpers import torchrun_cmd
+    from tests.fixtures.training import torchrun_cmd
 
     # W&B's examples/pytorch/pytorch-ddp/log-all.py way: every process calls init and logs.
     cmd = torchrun_cmd(

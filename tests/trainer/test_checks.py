@@ -10,7 +10,7 @@ import pytest
 
 from snapshot_store import ExitCode, LaunchEnv
 from snapshot_store.run_lock import RunLock
-from tests.trainer.helpers import train_args
+from tests.fixtures.training import train_args
 from trainer import cli
 from trainer.checks import preflight
 from trainer.config import RunConfig

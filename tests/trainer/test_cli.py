@@ -13,7 +13,7 @@ import torch.distributed as dist
 
 from snapshot_store import LaunchEnv
 from tests.fixtures.net import free_port
-from tests.trainer.helpers import clean_env, read_run, series, train_args, trainer_cmd
+from tests.fixtures.training import clean_env, read_run, series, train_args, trainer_cmd
 from trainer import cli, launch, options
 
 

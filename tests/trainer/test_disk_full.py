@@ -17,7 +17,7 @@ from snapshot_store import ExitCode
 from tests.fixtures.disk import fill
 from tests.fixtures.net import free_port
 from tests.fixtures.processes import reap
-from tests.trainer.helpers import (
+from tests.fixtures.training import (
     read_run,
     run,
     start,

@@ -18,7 +18,14 @@ import torch
 from snapshot_store import LaunchEnv, LaunchError
 from snapshot_store.rank import read_launch_env as detect
 from tests.fixtures.net import free_port
-from tests.trainer.helpers import clean_env, read_run, series, torchrun_cmd, train_args, trainer_cmd
+from tests.fixtures.training import (
+    clean_env,
+    read_run,
+    series,
+    torchrun_cmd,
+    train_args,
+    trainer_cmd,
+)
 from trainer.config import ConfigError, RunConfig
 from trainer.distributed import select_devices, settle_collectives_at_exit
 

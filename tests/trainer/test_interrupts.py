@@ -7,7 +7,7 @@ import signal
 import pytest
 
 from snapshot_store import ExitCode
-from tests.trainer.helpers import read_run, start, train_args, trainer_cmd, wait_for_file
+from tests.fixtures.training import read_run, start, train_args, trainer_cmd, wait_for_file
 from trainer.interrupts import Terminated, raise_if_terminated, terminate_as_exit
 
 

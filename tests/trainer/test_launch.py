@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from snapshot_store import ExitCode
-from tests.trainer.helpers import read_run, run, start, train_args, trainer_cmd, wait_for_file
+from tests.fixtures.training import read_run, run, start, train_args, trainer_cmd, wait_for_file
 from tests.trainer.test_interrupts import LONG
 from trainer import launch
 

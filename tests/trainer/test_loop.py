@@ -17,7 +17,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.trainer.helpers import (
+from tests.fixtures.training import (
     clean_env,
     raw_steps,
     read_run,

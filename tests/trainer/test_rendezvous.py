@@ -16,9 +16,9 @@ import pytest
 
 from snapshot_store import ExitCode
 from tests.fixtures.net import free_port
-from tests.trainer.helpers import clean_env, train_args, trainer_cmd
+from tests.fixtures.training import clean_env, train_args, trainer_cmd
+from tests.fixtures.waiting import wait_until
 from tests.trainer.test_distributed import _check_two_rank_run, _start_ranks, _wait_all
-from tests.visualizer.conftest import wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ import trainer
 from snapshot_store import ExitCode, LaunchEnv
 from snapshot_store.run_lock import RunLock, RunLockError
 from tests.fixtures.net import free_port
-from tests.trainer.helpers import run, start, train_args, trainer_cmd, wait_for_file
+from tests.fixtures.training import run, start, train_args, trainer_cmd, wait_for_file
 from trainer.config import RunConfig
 from trainer.distributed import Devices
 from trainer.session import RunSession

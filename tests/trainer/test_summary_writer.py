@@ -19,7 +19,7 @@ from tests.fixtures.tensorboard import (
     tensorboard_images,
     tensorboard_scalars,
 )
-from tests.trainer.helpers import clean_env
+from tests.fixtures.training import clean_env
 
 
 def test_scalar_and_image_methods_write_the_store_in_log_dir(tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from snapshot_store import ExitCode, Recorder
-from tests.trainer.helpers import clean_env, train_args, trainer_cmd
+from tests.fixtures.training import clean_env, train_args, trainer_cmd
 from trainer.sync import send_remaining
 from transfer_plugins.runner import TransferRunner
 

@@ -12,7 +12,7 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from snapshot_store import Recorder, read_store
-from tests.trainer.helpers import read_run
+from tests.fixtures.training import read_run
 from trainer import fit
 from trainer.config import ConfigError, RunConfig
 from trainer.data import load_datasets

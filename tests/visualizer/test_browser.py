@@ -14,43 +14,21 @@ from typing import Any
 import numpy as np
 import pytest
 from selenium.webdriver.common.by import By
-from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import WebDriverWait
 
 from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
-from tests.visualizer.conftest import following
+from tests.fixtures.pages import (
+    ARTIFACTS,
+    BROWSER_WAIT_S,
+    ROOT,
+    choose,
+    plot_of,
+    type_into,
+)
+from tests.fixtures.visdom_reading import following
 from visualizer.follower import Follower
 from visualizer.server.client import VisdomClient
-
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
-BROWSER_WAIT_S = 60  # a bound on waiting, not a speed expectation
-
-# Per plot on the page: its title, points per trace as plotly computed them for
-# drawing (calcdata), and how many line paths were actually drawn with a shape.
-PLOTS_JS = """
-const title = t => t && (t.text || t);
-return Array.from(document.querySelectorAll('.js-plotly-plot')).map(div => ({
-  title: div.layout && title(div.layout.title),
-  names: (div.data || []).map(t => t.name),
-  smoothed: (div.data || []).map(t => t.meta === 'smoothed'),
-  visible: (div.data || []).map(t => t.visible === undefined ? true : t.visible),
-  points: (div.calcdata || []).map(c => c.length),
-  lengths: (div.data || []).map(t => t.x.length),
-  x_last: (div.data || []).map(t => t.x[t.x.length - 1]),
-  y_last: (div.data || []).map(t => t.y[t.y.length - 1]),
-  x_axis: {type: div._fullLayout.xaxis.type, title: title(div._fullLayout.xaxis.title),
-           range: div._fullLayout.xaxis.range, autorange: div._fullLayout.xaxis.autorange},
-  y_axis: {type: div._fullLayout.yaxis.type, autorange: div._fullLayout.yaxis.autorange},
-  drawn: Array.from(div.querySelectorAll('.scatterlayer .trace path.js-line'))
-              .filter(p => (p.getAttribute('d') || '').length > 20).length,
-}));
-"""
-
-
-def _plot(driver, title: str) -> dict | None:
-    return next((p for p in driver.execute_script(PLOTS_JS) if p["title"] == title), None)
 
 
 def test_chromium_renders_the_runs_plots_and_live_appends(
@@ -74,10 +52,10 @@ def test_chromium_renders_the_runs_plots_and_live_appends(
     driver.get(f"{visdom_server.url}/env/{run_name}")
     wait = WebDriverWait(driver, BROWSER_WAIT_S)
     # Each series twice: raw (faint) and smoothed, under one name.
-    plot = wait.until(lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 4 and p)
+    plot = wait.until(lambda d: (p := plot_of(d, "train losses")) and p["drawn"] == 4 and p)
     assert sorted(plot["names"]) == ["aux", "aux", "loss", "loss"] and plot["points"] == [120] * 4
     assert plot["smoothed"] == [False, True, False, True]
-    assert wait.until(lambda d: (p := _plot(d, "learning rate")) and p["points"] == [120, 120])
+    assert wait.until(lambda d: (p := plot_of(d, "learning rate")) and p["points"] == [120, 120])
 
     # The page stays open while the run goes on: appended points reach the browser.
     with following(store, visdom_server.endpoint):
@@ -85,7 +63,7 @@ def test_chromium_renders_the_runs_plots_and_live_appends(
             for step in range(120, 180):
                 rec.log({"loss": 0.1, "aux": 0.2}, step=step)
         plot = wait.until(
-            lambda d: (p := _plot(d, "train losses")) and p["points"] == [180] * 4 and p
+            lambda d: (p := plot_of(d, "train losses")) and p["points"] == [180] * 4 and p
         )
     assert plot["drawn"] == 4
     _check_lines_without_visdoms_smoothing(driver, "train losses")
@@ -159,7 +137,7 @@ def test_the_printed_url_opens_the_runs_page(tmp_path, visdom_server, chromium_d
 
     chromium_driver.get(url)
     plot = WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(
-        lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2 and p
+        lambda d: (p := plot_of(d, "train losses")) and p["drawn"] == 2 and p
     )
     assert plot["names"] == ["loss", "loss"] and plot["points"] == [50, 50]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -179,36 +157,12 @@ def test_the_printed_url_of_several_runs_opens_the_comparison(
 
     chromium_driver.get(url)
     plot = WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(
-        lambda d: (p := _plot(d, "train/loss: all runs")) and p["drawn"] == 4 and p
+        lambda d: (p := plot_of(d, "train/loss: all runs")) and p["drawn"] == 4 and p
     )
     assert sorted(plot["names"]) == ["a", "a", "b", "b"] and plot["points"] == [50] * 4
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     assert chromium_driver.save_screenshot(str(ARTIFACTS / "visualizer_printed_url_compare.png"))
     assert [e for e in chromium_driver.get_log("browser") if e["level"] == "SEVERE"] == []
-
-
-# --- the view controls -----------------------------------------------------------------
-
-CONTROL_XPATH = (
-    "//td[contains(@class,'table-properties-name') and normalize-space(text())='{name}']"
-    "/following-sibling::td//{tag}"
-)
-
-
-def _choose(driver, name: str, choice: str) -> None:
-    """Pick ``choice`` in the controls pane's select ``name``, as a person would."""
-    select = WebDriverWait(driver, BROWSER_WAIT_S).until(
-        lambda d: d.find_element(By.XPATH, CONTROL_XPATH.format(name=name, tag="select"))
-    )
-    Select(select).select_by_visible_text(choice)
-
-
-def _type(driver, name: str, text: str) -> None:
-    """Type ``text`` into the controls pane's field ``name`` and press Enter."""
-    field = driver.find_element(By.XPATH, CONTROL_XPATH.format(name=name, tag="input"))
-    field.click()
-    field.send_keys(Keys.CONTROL, "a")
-    field.send_keys(text, Keys.ENTER)
 
 
 def tensorboard_smoothed_last(values: list[float], weight: float) -> float:
@@ -246,7 +200,7 @@ def _live_updates(driver, run: LiveRun, check, updates: int = 3, first: int = 0)
     for _ in range(updates):
         last = run.log(40)
         plot = wait.until(
-            lambda d, last=last: (p := _plot(d, "train losses")) and len(p["names"]) == 2
+            lambda d, last=last: (p := plot_of(d, "train losses")) and len(p["names"]) == 2
             and p["lengths"][0] == last + 1 - first and p
         )  # fmt: skip
         check(plot)
@@ -265,24 +219,24 @@ def test_log_y_relative_time_zoom_and_hidden_traces_survive_live_updates(
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with following(store, visdom_server.endpoint):
         driver.get(f"{visdom_server.url}/env/{run_name}")
-        wait.until(lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2)
+        wait.until(lambda d: (p := plot_of(d, "train losses")) and p["drawn"] == 2)
 
         # Smoothing from the page: the smoothed trace's last value is TensorBoard's EMA
         # over every point at the new weight.
-        _type(driver, "smoothing", "0.9")
+        type_into(driver, "smoothing", "0.9")
         plot = wait.until(
-            lambda d: (p := _plot(d, "train losses"))
+            lambda d: (p := plot_of(d, "train losses"))
             and abs(p["y_last"][1] - tensorboard_smoothed_last(run.values, 0.9))
             <= 1e-6 * abs(p["y_last"][1]) and p
         )  # fmt: skip
         assert plot["smoothed"] == [False, True]
 
-        _choose(driver, "y axis", "log")
-        wait.until(lambda d: (p := _plot(d, "train losses")) and p["y_axis"]["type"] == "log")
-        _choose(driver, "x axis", "relative time")
+        choose(driver, "y axis", "log")
+        wait.until(lambda d: (p := plot_of(d, "train losses")) and p["y_axis"]["type"] == "log")
+        choose(driver, "x axis", "relative time")
         wait.until(
             lambda d: (
-                (p := _plot(d, "train losses"))
+                (p := plot_of(d, "train losses"))
                 and p["x_axis"]["title"].startswith("time since start")
                 and p["drawn"] == 2
             )
@@ -298,8 +252,8 @@ def test_log_y_relative_time_zoom_and_hidden_traces_survive_live_updates(
 
         # Zoom into the run from step 150 on, hide the curve, and keep logging: the zoom is
         # drawn from the point before it (step 149), and new points arrive in it.
-        _choose(driver, "x axis", "step")
-        wait.until(lambda d: (p := _plot(d, "train losses")) and p["x_axis"]["title"] == "step")
+        choose(driver, "x axis", "step")
+        wait.until(lambda d: (p := plot_of(d, "train losses")) and p["x_axis"]["title"] == "step")
         zoom = [150, 1000]
         driver.execute_script(
             "const div = Array.from(document.querySelectorAll('.js-plotly-plot'))"
@@ -354,9 +308,9 @@ def _loss_hidden_from_the_legend(
     wait = WebDriverWait(driver, BROWSER_WAIT_S)
     with following(store, visdom_server.endpoint):
         driver.get(f"{visdom_server.url}/env/{store.parent.name}")
-        wait.until(lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2)
+        wait.until(lambda d: (p := plot_of(d, "train losses")) and p["drawn"] == 2)
         _hide_from_legend(driver, "train losses", "loss")
-        wait.until(lambda d: _plot(d, "train losses")["visible"] == ["legendonly"] * 2)
+        wait.until(lambda d: plot_of(d, "train losses")["visible"] == ["legendonly"] * 2)
         yield
 
 
@@ -371,13 +325,13 @@ def test_a_curve_hidden_from_the_legend_stays_hidden_when_the_smoothing_changes(
     run, driver = LiveRun(store), chromium_driver
     wait = WebDriverWait(driver, BROWSER_WAIT_S)
     with _loss_hidden_from_the_legend(store, run, visdom_server, driver):
-        _type(driver, "smoothing", "0.9")
+        type_into(driver, "smoothing", "0.9")
         wait.until(
-            lambda d: (p := _plot(d, "train losses"))
+            lambda d: (p := plot_of(d, "train losses"))
             and abs(p["y_last"][1] - tensorboard_smoothed_last(run.values, 0.9))
             <= 1e-6 * abs(p["y_last"][1])
         )  # fmt: skip
-        _hidden_kept(_plot(driver, "train losses"))
+        _hidden_kept(plot_of(driver, "train losses"))
         _live_updates(driver, run, _hidden_kept)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         assert driver.save_screenshot(str(ARTIFACTS / "visualizer_hidden_after_smoothing.png"))
@@ -395,8 +349,8 @@ def test_a_curve_hidden_from_the_legend_stays_hidden_when_the_x_axis_changes(
     run, driver = LiveRun(store), chromium_driver
     wait = WebDriverWait(driver, BROWSER_WAIT_S)
     with _loss_hidden_from_the_legend(store, run, visdom_server, driver):
-        _choose(driver, "x axis", "wall time")
-        wait.until(lambda d: (p := _plot(d, "train losses")) and p["x_axis"]["type"] == "date")
+        choose(driver, "x axis", "wall time")
+        wait.until(lambda d: (p := plot_of(d, "train losses")) and p["x_axis"]["type"] == "date")
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         assert driver.save_screenshot(str(ARTIFACTS / "visualizer_hidden_after_x_axis.png"))
         _live_updates(driver, run, _hidden_kept)
@@ -412,15 +366,15 @@ def test_a_new_axis_takes_effect_on_a_zoomed_plot(
     wait = WebDriverWait(driver, BROWSER_WAIT_S)
     with following(store, visdom_server.endpoint):
         driver.get(f"{visdom_server.url}/env/{run_name}")
-        wait.until(lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2)
+        wait.until(lambda d: (p := plot_of(d, "train losses")) and p["drawn"] == 2)
         driver.execute_script(
             "const div = Array.from(document.querySelectorAll('.js-plotly-plot'))"
             "  .find(d => (d.layout.title.text || d.layout.title) === 'train losses');"
             "return Plotly.relayout(div, {'xaxis.range': [5, 50], 'yaxis.range': [0.5, 1.5]});"
         )
-        _choose(driver, "y axis", "log")
+        choose(driver, "y axis", "log")
         plot = wait.until(
-            lambda d: (p := _plot(d, "train losses")) and p["y_axis"]["type"] == "log"
+            lambda d: (p := plot_of(d, "train losses")) and p["y_axis"]["type"] == "log"
             and p["drawn"] == 2 and p
         )  # fmt: skip
         assert plot["x_axis"]["autorange"] is True, "the old zoom is gone with the old axis"
@@ -445,5 +399,5 @@ def test_the_bare_url_lists_the_runs_and_links_to_them(
     assert driver.save_screenshot(str(ARTIFACTS / "visualizer_main_index.png"))
     link.click()
     wait.until(lambda d: d.current_url.endswith("/env/second"))
-    plot = wait.until(lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2 and p)
+    plot = wait.until(lambda d: (p := plot_of(d, "train losses")) and p["drawn"] == 2 and p)
     assert plot["y_last"][0] == 2.0 / 50

@@ -11,8 +11,9 @@ from pathlib import Path
 from selenium.webdriver.support.ui import WebDriverWait
 
 from snapshot_store import Recorder
-from tests.visualizer.conftest import following, wait_until
-from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _choose, _plot
+from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, choose, plot_of
+from tests.fixtures.visdom_reading import following
+from tests.fixtures.waiting import wait_until
 from visualizer.follower import Follower
 from visualizer.model.traces import local_ms
 from visualizer.panes.display import DEFAULT_MAX_POINTS, run_start
@@ -51,7 +52,7 @@ def _raw(plot: dict | None) -> list | None:
 
 def _xs(driver, title: str) -> dict | None:
     """``_plot`` with every trace's x values."""
-    plot = _plot(driver, title)
+    plot = plot_of(driver, title)
     if plot is not None:
         plot["xs"] = driver.execute_script(
             "return Array.from(document.querySelectorAll('.js-plotly-plot'))"
@@ -125,8 +126,8 @@ def test_the_comparison_zooms_on_relative_time(tmp_path, visdom_server, chromium
     wait = WebDriverWait(driver, BROWSER_WAIT_S)
     with following(runs, visdom_server.endpoint):
         driver.get(f"{visdom_server.url}/env/{run_name}_compare")
-        wait.until(lambda d: (p := _plot(d, title)) and p["drawn"] == 4)
-        _choose(driver, "x axis", "relative time")
+        wait.until(lambda d: (p := plot_of(d, title)) and p["drawn"] == 4)
+        choose(driver, "x axis", "relative time")
         plot = wait.until(
             lambda d: (p := _xs(d, title)) and p["x_axis"]["title"] == "time since start (s)"
             and p["drawn"] == 4 and p
@@ -159,7 +160,7 @@ def test_a_zoom_on_wall_time_draws_every_stored_point_of_its_dates(
         client = VisdomClient(visdom_server.endpoint)
         wait_until(lambda: client.window_exists(run_name, "train"), timeout=BROWSER_WAIT_S)
         driver.get(f"{visdom_server.url}/env/{run_name}")
-        wait.until(lambda d: (p := _plot(d, title)) and p["x_axis"]["type"] == "date")
+        wait.until(lambda d: (p := plot_of(d, title)) and p["x_axis"]["type"] == "date")
         times = follower.feeds[run_name].data.series[("train", "loss")].times(slice(None))
         shown = local_ms(times[[8_000, 8_400]]).tolist()
         # The page's own range in milliseconds, from the date strings it keeps.

@@ -19,7 +19,8 @@ from snapshot_store import Recorder, atomic
 from snapshot_store import frames as fmt
 from snapshot_store.reader import read_store
 from tests.fixtures.net import free_port
-from tests.visualizer.conftest import CountingClient, VisdomReader, following, wait_until
+from tests.fixtures.visdom_reading import CountingClient, VisdomReader, following
+from tests.fixtures.waiting import wait_until
 from visualizer.follower import Follower
 from visualizer.panes.compare import CompareDisplay
 from visualizer.panes.display import RunDisplay

@@ -9,11 +9,9 @@ on SIGTERM or when its parent is gone.
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,15 +21,15 @@ import pytest
 from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
 from tests.fixtures.net import free_port
-from tests.fixtures.processes import reap
-from tests.visualizer.conftest import VisdomReader, wait_until
+from tests.fixtures.processes import START_TIMEOUT_S, first_line, reap
+from tests.fixtures.visdom_reading import VisdomReader
+from tests.fixtures.waiting import wait_until
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import visdom_answers
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-START_TIMEOUT_S = 60  # interpreter start and imports on a busy machine: a bound, not a target
 EXIT_AFTER_PARENT_S = 5  # the parent is checked once a second; then a last pass and exit
 
 
@@ -65,18 +63,6 @@ def live_view(
         yield proc
     finally:
         reap(proc)
-
-
-def first_line(proc: subprocess.Popen[str], log: Path, timeout: float = START_TIMEOUT_S) -> str:
-    """The first line the process prints on stdout, waiting at most ``timeout`` seconds."""
-    lines: queue.Queue[str] = queue.Queue()
-    assert proc.stdout is not None
-    stdout = proc.stdout
-    threading.Thread(target=lambda: lines.put(stdout.readline()), daemon=True).start()
-    try:
-        return lines.get(timeout=timeout)
-    except queue.Empty:
-        raise AssertionError(f"nothing on stdout; stderr:\n{log.read_text()}") from None
 
 
 @contextmanager

@@ -15,10 +15,10 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from snapshot_store import Recorder, atomic
 from snapshot_store import frames as fmt
-from tests.e2e.pages import console_errors, panes
+from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, ROOT, console_errors, panes
 from tests.fixtures.processes import reap
-from tests.visualizer.conftest import VisdomReader, wait_until
-from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, ROOT
+from tests.fixtures.visdom_reading import VisdomReader
+from tests.fixtures.waiting import wait_until
 from visualizer.markup import Html, element, plot_strings, text
 from visualizer.sources.runs import env_name
 
@@ -194,7 +194,7 @@ def _open_every_env(driver: Any, reader: VisdomReader, url: str, envs: list[str]
 def test_markup_in_a_buckets_run_reads_as_text_in_chromium(
     tmp_path: Path, s3_bucket: Any, visdom_server: Any, reader: VisdomReader, chromium_driver: Any
 ) -> None:
-    from tests.visualizer.conftest import following
+    from tests.fixtures.visdom_reading import following
     from tests.visualizer.sources.test_s3 import upload
 
     def mark(field: str) -> str:

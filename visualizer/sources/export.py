@@ -22,15 +22,15 @@ from .runs import LocalRuns, S3Runs, locate
 HEADER = ("run", "group", "tag", "step", "epoch", "wall_time", "value")
 
 
-def export_csv(pickle_dir: str, out: TextIO, s3_client: Any = None) -> int:
-    """Write all runs' scalars under ``pickle_dir`` to ``out``; returns the rows written.
+def export_csv(location: str, out: TextIO, s3_client: Any = None) -> int:
+    """Write all runs' scalars under ``location`` to ``out``; returns the rows written.
 
     ``tag`` is the name as logged (the TensorBoard tag, the framework's key), ``group``
     its part before the first ``/`` (empty for a name without one); rows are
     sorted by run, group, name and step; ``run`` is the name in the run's
     metadata. S3 failures raise :class:`~visualizer.sources.s3.S3ReadError`.
     """
-    runs: LocalRuns | S3Runs = locate(pickle_dir, s3_client)
+    runs: LocalRuns | S3Runs = locate(location, s3_client)
     specs = runs.discover()
     if not specs:
         raise FileNotFoundError(f"no snapshot store found: expected {runs.waiting_for()}")
@@ -70,7 +70,7 @@ def _plain_json(value: Any) -> Any:
     return value
 
 
-def export_jsonl(pickle_dir: str, out: TextIO, kind: str = "all", s3_client: Any = None) -> int:
+def export_jsonl(location: str, out: TextIO, kind: str = "all", s3_client: Any = None) -> int:
     """Write every record of ``kind`` (any but scalars; ``all``: every one) as JSON lines.
 
     One object a line: ``{"run", "kind", "tag", "step", "wall_time", "data"}``,
@@ -79,7 +79,7 @@ def export_jsonl(pickle_dir: str, out: TextIO, kind: str = "all", s3_client: Any
     are tagged by their logged name. Records come in the order they were written, per
     run. Returns the lines written.
     """
-    runs: LocalRuns | S3Runs = locate(pickle_dir, s3_client)
+    runs: LocalRuns | S3Runs = locate(location, s3_client)
     specs = runs.discover()
     if not specs:
         raise FileNotFoundError(f"no snapshot store found: expected {runs.waiting_for()}")
@@ -101,9 +101,9 @@ def export_jsonl(pickle_dir: str, out: TextIO, kind: str = "all", s3_client: Any
     return lines
 
 
-def export(pickle_dir: str, out: TextIO, kind: str = "scalars") -> int:
+def export(location: str, out: TextIO, kind: str = "scalars") -> int:
     """``--kind scalars``: :func:`export_csv`; any other kind: :func:`export_jsonl`."""
-    return export_csv(pickle_dir, out) if kind == "scalars" else export_jsonl(pickle_dir, out, kind)
+    return export_csv(location, out) if kind == "scalars" else export_jsonl(location, out, kind)
 
 
 def add_kind_argument(parser: Any) -> None:

@@ -211,17 +211,18 @@ class S3Runs(_RunNames):
         return self._named(str(location), folder, S3Source(location, self.client), remote=True)
 
 
-def locate(pickle_dir: str, s3_client: Any = None) -> LocalRuns | S3Runs:
-    """The run finder for a ``--pickle_dir`` value (a path or an ``s3://`` URL)."""
-    if is_s3_url(pickle_dir):
+def locate(location: str, s3_client: Any = None) -> LocalRuns | S3Runs:
+    """The run finder for ``location``, the ``--pickle-dir`` value: a store, a run dir or a
+    directory of runs, as a path or an ``s3://`` URL."""
+    if is_s3_url(location):
         try:
-            return S3Runs(pickle_dir, s3_client)
+            return S3Runs(location, s3_client)
         except ImportError as err:
             raise ValueError(
-                f"reading {pickle_dir} needs boto3 ({err}); install it: "
+                f"reading {location} needs boto3 ({err}); install it: "
                 "pip install 'remote-train-monitor[s3]'"
             ) from None
-    return LocalRuns(Path(pickle_dir).expanduser())
+    return LocalRuns(Path(location).expanduser())
 
 
 def env_name(run: str, prefix: str | None, multi: bool) -> str:

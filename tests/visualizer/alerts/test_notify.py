@@ -9,10 +9,9 @@ import pytest
 
 from snapshot_store import Recorder
 from tests.fixtures.net import free_port
-from tests.fixtures.processes import reap
+from tests.fixtures.processes import first_line, reap
+from tests.fixtures.waiting import wait_until
 from tests.visualizer.alerts.test_rules import POLL_S, SECRET, TIMEOUT, stop, visualizer
-from tests.visualizer.conftest import wait_until
-from tests.visualizer.test_live import first_line
 from visualizer.alerts.notify import describe_webhook, webhook_body
 from visualizer.alerts.rules import Alert
 

@@ -27,10 +27,9 @@ import pytest
 
 from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
-from tests.fixtures.processes import reap
-from tests.visualizer.conftest import wait_until
+from tests.fixtures.processes import first_line, reap
+from tests.fixtures.waiting import wait_until
 from tests.visualizer.sources.test_s3 import upload
-from tests.visualizer.test_live import first_line
 from visualizer.alerts.rules import parse_rule
 from visualizer.server.endpoint import VisdomEndpoint
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from snapshot_store import Recorder
-from tests.visualizer.conftest import following, wait_until
+from tests.fixtures.visdom_reading import following
+from tests.fixtures.waiting import wait_until
 from tests.visualizer.server.test_child import _page_socket
 from tests.visualizer.sources.test_s3 import upload
 from visualizer.layout import window_for_group

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from snapshot_store.schema import SCHEMAS, record_problem
+from tests.fixtures.visdom_reading import following
+from tests.fixtures.waiting import wait_until
 from tests.trainer.test_writer_extras import call_every_method
-from tests.visualizer.conftest import following, wait_until
 from trainer import SummaryWriter
 from visualizer.model.extradata import ExtraData
 from visualizer.model.rundata import RunData
@@ -247,7 +248,7 @@ def test_five_add_hparams_calls_are_five_rows_on_the_page(
     from torch.utils.tensorboard import SummaryWriter as TBWriter
     from torch.utils.tensorboard.summary import hparams
 
-    from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S
+    from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S
     from visualizer.follower import Follower
     from visualizer.server.client import VisdomClient
 

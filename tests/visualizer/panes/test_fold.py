@@ -10,9 +10,8 @@ from typing import Any
 from selenium.webdriver.support.ui import WebDriverWait
 
 from snapshot_store import Recorder
-from tests.e2e.pages import console_errors, panes
-from tests.visualizer.conftest import VisdomReader
-from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S
+from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, console_errors, panes
+from tests.fixtures.visdom_reading import VisdomReader
 from visualizer import layout
 from visualizer.follower import Follower
 from visualizer.model.series import Series

@@ -6,7 +6,8 @@ import time
 
 from snapshot_store import Recorder
 from snapshot_store.reader import Update
-from tests.visualizer.conftest import following, wait_until
+from tests.fixtures.visdom_reading import following
+from tests.fixtures.waiting import wait_until
 from visualizer.follower import Follower
 from visualizer.layout import safe_id
 from visualizer.model.rundata import RunData

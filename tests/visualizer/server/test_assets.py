@@ -27,11 +27,10 @@ from selenium.webdriver.support.ui import WebDriverWait
 from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
 from tests.fixtures.net import free_port
-from tests.fixtures.processes import reap
-from tests.visualizer.conftest import wait_until
+from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, plot_of
+from tests.fixtures.processes import first_line, reap
+from tests.fixtures.waiting import wait_until
 from tests.visualizer.server.test_tarballs import sri
-from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _plot
-from tests.visualizer.test_live import first_line
 from visualizer.server.assets import ASSETS, missing_assets
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import page_asset_failures, visdom_answers
@@ -153,7 +152,7 @@ def test_missing_assets_are_provisioned_without_npm(source, tmp_path, request, c
             assert len(registry.requests) == 2 * len(cached)  # a document and a tarball each
         chromium_driver.get(url)
         plot = WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(
-            lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2 and p
+            lambda d: (p := plot_of(d, "train losses")) and p["drawn"] == 2 and p
         )
         assert plot["points"] == [60, 60] and plot["smoothed"] == [False, True]  # raw, smoothed
         ARTIFACTS.mkdir(parents=True, exist_ok=True)

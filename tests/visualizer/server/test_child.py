@@ -13,7 +13,8 @@ import pytest
 import websocket
 
 from tests.fixtures.net import free_port
-from tests.visualizer.conftest import VisdomReader, wait_until
+from tests.fixtures.visdom_reading import VisdomReader
+from tests.fixtures.waiting import wait_until
 from tests.visualizer.panes.test_images import png
 from visualizer.model.rundata import IMAGE_HISTORY, ImageSnapshot
 from visualizer.panes.images import image_message

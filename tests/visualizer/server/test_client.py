@@ -7,7 +7,7 @@ import json
 import pytest
 import websocket
 
-from tests.visualizer.conftest import wait_until
+from tests.fixtures.waiting import wait_until
 from visualizer.panes.view import CONTROLS_WIN, ViewSettings, controls_message
 from visualizer.server.client import VisdomClient
 

@@ -6,7 +6,7 @@ import hashlib
 import http.client
 from typing import Any
 
-from tests.visualizer.conftest import wait_until
+from tests.fixtures.waiting import wait_until
 from visualizer.server import page as visdom_page
 from visualizer.server.client import VisdomClient
 from visualizer.server.process import VisdomServer

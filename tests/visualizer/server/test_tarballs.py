@@ -4,7 +4,7 @@ The registry here is a plain HTTP server in a thread of the test, answering the
 two requests npm's registry answers (a version's document, then its tarball);
 the visualizer is pointed at it as npm would be, with ``npm_config_registry``.
 The real registry is exercised by ``make install`` (scripts/provision_visdom_assets.py)
-and by tests/visualizer/test_install.py.
+and by tests/e2e/test_install.py.
 """
 
 from __future__ import annotations

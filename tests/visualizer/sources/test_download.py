@@ -16,7 +16,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from snapshot_store import Recorder
-from tests.visualizer.conftest import following, wait_until
+from tests.fixtures.visdom_reading import following
+from tests.fixtures.waiting import wait_until
 from visualizer.sources.download import HOST, CsvDownloads, export_command
 from visualizer.sources.export import export_csv
 

@@ -15,7 +15,8 @@ import pytest
 from snapshot_store import ExitCode, Recorder
 from snapshot_store.reader import MAX_DOCUMENT_BYTES, READ_BYTES, StoreReader
 from tests.fixtures.net import free_port
-from tests.visualizer.conftest import following, wait_until
+from tests.fixtures.visdom_reading import following
+from tests.fixtures.waiting import wait_until
 from visualizer.sources.s3 import S3Location, S3Source, make_client
 
 

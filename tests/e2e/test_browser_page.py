@@ -12,8 +12,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from remote_train_monitor import SummaryWriter
 from snapshot_store import Recorder
-from tests.visualizer.conftest import following, wait_until
-from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _choose, _plot, _type
+from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, choose, plot_of, type_into
+from tests.fixtures.visdom_reading import following
+from tests.fixtures.waiting import wait_until
 from visualizer.follower import Follower
 from visualizer.panes.compare import Selection
 from visualizer.server.client import VisdomClient
@@ -76,7 +77,9 @@ def test_runs_selects_every_group_is_compared_and_the_table_lists_the_options(
         ("val/loss: all runs", 2),
         ("metrics/accuracy: all runs", 2),
     ):
-        plot = wait.until(lambda d, t=title, n=drawn: (p := _plot(d, t)) and p["drawn"] == n and p)
+        plot = wait.until(
+            lambda d, t=title, n=drawn: (p := plot_of(d, t)) and p["drawn"] == n and p
+        )
         assert sorted(set(plot["names"])) == ["lr-0.01", "lr-0.1"]
     # Each run in one color in every window.
     colors = driver.execute_script(
@@ -210,17 +213,17 @@ def test_the_compare_pane_selects_runs_and_sorts_and_relative_time_overlays_them
     wait = WebDriverWait(driver, BROWSER_WAIT_S)
     with following(runs, visdom_server.endpoint):
         driver.get(f"{visdom_server.url}/env/{run_name}_compare")
-        wait.until(lambda d: (p := _plot(d, "train/loss: all runs")) and len(p["names"]) == 6)
+        wait.until(lambda d: (p := plot_of(d, "train/loss: all runs")) and len(p["names"]) == 6)
 
-        _type(driver, "runs (regex)", "0\\.0")  # lr-0.01 and lr-0.05
+        type_into(driver, "runs (regex)", "0\\.0")  # lr-0.01 and lr-0.05
         plot = wait.until(
-            lambda d: (p := _plot(d, "train/loss: all runs")) and len(p["names"]) == 4 and p
+            lambda d: (p := plot_of(d, "train/loss: all runs")) and len(p["names"]) == 4 and p
         )
         assert sorted(set(plot["names"])) == ["lr-0.01", "lr-0.05"]
         assert wait.until(lambda d: "runs compared (2)" in d.page_source)
 
-        _choose(driver, "sort table by", "val/loss")
-        _choose(driver, "order", "descending")
+        choose(driver, "sort table by", "val/loss")
+        choose(driver, "order", "descending")
         # The order comes after the sort: wait for both, not for the sort alone.
         wait.until(
             lambda d: (
@@ -230,9 +233,9 @@ def test_the_compare_pane_selects_runs_and_sorts_and_relative_time_overlays_them
             )
         )
 
-        _choose(driver, "x axis", "relative time")
+        choose(driver, "x axis", "relative time")
         plot = wait.until(
-            lambda d: (p := _plot(d, "val/loss: all runs"))
+            lambda d: (p := plot_of(d, "val/loss: all runs"))
             and p["x_axis"]["title"].startswith("time since start") and p["drawn"] == 2 and p
         )  # fmt: skip
         assert max(plot["x_last"]) < 600, "each run counts from its own start"
@@ -278,7 +281,7 @@ def test_kept_names_are_grouped_into_windows_and_shown_as_logged(
         "train/epoch": ["train/epoch"],
     }
     for title, names in expected.items():
-        plot = wait.until(lambda d, t=title: _plot(d, t))
+        plot = wait.until(lambda d, t=title: plot_of(d, t))
         assert sorted(set(plot["names"])) == names, title
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     driver.set_window_size(1280, 1600)  # every window in the picture

@@ -30,7 +30,7 @@ import pytest
 
 from snapshot_store import ExitCode
 from tests.fixtures.seaweed import CONFLICTING_ENV
-from tests.trainer.helpers import clean_env, train_args
+from tests.fixtures.training import clean_env, train_args
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = "transfer_plugins.s3.save_to_s3"

@@ -34,9 +34,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
 from tests.fixtures.net import free_port
-from tests.fixtures.processes import reap
-from tests.visualizer.test_browser import ARTIFACTS, BROWSER_WAIT_S, _plot
-from tests.visualizer.test_live import first_line
+from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, plot_of
+from tests.fixtures.processes import first_line, reap
 from visualizer.server.assets import ASSETS, missing_assets
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import visdom_answers
@@ -177,7 +176,7 @@ def test_the_readme_install_renders_the_runs_plots(pip, tmp_path, chromium_drive
 
         chromium_driver.get(url.removeprefix("visdom: "))
         plot = WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(
-            lambda d: (p := _plot(d, "train losses")) and p["drawn"] == 2 and p
+            lambda d: (p := plot_of(d, "train losses")) and p["drawn"] == 2 and p
         )
         assert plot["names"] == ["loss", "loss"] and plot["smoothed"] == [False, True]
         assert plot["points"] == [STEPS, STEPS]
