@@ -10,7 +10,7 @@ import pytest
 
 from snapshot_store import Recorder, StoreReader, kinds, read_store
 from snapshot_store import frames as fmt
-from tests.snapshot_store.test_schema import VALID
+from tests.fixtures.records import VALID
 
 V1_STORE = Path(__file__).parent / "data" / "store_v1"
 

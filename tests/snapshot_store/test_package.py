@@ -8,21 +8,11 @@ from pathlib import Path
 import pytest
 
 import snapshot_store
+from tests.fixtures.imports import imported_packages
 
 PACKAGE = Path(snapshot_store.__file__).parent
 # Above the store in the data flow, or a sibling leaf: never imported from here.
 FORBIDDEN = {"trainer", "visualizer", "bench", "transfer_plugins", "torch", "tests"}
-
-
-def imported_packages(path: Path) -> set[str]:
-    """Top-level names of every absolute import in ``path``, at any depth of the code."""
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return names
 
 
 @pytest.mark.parametrize("module", sorted(p.name for p in PACKAGE.glob("*.py")))

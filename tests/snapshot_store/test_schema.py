@@ -11,6 +11,7 @@ import pytest
 from snapshot_store import StoreReader, batches, read_store, schema
 from snapshot_store import frames as fmt
 from tests.fixtures.export import run_export
+from tests.fixtures.records import VALID
 
 
 def _series(name: str, steps: list, **cols) -> tuple:
@@ -155,49 +156,6 @@ def test_export_of_a_store_with_bad_records_exits_0_with_the_good_rows(tmp_path)
     assert "Traceback" not in result.stderr
     rows = [line for line in result.stdout.splitlines()[1:] if line]
     assert [row.split(",")[3] for row in rows] == ["0", "1", "2"]
-
-
-VALID = [
-    ("text", "note", 1, 10.0, {"text": "hello"}),
-    ("tensor", "t", 1, 10.0, {"shape": [2], "dtype": "float32", "values": [1.0, float("nan")]}),
-    (
-        "histogram",
-        "w",
-        2,
-        10.0,
-        {
-            "min": 0.0,
-            "max": 1.0,
-            "num": 3,
-            "sum": 1.5,
-            "sum_squares": 1.25,
-            "limits": [0.0, 1.0],
-            "counts": [0.0, 3.0],
-        },
-    ),
-    (
-        "hparams",
-        "hparams",
-        0,
-        10.0,
-        {"hparams": {"lr": 0.1, "opt": "adam", "wd": None}, "metrics": {"acc": 0.9}},
-    ),
-    (
-        "pr_curve",
-        "pr",
-        3,
-        10.0,
-        {
-            **{k: [1.0, 0.0] for k in ("tp", "fp", "tn", "fn", "precision", "recall")},
-            "num_thresholds": 2,
-        },
-    ),
-    ("audio", "a", 0, 10.0, {"wav": b"RIFF", "sample_rate": 8000.0}),
-    ("video", "v", 0, 10.0, {"gif": b"GIF89a", "fps": 4.0}),
-    ("points", "e", 0, 10.0, {"x": [0.0, 1.0], "y": [1.0, 0.0], "labels": ["a", "b"]}),
-    ("mesh", "m", 0, 10.0, {"vertices": [0.0] * 9, "faces": [0, 1, 2], "colors": []}),
-    ("layout", "custom_scalars", 0, 10.0, {"layout": {"cat": {"title": ["Multiline", ["a/b"]]}}}),
-]
 
 
 @pytest.mark.parametrize("record", VALID, ids=lambda r: r[0])

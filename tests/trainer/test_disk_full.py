@@ -17,6 +17,7 @@ from snapshot_store import ExitCode
 from tests.fixtures.disk import fill
 from tests.fixtures.net import free_port
 from tests.fixtures.processes import reap
+from tests.fixtures.ranks import start_ranks
 from tests.fixtures.training import (
     read_run,
     run,
@@ -25,7 +26,6 @@ from tests.fixtures.training import (
     trainer_cmd,
     wait_for_file,
 )
-from tests.trainer.test_distributed import _start_ranks
 from trainer import checkpoint
 from trainer.disk_full import out_of_space
 
@@ -147,7 +147,7 @@ def test_every_rank_of_a_ddp_job_stops_or_goes_on_together(tiny_dataset, small_d
         for r in range(2)
     ]
     cmd = trainer_cmd("train", *args, "--on-disk-full", mode)
-    procs = _start_ranks(cmd, small_disk.parent, ranks)
+    procs = start_ranks(cmd, small_disk.parent, ranks)
     outputs = []
     try:
         outputs = [proc.communicate(timeout=180)[0] for proc in procs]

@@ -18,6 +18,7 @@ import torch
 from snapshot_store import LaunchEnv, LaunchError
 from snapshot_store.rank import read_launch_env as detect
 from tests.fixtures.net import free_port
+from tests.fixtures.ranks import LAUNCH_TIMEOUT, check_two_rank_run, start_ranks, wait_all
 from tests.fixtures.training import (
     clean_env,
     read_run,
@@ -145,47 +146,6 @@ def test_bad_gpu_id_lists_are_refused_by_the_config(ids, message):
 
 # --- real launches -----------------------------------------------------------------------
 
-LAUNCH_TIMEOUT = 180
-
-
-def _check_two_rank_run(run_dir, steps_per_epoch: int, epochs: int) -> None:
-    history, meta, status = read_run(run_dir)
-    assert meta["world_size"] == 2 and status["state"] == "finished"
-    steps, losses = series(history, "train/loss")
-    assert steps == list(range(1, steps_per_epoch * epochs + 1))
-    assert all(v > 0 for v in losses)
-    val_steps, _ = series(history, "val/loss")
-    assert val_steps == [steps_per_epoch * (e + 1) for e in range(epochs)]
-
-
-def _start_ranks(cmd: list[str], cwd, per_rank_env: list[dict[str, str]]) -> list[subprocess.Popen]:
-    return [
-        subprocess.Popen(
-            cmd,
-            cwd=cwd,
-            env=clean_env(**extra),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for extra in per_rank_env
-    ]
-
-
-def _wait_all(procs: list[subprocess.Popen], timeout: float = LAUNCH_TIMEOUT) -> list[str]:
-    outputs = []
-    try:
-        for proc in procs:
-            outputs.append(proc.communicate(timeout=timeout)[0])
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    for proc, out in zip(procs, outputs):
-        assert proc.returncode == 0, out[-3000:]
-    return outputs
-
 
 @pytest.mark.integration
 def test_slurm_launch_without_torchrun(tiny_dataset, tmp_path):
@@ -205,8 +165,8 @@ def test_slurm_launch_without_torchrun(tiny_dataset, tmp_path):
         }
         for r in range(2)
     ]
-    outputs = _wait_all(_start_ranks(cmd, tmp_path, ranks))
-    _check_two_rank_run(tmp_path / "slurm", steps_per_epoch=3, epochs=1)
+    outputs = wait_all(start_ranks(cmd, tmp_path, ranks))
+    check_two_rank_run(tmp_path / "slurm", steps_per_epoch=3, epochs=1)
     assert "effective batch size 16" in outputs[0] and "(slurm launch)" in outputs[0]
     assert outputs[1].strip() == ""  # the other rank stays silent
 
@@ -221,8 +181,8 @@ def test_kubernetes_style_launch(tiny_dataset, tmp_path):
         {"RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
         for r in range(2)
     ]
-    _wait_all(_start_ranks(cmd, tmp_path, ranks))
-    _check_two_rank_run(tmp_path / "k8s", steps_per_epoch=3, epochs=1)
+    wait_all(start_ranks(cmd, tmp_path, ranks))
+    check_two_rank_run(tmp_path / "k8s", steps_per_epoch=3, epochs=1)
 
 
 @pytest.mark.integration
@@ -259,8 +219,8 @@ def test_two_nodes_meet_at_one_torchrun_rendezvous(tiny_dataset, tmp_path):
         )
         for cmd in nodes
     ]
-    _wait_all(procs)
-    _check_two_rank_run(tmp_path / "nodes", steps_per_epoch=3, epochs=2)
+    wait_all(procs)
+    check_two_rank_run(tmp_path / "nodes", steps_per_epoch=3, epochs=2)
     _, meta, _ = read_run(tmp_path / "nodes")
     assert meta["options"]["world_size"] == 2
 
@@ -309,7 +269,7 @@ def test_launch_runs_torchrun_end_to_end(tiny_dataset, tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     run_dir = tmp_path / "launched"
-    _check_two_rank_run(run_dir, steps_per_epoch=6, epochs=2)
+    check_two_rank_run(run_dir, steps_per_epoch=6, epochs=2)
     history, _, status = read_run(run_dir)
     assert {"train/loss", "val/loss", "metric/accuracy", "lr/lr", "throughput/samples_per_s"} <= {
         f"{g}/{n}" for g, n in history.keys()

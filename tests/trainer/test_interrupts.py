@@ -7,7 +7,7 @@ import signal
 import pytest
 
 from snapshot_store import ExitCode
-from tests.fixtures.training import read_run, start, train_args, trainer_cmd, wait_for_file
+from tests.fixtures.training import LONG, read_run, start, train_args, trainer_cmd, wait_for_file
 from trainer.interrupts import Terminated, raise_if_terminated, terminate_as_exit
 
 
@@ -33,10 +33,6 @@ def test_a_sigterm_lost_in_a_destructor_is_raised_at_the_next_check():
         _SignalInDestructor()  # Python prints "Exception ignored" and goes on
         raise_if_terminated()
     raise_if_terminated()  # outside the block nothing is pending
-
-
-# Long enough to be interrupted: the run is stopped a few epochs in.
-LONG = ("--batch-size", "4", "--num-epochs", "200")
 
 
 @pytest.mark.integration

@@ -8,8 +8,15 @@ from pathlib import Path
 import pytest
 
 from snapshot_store import ExitCode
-from tests.fixtures.training import read_run, run, start, train_args, trainer_cmd, wait_for_file
-from tests.trainer.test_interrupts import LONG
+from tests.fixtures.training import (
+    LONG,
+    read_run,
+    run,
+    start,
+    train_args,
+    trainer_cmd,
+    wait_for_file,
+)
 from trainer import launch
 
 pytestmark = pytest.mark.integration

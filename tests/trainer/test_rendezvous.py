@@ -16,9 +16,9 @@ import pytest
 
 from snapshot_store import ExitCode
 from tests.fixtures.net import free_port
+from tests.fixtures.ranks import check_two_rank_run, start_ranks, wait_all
 from tests.fixtures.training import clean_env, train_args, trainer_cmd
 from tests.fixtures.waiting import wait_until
-from tests.trainer.test_distributed import _check_two_rank_run, _start_ranks, _wait_all
 
 pytestmark = pytest.mark.integration
 
@@ -59,24 +59,24 @@ def _pods(tmp_path, args: list[str], runs: int = 1) -> list[subprocess.Popen]:
     port = str(free_port())
     env = {"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "RUNS": str(runs)}
     ranks = [{**env, "RANK": str(r)} for r in range(2)]
-    return _start_ranks([sys.executable, str(wrapper), *args], tmp_path, ranks)
+    return start_ranks([sys.executable, str(wrapper), *args], tmp_path, ranks)
 
 
 def test_the_seeds_kubernetes_wrapper_trains_in_the_launchers_group(tiny_dataset, tmp_path):
     args = train_args(tiny_dataset, tmp_path, "pods", "--batch-size", "8", "--n-epochs", "1")
-    outputs = _wait_all(_pods(tmp_path, args))
+    outputs = wait_all(_pods(tmp_path, args))
     assert not any("Traceback" in out for out in outputs), outputs
     assert "held by the launcher's own process group" in outputs[0], outputs[0][-2000:]
     assert "2 processes (env launch)" in outputs[0]
-    _check_two_rank_run(tmp_path / "pods", steps_per_epoch=3, epochs=1)
+    check_two_rank_run(tmp_path / "pods", steps_per_epoch=3, epochs=1)
 
 
 def test_a_wrapper_that_runs_the_trainer_twice_meets_afresh_each_time(tiny_dataset, tmp_path):
     args = train_args(tiny_dataset, tmp_path, "twice", "--batch-size", "8", "--n-epochs", "1")
-    outputs = _wait_all(_pods(tmp_path, args, runs=2))
+    outputs = wait_all(_pods(tmp_path, args, runs=2))
     assert not any("Traceback" in out for out in outputs), outputs
     assert "continue_train: resumed from" in outputs[0], outputs[0][-2000:]
-    _check_two_rank_run(tmp_path / "twice", steps_per_epoch=3, epochs=2)
+    check_two_rank_run(tmp_path / "twice", steps_per_epoch=3, epochs=2)
 
 
 def _listening(port: int) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import keyword
 import logging
 
 import numpy as np
@@ -14,6 +13,7 @@ from torch.utils.tensorboard import SummaryWriter as TBWriter
 from snapshot_store import read_store
 from snapshot_store.encoders import DEFAULT_BINS
 from snapshot_store.images import decode_png
+from tests.fixtures.writer_calls import call_every_method
 from trainer import SummaryWriter
 
 TB_METHODS = sorted(
@@ -37,91 +37,6 @@ def test_every_method_of_tensorboards_writer_has_its_parameters(name):
     ours = getattr(SummaryWriter, name, None)
     assert ours is not None, f"SummaryWriter has no {name}"
     assert _params(ours) == _params(getattr(TBWriter, name))
-
-
-def _figure():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig = plt.figure()
-    plt.plot([1, 2, 3], [1, 4, 9])
-    return fig
-
-
-def _meta() -> list[str]:
-    words = (keyword.kwlist * 10)[:100]
-    return [w + str(i) for i, w in enumerate(words)]
-
-
-def _mesh() -> dict:
-    # add_mesh's docstring example: a tetrahedron.
-    verts = torch.as_tensor([[1, 1, 1], [-1, -1, 1], [1, -1, -1], [-1, 1, -1]], dtype=torch.float)
-    colors = torch.as_tensor([[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 0, 255]])
-    faces = torch.as_tensor([[0, 2, 3], [0, 3, 1], [0, 1, 2], [1, 3, 2]], dtype=torch.int)
-    return {"vertices": verts[None], "colors": colors[None], "faces": faces[None]}
-
-
-def _raw_histogram() -> dict:
-    # add_histogram_raw's docstring example.
-    data = []
-    for idx, value in enumerate(range(50)):
-        data += [idx + 0.001] * value
-    values = np.array(data).astype(float).reshape(-1)
-    counts, limits = np.histogram(values, bins=np.array(range(52)))
-    return dict(
-        min=values.min(),
-        max=values.max(),
-        num=len(values),
-        sum=values.sum(),
-        sum_squares=values.dot(values),
-        bucket_limits=limits[1:].tolist(),
-        bucket_counts=counts.tolist(),
-        global_step=0,
-    )
-
-
-def call_every_method(writer, onnx_file) -> None:
-    """Each public method with the arguments of its docstring example (or its Shape section)."""
-    writer.add_scalar("y=2x", 2 * 3, 3)
-    writer.add_scalars("run_14h", {"xsinx": 1.0, "xcosx": 2.0, "tanx": 3.0}, 3)
-    writer.add_tensor("x", torch.tensor([1, 2, 3]))
-    writer.add_histogram("distribution centers", np.random.random(1000) + 3, 3)
-    writer.add_histogram_raw("histogram_with_raw_data", **_raw_histogram())
-    img = np.zeros((3, 100, 100))
-    img[0] = np.arange(0, 10000).reshape(100, 100) / 10000
-    writer.add_image("my_image", img, 0)
-    writer.add_images("my_image_batch", np.zeros((16, 3, 100, 100)), 0)
-    writer.add_image_with_boxes("boxes", img, torch.tensor([[10, 10, 40, 40]]), 0, labels=["a"])
-    writer.add_figure("figure", _figure(), 0)
-    writer.add_video("video", torch.rand(2, 4, 3, 16, 16), 0)
-    writer.add_audio("audio", torch.rand(1, 4410) * 2 - 1, 0)
-    writer.add_text("lstm", "This is an lstm", 0)
-    writer.add_graph(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU()), torch.zeros(1, 4))
-    writer.add_onnx_graph(str(onnx_file))
-    writer.add_embedding(
-        torch.randn(100, 5), metadata=_meta(), label_img=torch.rand(100, 3, 10, 32)
-    )
-    labels = np.random.randint(2, size=100)
-    writer.add_pr_curve("pr_curve", labels, np.random.rand(100), 0)
-    curve = np.linspace(1, 0, 5)
-    writer.add_pr_curve_raw("pr_raw", curve * 10, curve, curve, curve, curve, curve, 0, 5)
-    writer.add_custom_scalars(
-        {
-            "Taiwan": {"twse": ["Multiline", ["twse/0050", "twse/2330"]]},
-            "USA": {"dow": ["Margin", ["dow/aaa", "dow/bbb", "dow/ccc"]]},
-        }
-    )
-    writer.add_custom_scalars_multilinechart(["twse/0050", "twse/2330"], "Taiwan", "lines")
-    writer.add_custom_scalars_marginchart(["dow/aaa", "dow/bbb", "dow/ccc"], "USA", "margin")
-    writer.add_mesh("my_mesh", **_mesh())
-    for i in range(5):
-        writer.add_hparams(
-            {"lr": 0.1 * i, "bsize": i}, {"hparam/accuracy": 10 * i}, run_name=f"r{i}"
-        )
-    writer.flush()
-    assert writer.get_logdir()
 
 
 EXPECTED_EXTRAS = {

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import transfer_plugins
-from tests.snapshot_store.test_package import imported_packages
+from tests.fixtures.imports import imported_packages
 
 PACKAGE = Path(transfer_plugins.__file__).parent
 FORBIDDEN = {"trainer", "visualizer", "bench", "tests"}

@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 
 from snapshot_store import Recorder
+from tests.fixtures.alerting import POLL_S, SECRET, TIMEOUT, stop, visualizer
 from tests.fixtures.net import free_port
 from tests.fixtures.processes import first_line, reap
 from tests.fixtures.waiting import wait_until
-from tests.visualizer.alerts.test_rules import POLL_S, SECRET, TIMEOUT, stop, visualizer
 from visualizer.alerts.notify import describe_webhook, webhook_body
 from visualizer.alerts.rules import Alert
 

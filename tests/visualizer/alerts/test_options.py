@@ -13,10 +13,10 @@ import pytest
 
 from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
+from tests.fixtures.alerting import POLL_S, ROOT, SECRET, TIMEOUT, stop, visualizer
 from tests.fixtures.net import free_port
 from tests.fixtures.processes import first_line
 from tests.fixtures.waiting import wait_until
-from tests.visualizer.alerts.test_rules import POLL_S, ROOT, SECRET, TIMEOUT, stop, visualizer
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import visdom_answers
 

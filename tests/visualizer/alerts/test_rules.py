@@ -11,33 +11,25 @@ from __future__ import annotations
 import html
 import json
 import math
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
+from tests.fixtures.alerting import POLL_S, SECRET, TIMEOUT, stop, visualizer
 from tests.fixtures.processes import first_line, reap
 from tests.fixtures.waiting import wait_until
 from tests.visualizer.sources.test_s3 import upload
 from visualizer.alerts.rules import parse_rule
 from visualizer.server.endpoint import VisdomEndpoint
 
-ROOT = Path(__file__).resolve().parents[3]
-POLL_S = 1.0  # the visualizer's --poll-interval (its default)
 SILENT_MIN = 0.1  # --alert-silent-after: 6 s
-TIMEOUT = 60  # a bound for a start or an exit, not a target
-SECRET = "s3cr3t-tok3n"
 
 
 class Receiver:
@@ -79,36 +71,6 @@ def receiver() -> Iterator[Receiver]:
     receiver.server.shutdown()
     receiver.server.server_close()
     thread.join(5)
-
-
-def visualizer(
-    runs: Path | str,
-    endpoint: VisdomEndpoint,
-    state: Path,
-    log: Path,
-    *options: str,
-    cwd: Path = ROOT,
-    env: dict[str, str] | None = None,
-) -> subprocess.Popen[str]:
-    """The visualizer following ``runs`` into the visdom at ``endpoint``, its stderr in ``log``."""
-    env = {**os.environ, **(env or {}), "XDG_STATE_HOME": str(state), "PYTHONPATH": str(ROOT)}
-    with log.open("a") as stderr:
-        return subprocess.Popen(
-            [sys.executable, str(ROOT / "run_visualizer_local.py"), "--pickle-dir", str(runs),
-             "--port", str(endpoint.port), "--no-start-server", "--poll-interval", str(POLL_S),
-             *options],
-            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True,
-        )  # fmt: skip
-
-
-def stop(proc: subprocess.Popen[str], log: Path) -> str:
-    """SIGTERM ``proc`` (how the trainer ends it); its log, once it exited 0."""
-    proc.send_signal(signal.SIGTERM)
-    try:
-        assert proc.wait(timeout=TIMEOUT) == ExitCode.OK, log.read_text()
-    finally:
-        reap(proc)
-    return log.read_text()
 
 
 @contextmanager

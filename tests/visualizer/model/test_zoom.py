@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from snapshot_store import Recorder
-from tests.fixtures.visdom_reading import following
+from tests.fixtures.visdom_reading import following, page_socket
 from tests.fixtures.waiting import wait_until
-from tests.visualizer.server.test_child import _page_socket
 from tests.visualizer.sources.test_s3 import upload
 from visualizer.layout import window_for_group
 from visualizer.model.decimate import decimate_indices
@@ -180,7 +179,7 @@ def test_a_zoom_from_the_page_redraws_an_s3_run_on_wall_time(
         loss = follower.feeds[run_name].data.series[("train", "loss")]
         times = loss.times(slice(None))
         bounds = local_ms(times[[2_000, 2_100]]).tolist()  # as the page's date axis has them
-        page = _page_socket(visdom_server)
+        page = page_socket(visdom_server)
         try:
             message = {"target": "train", "eid": run_name, "pane_data": False} | event(bounds)
             page.send(json.dumps({"cmd": "forward_to_vis", "data": message}))

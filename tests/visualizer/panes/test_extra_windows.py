@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from snapshot_store.schema import SCHEMAS, record_problem
 from tests.fixtures.visdom_reading import following
 from tests.fixtures.waiting import wait_until
-from tests.trainer.test_writer_extras import call_every_method
+from tests.fixtures.writer_calls import call_every_method
 from trainer import SummaryWriter
 from visualizer.model.extradata import ExtraData
 from visualizer.model.rundata import RunData

@@ -2,30 +2,10 @@
 
 from __future__ import annotations
 
-import struct
-import zlib
-
 from snapshot_store.reader import Update
+from tests.fixtures.images import png
 from visualizer.model.rundata import IMAGE_HISTORY, ImageSnapshot, RunData
 from visualizer.panes.images import ImagePanes, image_message, png_size
-
-
-def png(width: int, height: int) -> bytes:
-    """A real (blank, grey) PNG of ``width`` x ``height``."""
-    raw = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (
-            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-        )
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(raw))
-        + chunk(b"IEND", b"")
-    )
 
 
 def test_png_size_reads_the_header_and_refuses_other_bytes():

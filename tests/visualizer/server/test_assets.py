@@ -27,10 +27,10 @@ from selenium.webdriver.support.ui import WebDriverWait
 from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
 from tests.fixtures.net import free_port
+from tests.fixtures.npm import sri
 from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, plot_of
 from tests.fixtures.processes import first_line, reap
 from tests.fixtures.waiting import wait_until
-from tests.visualizer.server.test_tarballs import sri
 from visualizer.server.assets import ASSETS, missing_assets
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import page_asset_failures, visdom_answers

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import websocket
 
+from tests.fixtures.images import png
 from tests.fixtures.net import free_port
-from tests.fixtures.visdom_reading import VisdomReader
+from tests.fixtures.visdom_reading import VisdomReader, page_socket
 from tests.fixtures.waiting import wait_until
-from tests.visualizer.panes.test_images import png
 from visualizer.model.rundata import IMAGE_HISTORY, ImageSnapshot
 from visualizer.panes.images import image_message
 from visualizer.server import child as visdom_child
@@ -48,13 +48,6 @@ def test_an_image_pane_is_drawn_with_every_snapshot_and_keeps_the_last_ones(
     assert selected == IMAGE_HISTORY - 1, "the page's slider stays on the newest"
 
 
-def _page_socket(server: VisdomServer) -> websocket.WebSocket:
-    """A websocket to visdom as its page opens one."""
-    ws = websocket.create_connection(f"ws://{server.endpoint.host}:{server.endpoint.port}/socket")
-    assert json.loads(ws.recv())["command"] == "register"
-    return ws
-
-
 def test_a_pages_echo_of_our_close_does_not_delete_the_window_drawn_again(
     visdom_server: VisdomServer, reader: VisdomReader, run_name: str
 ) -> None:
@@ -62,7 +55,7 @@ def test_a_pages_echo_of_our_close_does_not_delete_the_window_drawn_again(
     text = {"data": [{"content": "x", "type": "text"}], "eid": run_name, "opts": {}}
     client.post("events", {**text, "win": "kept"})
     client.post("events", {**text, "win": "other"})
-    ws = _page_socket(visdom_server)
+    ws = page_socket(visdom_server)
     try:
         client.post("close", {"eid": run_name, "win": "kept"})
         client.post("events", {**text, "win": "kept"})  # drawn again at once

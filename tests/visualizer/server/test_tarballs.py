@@ -9,8 +9,6 @@ and by tests/e2e/test_install.py.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import io
 import tarfile
 from pathlib import Path
@@ -18,13 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.net import free_port
+from tests.fixtures.npm import sri
 from visualizer.server.assets import read_members
 from visualizer.server.tarballs import OfflineError, ProvisionError, fetch_tarball
-
-
-def sri(data: bytes) -> str:
-    """The registry's ``dist.integrity`` of ``data``."""
-    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
 
 
 def npm_tarball(files: dict[str, bytes]) -> bytes:
