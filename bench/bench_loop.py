@@ -41,6 +41,9 @@ from typing import Any
 
 ROUNDS = 7
 RUN_SECONDS = 1.2  # >= 10 flush intervals of 0.1 s
+# Each logging run logs at least this many scalars: at 2 tags a step a 1.2 s run logs
+# 8,000, and the noise of its CPU per scalar (3 us) was larger than the figure itself.
+MIN_SCALARS = 20_000
 WIDTH, HIDDEN, CLASSES, BATCH = 64, 128, 10, 32
 BURST_CALLS, TB_BURST_CALLS = 200_000, 20_000
 TARGET_RATIO, TARGET_CPU_US = 1.01, 2.0
@@ -132,7 +135,7 @@ def _loop_rounds(device: str, n: int, root: Path) -> Results:
     tags = [f"loss/{i}" for i in range(n)]
     loop.run(200)  # warm up
     wall, _ = loop.run(400)
-    steps = max(1000, int(RUN_SECONDS / (wall / 400)))
+    steps = max(1000, int(RUN_SECONDS / (wall / 400)), MIN_SCALARS // n)
     writers = _writers(root)
     results: Results = {"none": []}
     for _ in range(ROUNDS):

@@ -34,10 +34,10 @@ log = logging.getLogger(__name__)
 
 _now = time.time  # bound once: log() is the hot path
 
-# The calls that take values (and flush). While the recorder takes values each is the
+# The calls that take values or options (and flush). While the recorder takes values each is the
 # method itself, which checks nothing; from then on (another rank, closed, failed)
 # the rank gate, Recorder._stop_taking, replaces each on the instance.
-_TAKING = ("log", "log_scalar", "log_image", "log_record", "set_status")
+_TAKING = ("log", "log_scalar", "log_image", "log_record", "set_status", "set_options")
 
 
 class RecorderError(fmt.StoreError):
