@@ -2,27 +2,25 @@
 
     python -m bench loop
 
-A tiny MLP trains on CPU with one torch thread (about 0.35 ms a step on a
-2-core VM), so the logging's share of a step shows. Each step logs the loss
-under ``n`` tags (2 and 20), as a Python float (one ``loss.item()`` a step,
-which the float variants pay for) or as the CPU tensor itself, with:
+A tiny MLP trains on CPU with one torch thread, sized so a step takes about
+0.35 ms on a 2-core VM, so the logging's share of a step shows. Each step logs
+the loss under ``n`` tags (2 and 20) with ``trainer.SummaryWriter.add_scalar``
+(ours) or ``torch.utils.tensorboard.SummaryWriter.add_scalar`` (TensorBoard),
+as one of two kinds:
 
-* none: no logging, the reference every ratio is taken to;
-* ours: ``trainer.SummaryWriter.add_scalar``;
-* TensorBoard: ``torch.utils.tensorboard.SummaryWriter.add_scalar``, same calls.
+* float: ``loss.item()`` read once a step, then logged. The loop has its float
+  before it logs it, so the reference reads it too: a loop that calls
+  ``loss.item()`` and logs nothing. What that read costs is its own row.
+* tensor: the loss tensor itself (``add_scalar(tag, loss, step)``); reading it is
+  the writer's work, so the reference is the bare loop.
 
-Within each round every variant runs the same number of steps, each between two
-runs without logging and compared with their mean (a shared machine's load
-drifts); a run lasts at least ten of our flush intervals, so the writer
-thread's work falls inside it. A "no logging vs no logging" row gives the
-measure's own noise. Step time is the loop's
-wall time; CPU is ``time.process_time()`` (all threads) from the first step to
-the end of ``close()``. Ratios and per-scalar CPU are medians of per-round figures.
-With CUDA, the same loop on the GPU logs CUDA tensors; without, one row says so.
-
-Under a load that preempts at random, the medians carry the noise the "no
-logging vs no logging" row shows (step time, and CPU per scalar as a logging
-run of that many tags would count it).
+Each logging run lies between two runs of its reference and is compared with
+their mean (a shared machine's load drifts); a run lasts at least ten of our
+flush intervals, so the writer thread's work falls inside it. Two neighbouring
+reference runs give the measure's own noise. Step time is the loop's wall time;
+CPU is ``time.process_time()`` (all threads) from the first step to the end of
+``close()``. Ratios and per-scalar CPU are medians of per-round figures. With
+CUDA, the same loop on the GPU logs CUDA tensors; without, one row says so.
 
 A last pair of rows times 200,000 ``add_scalar(float)`` calls in a row (no
 model): the foreground cost per call while the writer thread runs, and the
@@ -39,17 +37,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROUNDS = 7
+ROUNDS = 9
 RUN_SECONDS = 1.2  # >= 10 flush intervals of 0.1 s
 # Each logging run logs at least this many scalars: at 2 tags a step a 1.2 s run logs
 # 8,000, and the noise of its CPU per scalar (3 us) was larger than the figure itself.
 MIN_SCALARS = 20_000
-WIDTH, HIDDEN, CLASSES, BATCH = 64, 128, 10, 32
+WIDTH, HIDDEN, CLASSES, BATCH = 256, 256, 10, 32  # about 0.35 ms a step, one thread
 BURST_CALLS, TB_BURST_CALLS = 200_000, 20_000
 TARGET_RATIO, TARGET_CPU_US = 1.01, 2.0
 
-# A run's logging: log(writer, step, loss, tags) after each optimizer step.
+# A run's work after each optimizer step: log(writer, step, loss, tags).
 Logger = Callable[[Any, int, Any, list[str]], None]
+
+
+def _read_loss(writer: Any, step: int, loss: Any, tags: list[str]) -> None:
+    loss.item()
 
 
 def _log_float(writer: Any, step: int, loss: Any, tags: list[str]) -> None:
@@ -59,12 +61,16 @@ def _log_float(writer: Any, step: int, loss: Any, tags: list[str]) -> None:
 
 
 def _log_tensor(writer: Any, step: int, loss: Any, tags: list[str]) -> None:
-    value = loss.detach()
     for tag in tags:
-        writer.add_scalar(tag, value, step)
+        writer.add_scalar(tag, loss, step)
 
 
-KINDS: dict[str, Logger] = {"float": _log_float, "tensor": _log_tensor}
+# kind -> (its logger, its reference: a loop doing what the logging loop does but log).
+KINDS: dict[str, tuple[Logger, Logger | None]] = {
+    "tensor": (_log_tensor, None),
+    "float": (_log_float, _read_loss),
+}
+READ_LOSS = "reading the loss"  # the results key of the loss.item() runs vs the bare loop
 
 
 class Loop:
@@ -86,11 +92,12 @@ class Loop:
 
     def run(
         self, steps: int, log: Logger | None = None, writer: Any = None, tags: list[str] = ()
-    ) -> tuple[float, float]:
-        """(wall seconds of the steps, process CPU seconds of the steps and ``writer.close()``)."""
+    ) -> tuple[float, float, float]:
+        """Seconds of the steps: wall; process CPU, ``writer.close()`` included; and of
+        that, the CPU of threads other than this one (the writer thread's)."""
         functional = self.torch.nn.functional
         self._sync()
-        cpu0, wall0 = time.process_time(), time.perf_counter()
+        cpu0, wall0, own0 = time.process_time(), time.perf_counter(), time.thread_time()
         for step in range(steps):
             loss = functional.cross_entropy(self.model(self.inputs), self.targets)
             self.optimizer.zero_grad(set_to_none=True)
@@ -102,7 +109,8 @@ class Loop:
         wall = time.perf_counter() - wall0
         if writer is not None:
             writer.close()
-        return wall, time.process_time() - cpu0
+        cpu, own = time.process_time() - cpu0, time.thread_time() - own0
+        return wall, cpu, cpu - own
 
     def _sync(self) -> None:
         if self.device == "cuda":
@@ -121,37 +129,46 @@ def _writers(root: Path) -> dict[str, Callable[[str], Any]]:
     }
 
 
-Results = dict[str, list[tuple[float, float]]]
+# Per variant, a tuple of figures for each round (see _loop_rounds).
+Results = dict[str, list[tuple[float, ...]]]
 
 
-def _loop_rounds(device: str, n: int, root: Path) -> Results:
-    """Per variant, (step-time ratio to none, extra process CPU s per scalar) of each round.
+def _loop_rounds(device: str, n: int, root: Path) -> tuple[Results, float]:
+    """Per variant, (step-time ratio to its reference, extra process CPU s per scalar, the
+    part of it on other threads than the training thread) of each round; and the bare
+    loop's seconds per step.
 
-    No logging runs before and after every variant, which is compared with the
-    mean of the two (drift cancels); "none" holds each none run's ratio to the
-    one before it, the noise of the measure itself.
+    Every logging run lies between two runs of its kind's reference and is compared
+    with their mean (drift cancels). "none" holds each reference run's ratio to the one
+    before it, the noise of the measure itself; :data:`READ_LOSS`, the first run that
+    reads the loss against the bare run before it.
     """
     loop = Loop(device)
     tags = [f"loss/{i}" for i in range(n)]
     loop.run(200)  # warm up
-    wall, _ = loop.run(400)
+    wall = loop.run(400)[0]
     steps = max(1000, int(RUN_SECONDS / (wall / 400)), MIN_SCALARS // n)
     writers = _writers(root)
-    results: Results = {"none": []}
-    for _ in range(ROUNDS):
-        before = loop.run(steps)
-        for kind, log in KINDS.items():
+    results: Results = {"none": [], READ_LOSS: []}
+    for round_ in range(ROUNDS):
+        bare = None
+        for kind, (log, reference) in KINDS.items():
+            before = loop.run(steps, reference)
+            if bare is not None:
+                results[READ_LOSS].append((before[0] / bare[0], (before[1] - bare[1]) / steps))
             for name, make in writers.items():
-                writer = make(f"{device}-{n}-{kind}-{name}-{len(results['none'])}")
-                run_wall, run_cpu = loop.run(steps, log, writer, tags)
-                after = loop.run(steps)
-                base_wall, base_cpu = (before[0] + after[0]) / 2, (before[1] + after[1]) / 2
+                writer = make(f"{device}-{n}-{kind}-{name}-{round_}")
+                run = loop.run(steps, log, writer, tags)
+                after = loop.run(steps, reference)
+                base = [(b + a) / 2 for b, a in zip(before, after, strict=True)]
+                scalars = steps * n
                 results.setdefault(f"{name}, {kind}", []).append(
-                    (run_wall / base_wall, (run_cpu - base_cpu) / (steps * n))
+                    (run[0] / base[0], (run[1] - base[1]) / scalars, (run[2] - base[2]) / scalars)
                 )
                 results["none"].append((after[0] / before[0], (after[1] - before[1]) / (steps * n)))
                 before = after
-    return results
+            bare = before if reference is None else None
+    return results, wall / 400
 
 
 def _burst(root: Path) -> dict[str, list[tuple[float, float]]]:
@@ -172,8 +189,8 @@ def _burst(root: Path) -> dict[str, list[tuple[float, float]]]:
     return results
 
 
-def _median(pairs: list[tuple[float, float]], i: int) -> float:
-    return statistics.median(pair[i] for pair in pairs)
+def _median(rounds: list[tuple[float, ...]], i: int) -> float:
+    return statistics.median(figures[i] for figures in rounds)
 
 
 def _verdict(ratio: float, cpu_us: float, noise: float, noise_cpu_us: float) -> bool | str:
@@ -184,28 +201,36 @@ def _verdict(ratio: float, cpu_us: float, noise: float, noise_cpu_us: float) -> 
     return ratio <= TARGET_RATIO and cpu_us <= TARGET_CPU_US
 
 
-def _loop_rows(device: str, n: int, results: Results) -> list[dict]:
+def _loop_rows(device: str, n: int, results: Results, step_s: float) -> list[dict]:
     none = results["none"]
     noise = statistics.median(abs(r - 1) for r, _ in none)
     noise_cpu = statistics.median(abs(c) for _, c in none) * 1e6
+    where = f"tiny MLP on {device} ({step_s * 1e3:.2f} ms a step)"
+    read = results[READ_LOSS]
     rows = [
         {
-            "benchmark": f"tiny MLP on {device}, {n} tags: no logging vs no logging (the noise)",
+            "benchmark": f"{where}, {n} tags: no logging vs no logging (the noise)",
             "ours": f"|ratio - 1| {noise:.3f}, |CPU| {noise_cpu:.1f} us (medians)",
             "reference": f"ratios {min(r for r, _ in none):.3f}-{max(r for r, _ in none):.3f}x",
-        }
+        },
+        {
+            "benchmark": f"{where}: the loop reading its loss, loss.item() once a step "
+            "(not logging)",
+            "ours": f"{_median(read, 0):.3f}x, {_median(read, 1) * 1e6:.1f} us a step",
+            "ratio": "vs the bare loop",
+        },
     ]
     for kind in KINDS:
         ours, tb = results[f"ours, {kind}"], results[f"TensorBoard, {kind}"]
-        ratio, cpu = _median(ours, 0), _median(ours, 1) * 1e6
+        ratio, cpu, writer_cpu = _median(ours, 0), _median(ours, 1) * 1e6, _median(ours, 2) * 1e6
         gated = device == "cpu" and n == 2
         rows.append(
             {
-                "benchmark": f"tiny MLP on {device}, {n} add_scalar({kind})/step: step time, "
-                "extra CPU/scalar",
-                "ours": f"{ratio:.3f}x, {cpu:.1f} us",
+                "benchmark": f"{where}, {n} add_scalar({kind})/step: step time, extra CPU/scalar "
+                "(of it, other threads')",
+                "ours": f"{ratio:.3f}x, {cpu:.1f} us ({writer_cpu:.1f} us)",
                 "reference": f"TensorBoard {_median(tb, 0):.3f}x, {_median(tb, 1) * 1e6:.0f} us",
-                "ratio": "vs no logging",
+                "ratio": "vs a loop reading the loss" if KINDS[kind][1] else "vs the bare loop",
                 "target": f"<= {TARGET_RATIO}x, <= {TARGET_CPU_US:.0f} us" if gated else "",
                 "met": _verdict(ratio, cpu, noise, noise_cpu) if gated else "",
             }
@@ -244,7 +269,7 @@ def run() -> list[dict]:
             devices = ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
             for device in devices:
                 for n in (2, 20):
-                    rows += _loop_rows(device, n, _loop_rounds(device, n, Path(tmp)))
+                    rows += _loop_rows(device, n, *_loop_rounds(device, n, Path(tmp)))
             if "cuda" not in devices:
                 rows.append(
                     {"benchmark": "tiny MLP on cuda, CUDA tensors", "ours": "skipped: no CUDA"}
