@@ -15,3 +15,27 @@ def test_a_resolved_target_is_met_or_missed():
     assert _verdict(1.005, 1.0, 0.004, 0.5) is True
     assert _verdict(1.020, 1.0, 0.004, 0.5) is False
     assert _verdict(1.005, 2.5, 0.004, 0.5) is False
+
+
+def test_each_kind_is_read_against_its_own_reference_with_the_writer_threads_share():
+    from bench.bench_loop import READ_LOSS, _loop_rows
+
+    rounds = 5
+    results = {
+        "none": [(1.002, 1e-7)] * rounds,
+        READ_LOSS: [(1.006, 2e-6)] * rounds,
+        "ours, float": [(1.017, 3.6e-6, 0.9e-6)] * rounds,
+        "TensorBoard, float": [(1.25, 80e-6, 1e-6)] * rounds,
+        "ours, tensor": [(1.03, 5e-6, 0.9e-6)] * rounds,
+        "TensorBoard, tensor": [(1.3, 90e-6, 1e-6)] * rounds,
+    }
+    rows = {row["benchmark"]: row for row in _loop_rows("cpu", 2, results, 0.00035)}
+    float_row = next(row for name, row in rows.items() if "add_scalar(float)" in name)
+    tensor_row = next(row for name, row in rows.items() if "add_scalar(tensor)" in name)
+    read_row = next(row for name, row in rows.items() if "reading its loss" in name)
+    assert float_row["ratio"] == "vs a loop reading the loss"
+    assert tensor_row["ratio"] == "vs the bare loop"
+    assert float_row["ours"] == "1.017x, 3.6 us (0.9 us)"
+    assert float_row["met"] is False and tensor_row["met"] is False
+    assert read_row["ours"] == "1.006x, 2.0 us a step"
+    assert all("(0.35 ms a step)" in name for name in rows)
