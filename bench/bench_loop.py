@@ -165,7 +165,7 @@ def _loop_rounds(device: str, n: int, root: Path) -> tuple[Results, float]:
                 results.setdefault(f"{name}, {kind}", []).append(
                     (run[0] / base[0], (run[1] - base[1]) / scalars, (run[2] - base[2]) / scalars)
                 )
-                results["none"].append((after[0] / before[0], (after[1] - before[1]) / (steps * n)))
+                results["none"].append((after[0] / before[0], (after[1] - before[1]) / scalars))
                 before = after
             bare = before if reference is None else None
     return results, wall / 400
