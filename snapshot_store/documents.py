@@ -3,10 +3,16 @@ status is due, and their atomic writes.
 
 Owned by the recorder: meta is written on the caller's thread (when the store opens
 and by :meth:`RunDocuments.set_options`), status on the writer thread only.
+
+A run that ends on a disk that filled up must still say how it ended (``failed``,
+``stopped``, ``finished``): the viewer and its alerts read that from status. So
+opening the store sets :data:`RESERVE_BYTES` aside in a hidden file, which the
+last status write frees if it finds no room.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import socket
@@ -24,6 +30,10 @@ log = logging.getLogger(__name__)
 # Seconds between status rewrites for new data (the heartbeat rewrites it anyway
 # every heartbeat_seconds).
 _STATUS_MIN_SECONDS = 1.0
+# Room kept for the last status write (a status document is well under 4 kB).
+RESERVE_BYTES = 16 * 1024
+RESERVE_FILE = ".status-reserve"  # hidden: readers, uploads and listings skip dot files
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
 class RunDocuments:
@@ -39,6 +49,7 @@ class RunDocuments:
         self.heartbeat_seconds = heartbeat_seconds
         self.meta_path = store_dir / fmt.META_FILE
         self.status_path = store_dir / fmt.STATUS_FILE
+        self.reserve_path = store_dir / RESERVE_FILE
         self.state = "running"
         self.step: int | None = None
         self.last_log_time: float | None = None
@@ -86,6 +97,11 @@ class RunDocuments:
         )
         write_atomic(self.meta_path, fmt.encode_document(meta))
         self.started = meta["start_time"]
+        try:
+            self.reserve_path.write_bytes(bytes(RESERVE_BYTES))
+        except OSError as err:  # a disk already full: the run may still start
+            self.reserve_path.unlink(missing_ok=True)
+            log.warning("no room to set %d bytes aside for the last status: %s", RESERVE_BYTES, err)
 
     def set_options(self, options: Mapping[str, Any]) -> None:
         """Replace the options in meta.pickle (redacted)."""
@@ -138,6 +154,17 @@ class RunDocuments:
         }
         if unwritten is not None:  # closing: what is still pending now is lost, so counted
             status["unwritten_records"] = unwritten
-        write_atomic(self.status_path, fmt.encode_document(status))
+        data = fmt.encode_document(status)
+        try:
+            write_atomic(self.status_path, data)
+        except OSError as err:
+            if self.state == "running" or err.errno not in _NO_SPACE:
+                raise
+            if not self.reserve_path.exists():
+                raise
+            self.reserve_path.unlink()  # the room set aside for this write
+            write_atomic(self.status_path, data)
         self._written_at = now
         self._dirty = False
+        if self.state != "running":
+            self.reserve_path.unlink(missing_ok=True)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from snapshot_store import REDACTED, Recorder, StoreError, read_store
+from snapshot_store.documents import RESERVE_FILE
+from tests.fixtures.disk import fill_up
 
 
 def test_the_status_step_is_the_furthest_step_not_the_last_logged(tmp_path):
@@ -44,3 +46,17 @@ def test_options_set_after_opening_replace_the_stored_ones_redacted(tmp_path):
     meta = read_store(tmp_path)[2].meta
     assert meta["options"] == {"lr": 0.2, "api_key": REDACTED}
     assert sent.count(tmp_path / "meta.pickle") == 2  # at open, and after the change
+
+
+@pytest.mark.parametrize("state", ["failed", "finished"])
+def test_a_run_ending_on_a_disk_with_no_room_left_still_says_how_it_ended(small_disk, state):
+    store = small_disk / "run" / "pickle"
+    recorder = Recorder(store, rank=0, heartbeat_seconds=600.0)
+    recorder.log({"loss": 1.0}, step=3)
+    assert recorder.flush()
+    fill_up(small_disk)  # not one page left: the status' temporary file can not be made
+    recorder.close(state)
+    _, reader, update = read_store(store)
+    assert not reader.warnings, reader.warnings
+    assert update.status["state"] == state and update.status["step"] == 3
+    assert not (store / RESERVE_FILE).exists()  # given back once the run ended
