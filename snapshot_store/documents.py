@@ -139,7 +139,8 @@ class RunDocuments:
         )
 
     def write_status(self, now: float, epoch: float, unwritten: dict[str, int] | None) -> None:
-        """Replace status.pickle; OSError when it can not be written (a full disk)."""
+        """Replace status.pickle; OSError when it can not be written (a full disk). The
+        run's last status uses the room set aside at :meth:`open` if it must."""
         status = {
             **self._fields,
             "state": self.state,
@@ -158,9 +159,8 @@ class RunDocuments:
         try:
             write_atomic(self.status_path, data)
         except OSError as err:
-            if self.state == "running" or err.errno not in _NO_SPACE:
-                raise
-            if not self.reserve_path.exists():
+            ended = self.state != "running"
+            if not (ended and err.errno in _NO_SPACE and self.reserve_path.exists()):
                 raise
             self.reserve_path.unlink()  # the room set aside for this write
             write_atomic(self.status_path, data)
