@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -17,6 +18,9 @@ log = logging.getLogger(__name__)
 
 # How long a visualizer that is asked to stop still tries to deliver queued alerts.
 CLOSE_TIMEOUT_S = 15.0
+# Where --alert-webhook is read from when not given: a webhook URL is a secret, and
+# a command line is visible to every user of the machine (ps).
+WEBHOOK_VAR = "ALERT_WEBHOOK_URL"
 
 
 def _rule(text: str) -> Rule:
@@ -56,7 +60,8 @@ def add_alert_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="URL",
         help="POST each alert as JSON (text, content: Slack, Discord; ntfy: "
-        f"{NTFY_EXAMPLE.replace('%', '%%')})",
+        f"{NTFY_EXAMPLE.replace('%', '%%')}); default ${WEBHOOK_VAR}, which keeps "
+        "the URL out of ps",
     )
     group.add_argument(
         "--alert-cmd",
@@ -80,6 +85,19 @@ def add_alert_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MINUTES",
         help="alert when a running run logs nothing for this long; 0: never (default %(default)g)",
     )
+
+
+def _webhook_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
+    """``--alert-webhook``, else ``$ALERT_WEBHOOK_URL`` (checked the same way), else None."""
+    if args.alert_webhook is not None:
+        return args.alert_webhook
+    url = os.environ.get(WEBHOOK_VAR, "").strip()
+    if not url:
+        return None
+    try:
+        return check_webhook(url)
+    except ValueError as err:
+        parser.error(f"${WEBHOOK_VAR}: {err}")
 
 
 def _checker(watch: AlertWatch, follower: Follower) -> Callable[[float], None]:
@@ -109,9 +127,13 @@ def alerting(
     (usage error) before anything starts. Leaving the block delivers what is
     queued, for at most :data:`CLOSE_TIMEOUT_S`.
     """
-    if args.alert_webhook is None and args.alert_cmd is None:
+    webhook = _webhook_of(args, parser)
+    if webhook is None and args.alert_cmd is None:
         if args.alert_rule:
-            parser.error("--alert-rule needs --alert-webhook URL or --alert-cmd MODULE.FUNC")
+            parser.error(
+                f"--alert-rule needs --alert-webhook URL (or ${WEBHOOK_VAR}) or --alert-cmd "
+                "MODULE.FUNC"
+            )
         yield None
         return
     memory = AlertMemory.for_source(str(follower.runs))
@@ -123,8 +145,8 @@ def alerting(
         except (TransferSpecError, ValueError) as err:
             parser.error(str(err))
         sender.add_plugin(args.alert_cmd, plugin)
-    if args.alert_webhook is not None:
-        sender.add_webhook(args.alert_webhook)
+    if webhook is not None:
+        sender.add_webhook(webhook)
     silent = args.alert_silent_after * 60 if args.alert_silent_after > 0 else None
     watch = AlertWatch(memory, sender.send, args.alert_rule, silent)
     follower.on_pass = _checker(watch, follower)

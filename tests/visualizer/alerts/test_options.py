@@ -17,6 +17,8 @@ from tests.fixtures.alerting import POLL_S, ROOT, SECRET, TIMEOUT, stop, visuali
 from tests.fixtures.net import free_port
 from tests.fixtures.processes import first_line
 from tests.fixtures.waiting import wait_until
+from visualizer.alerts.notify import NTFY_EXAMPLE
+from visualizer.alerts.options import WEBHOOK_VAR
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import visdom_answers
 
@@ -66,8 +68,11 @@ def test_an_alert_cmd_plugin_is_called_with_the_alert_and_retried(tmp_path, visd
     assert "sent to myalerts.notify" in text
 
 
-def refused(tmp_path: Path, *options: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    """The visualizer with ``options`` on an existing run: refused before visdom starts."""
+def refused(
+    tmp_path: Path, *options: str, cwd: Path = ROOT, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The visualizer with ``options`` (and ``env``) on an existing run: refused before visdom
+    starts."""
     store = tmp_path / "r" / "pickle"
     with Recorder(store) as rec:
         rec.log({"loss": 1.0}, step=0)
@@ -76,7 +81,8 @@ def refused(tmp_path: Path, *options: str, cwd: Path = ROOT) -> subprocess.Compl
         [sys.executable, str(ROOT / "run_visualizer_local.py"), "--pickle-dir", str(store),
          "--port", str(port), *options],
         cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "XDG_STATE_HOME": str(tmp_path / "state")},
+        env={**{k: v for k, v in os.environ.items() if k != WEBHOOK_VAR}, **(env or {}),
+             "PYTHONPATH": str(ROOT), "XDG_STATE_HOME": str(tmp_path / "state")},
     )  # fmt: skip
     assert result.returncode == ExitCode.USAGE, result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
@@ -98,7 +104,8 @@ def refused(tmp_path: Path, *options: str, cwd: Path = ROOT) -> subprocess.Compl
          "argument --alert-rule: 'val/loss>two': 'two' is not a finite number"),
         (["--alert-cmd", "myalerts.notify", "--alert-rule", "val/loss 2"],
          "argument --alert-rule: 'val/loss 2' is not a rule"),
-        (["--alert-rule", "val/loss>2"], "--alert-rule needs --alert-webhook URL or --alert-cmd"),
+        (["--alert-rule", "val/loss>2"],
+         "--alert-rule needs --alert-webhook URL (or $ALERT_WEBHOOK_URL) or --alert-cmd"),
         (["--alert-webhook", f"hooks.example.com/T0/B0?token={SECRET}"],
          "argument --alert-webhook: the value is not an http:// or https:// URL"),
         (["--alert-cmd", "myalerts.notify", "--alert-silent-after", "-1"],
@@ -109,4 +116,15 @@ def test_bad_alert_options_are_refused_at_start(tmp_path, options, message):
     (tmp_path / "myalerts.py").write_text(PLUGIN)
     result = refused(tmp_path, *options, cwd=tmp_path)
     assert message in result.stderr.splitlines()[-1], result.stderr
+    assert SECRET not in result.stderr
+
+
+@pytest.mark.integration
+def test_a_bad_webhook_in_the_environment_is_refused_naming_the_variable(tmp_path):
+    bad = {WEBHOOK_VAR: f"hooks.example.com/T0/B0?token={SECRET}"}
+    result = refused(tmp_path, "--alert-rule", "val/loss>2", env=bad)
+    assert result.stderr.splitlines()[-1].endswith(
+        f"error: ${WEBHOOK_VAR}: the value is not an http:// or https:// URL (e.g. a Slack or "
+        "Discord webhook URL, or " + NTFY_EXAMPLE + ")"
+    ), result.stderr
     assert SECRET not in result.stderr

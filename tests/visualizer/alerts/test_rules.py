@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from tests.fixtures.alerting import POLL_S, SECRET, TIMEOUT, stop, visualizer
 from tests.fixtures.processes import first_line, reap
 from tests.fixtures.waiting import wait_until
 from tests.visualizer.sources.test_s3 import upload
+from visualizer.alerts.options import WEBHOOK_VAR
 from visualizer.alerts.rules import parse_rule
 from visualizer.server.endpoint import VisdomEndpoint
 
@@ -197,6 +199,34 @@ def test_a_run_that_ended_before_alerts_watched_it_is_history_not_news(
     assert saved["source"] == str(runs)
     finished, non_finite = saved["runs"]["old-1"]
     assert finished.startswith("finished@") and non_finite == "non-finite:train/loss"
+
+
+@pytest.mark.integration
+def test_a_webhook_from_the_environment_is_used_and_kept_off_the_command_line(
+    tmp_path, visdom_server, receiver
+):
+    """$ALERT_WEBHOOK_URL stands for --alert-webhook: a secret other users' ps can not read."""
+    runs, log = tmp_path / "runs", tmp_path / "visualizer.log"
+    rec = Recorder(runs / "exp" / "pickle", flush_interval=0.05)
+    rec.log({"loss": 1.0}, step=0)
+    rec.flush()
+    try:
+        proc = visualizer(runs, visdom_server.endpoint, tmp_path / "state", log,
+                          env={WEBHOOK_VAR: receiver.url})  # fmt: skip
+        try:
+            assert first_line(proc, log, TIMEOUT).startswith("visdom: ")
+            command_line = (Path("/proc") / str(proc.pid) / "cmdline").read_bytes()
+            time.sleep(2 * POLL_S)  # the run seen running
+            rec.log({"loss": math.nan}, step=1)
+            rec.flush()
+            wait_until(receiver.alerts, 30)
+        finally:
+            stop(proc, log)
+    finally:
+        rec.close()
+    ((_, alert),) = receiver.of("exp")
+    assert alert["event"] == "non-finite"
+    assert SECRET.encode() not in command_line and SECRET not in log.read_text()
 
 
 @pytest.mark.integration
