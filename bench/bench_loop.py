@@ -22,9 +22,11 @@ CPU is ``time.process_time()`` (all threads) from the first step to the end of
 ``close()``. Ratios and per-scalar CPU are medians of per-round figures. With
 CUDA, the same loop on the GPU logs CUDA tensors; without, one row says so.
 
-A last pair of rows times 200,000 ``add_scalar(float)`` calls in a row (no
-model): the foreground cost per call while the writer thread runs, and the
-process CPU per scalar, ``close()`` included.
+One row then times a call on the training thread against its floor, in blocks
+that alternate within one loop (see :mod:`bench.call_cost`). A last pair of rows
+times 200,000 ``add_scalar(float)`` calls in a row (no model): the foreground
+cost per call while the writer thread runs, and the process CPU per scalar,
+``close()`` included.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from bench.call_cost import per_call, per_call_row
 
 ROUNDS = 9
 RUN_SECONDS = 1.2  # >= 10 flush intervals of 0.1 s
@@ -270,6 +274,9 @@ def run() -> list[dict]:
             for device in devices:
                 for n in (2, 20):
                     rows += _loop_rows(device, n, *_loop_rounds(device, n, Path(tmp)))
+            loop = Loop("cpu")
+            loop.run(200)  # warm up
+            rows.append(per_call_row(per_call(loop)))
             if "cuda" not in devices:
                 rows.append(
                     {"benchmark": "tiny MLP on cuda, CUDA tensors", "ours": "skipped: no CUDA"}
