@@ -13,9 +13,15 @@ instead where every part is required (``make test``, CI; :mod:`tests.fixtures.pa
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.fixtures.parts import OPTIONAL_MODULES, missing_optional_module, parts_required
+from visualizer.alerts.options import WEBHOOK_VAR
+
+# A developer's own alert webhook: no visualizer the tests start may post to it.
+os.environ.pop(WEBHOOK_VAR, None)
 
 pytest_plugins = [
     "tests.fixtures.net",

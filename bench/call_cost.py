@@ -85,7 +85,7 @@ def per_call_row(costs: dict[str, float]) -> dict:
         "benchmark": f"tiny MLP on cpu ({step_s * 1e3:.2f} ms a step), 2 add_scalar(float)/step: "
         f"training thread's CPU per call, blocks of {BLOCK_STEPS} steps alternating",
         "ours": f"{ours * 1e6:.2f} us (writer thread idle)",
-        "reference": f"floor {floor * 1e6:.2f} us (a function that reads the clock and keeps "
+        "reference": f"floor {floor * 1e6:.2f} us (a method that reads the clock and keeps "
         "the value in a list)",
         "ratio": f"{ours / floor:.1f}x the floor" if floor > 0 else "",
     }

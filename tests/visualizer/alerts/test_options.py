@@ -81,8 +81,8 @@ def refused(
         [sys.executable, str(ROOT / "run_visualizer_local.py"), "--pickle-dir", str(store),
          "--port", str(port), *options],
         cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT,
-        env={**{k: v for k, v in os.environ.items() if k != WEBHOOK_VAR}, **(env or {}),
-             "PYTHONPATH": str(ROOT), "XDG_STATE_HOME": str(tmp_path / "state")},
+        env={**os.environ, **(env or {}), "PYTHONPATH": str(ROOT),
+             "XDG_STATE_HOME": str(tmp_path / "state")},
     )  # fmt: skip
     assert result.returncode == ExitCode.USAGE, result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
