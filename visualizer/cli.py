@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
             view=ViewSettings(args.smoothing, args.x_axis, args.log_y),
             selection=Selection(args.runs, args.sort_by, args.sort_descending),
             downloads=downloads,
+            compare=args.compare,
+            memory_budget_mb=args.memory_budget,
         )
     except ValueError as err:  # a malformed s3:// URL, a too small --max-points
         parser.error(str(err))
@@ -116,18 +118,8 @@ def _none_selected(follower: Follower, specs: list[RunSpec]) -> str | None:
 
 
 def _follow(follower: Follower, args: argparse.Namespace) -> int:
-    """Follow until stopped; the exit status.
-
-    First says once if ``--runs`` selects none of the runs there yet: following
-    goes on (a matching run may still start), but a typo in the regex should
-    not wait silently.
-    """
-    try:
-        unmatched = _none_selected(follower, follower.runs.discover())
-    except S3ReadError:
-        unmatched = None  # the follower reports S3 failures itself, and retries
-    if unmatched:
-        log.warning("%s; following, waiting for a run that matches", unmatched)
+    """Follow until stopped; the exit status. (If ``--runs`` selects none of the runs there
+    once all are read, the follower says so once and goes on: a matching run may still start.)"""
     return _run(follower, args)
 
 

@@ -1,9 +1,12 @@
-"""The follow loop: replay each run's history, then send what is new as it lands.
+"""The follow loop: know every run, replay the followed runs' history, then send what is new.
 
-Local stores wake the loop through file events (watchdog: inotify on Linux),
-and a quiet one is still read every :data:`EVENTS_IDLE_INTERVAL` in case an
-event was missed; without events (NFS, Lustre, FUSE) local stores are polled
-every ``poll_interval``. S3 stores are polled, backing off while nothing changes.
+Every run under ``--pickle-dir`` is known by its summary, read in the background
+(:mod:`visualizer.sources.catalog`), and listed in the runs table; the followed
+runs (:mod:`visualizer.runset` says which) are read whole and drawn. Local stores
+wake the loop through file events (watchdog: inotify on Linux), and a quiet one
+is still read every :data:`EVENTS_IDLE_INTERVAL` in case an event was missed;
+without events (NFS, Lustre, FUSE) local stores are polled every
+``poll_interval``. S3 stores are polled, backing off while nothing changes.
 """
 
 from __future__ import annotations
@@ -13,22 +16,26 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from snapshot_store.reader import StoreReader
 from visualizer.model.decimate import check_max_points
-from visualizer.model.rundata import RunData
 from visualizer.panes.compare import Selection
 from visualizer.panes.display import DEFAULT_MAX_POINTS
+from visualizer.panes.runs_table import RunsTableState
 from visualizer.panes.screen import OnSent, Screen
 from visualizer.panes.view import ViewSettings
 from visualizer.server.client import VisdomClient
+from visualizer.sources.catalog import Catalog, Entry
 from visualizer.sources.download import CsvDownloads
-from visualizer.sources.runs import LocalRuns, RunSpec, S3Runs, env_name, locate
+from visualizer.sources.runs import LocalRuns, S3Runs, env_name, locate
 from visualizer.sources.s3 import S3ReadError
 from visualizer.sources.watch import FileEvents
+
+from .feeds import PAGE_BYTES, Feed, PollSchedule
+from .runset import DEFAULT_COMPARE, DEFAULT_MEMORY_BUDGET_MB, RunSet
+
+__all__ = ["PAGE_BYTES", "Follower", "NoRunsError", "PollSchedule"]
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +43,10 @@ DEFAULT_POLL_INTERVAL = 1.0
 # S3 back-off ceiling: an idle run then costs about one LIST a minute, ~60 an hour.
 DEFAULT_MAX_IDLE_INTERVAL = 60.0
 WAIT_LOG_INTERVAL = 10.0
-# A long history is replayed this many bytes of segments at a time: each page
-# becomes compact arrays before the next is read, so memory stays flat.
-PAGE_BYTES = 2 << 20
+# An S3 prefix of runs is listed this often for new runs: one request per 1,000 runs.
+S3_DISCOVERY_INTERVAL = 8.0
 TICK = 1.0  # status panels and restart probes want a look at least this often
+READING_TICK = 0.2  # the loop's pace while summaries come in
 # With file events, a quiet local store (and the root, for new runs) is still
 # read this often: a hundred finished runs then cost a few reads a second, not a hundred.
 EVENTS_IDLE_INTERVAL = 10.0
@@ -49,42 +56,15 @@ class NoRunsError(RuntimeError):
     """Nothing to show at ``--pickle-dir`` (raised by :meth:`Follower.run_once`)."""
 
 
-class PollSchedule:
-    """When to poll a source next: soon after a change, ever later while nothing changes."""
-
-    def __init__(self, interval: float, max_interval: float | None = None) -> None:
-        self.interval = interval
-        self.max_interval = max(interval, max_interval if max_interval is not None else interval)
-        self.delay = interval
-        self.due = 0.0
-
-    def record(self, changed: bool, now: float) -> None:
-        """Set the next due time after a poll that found (or did not find) news."""
-        self.delay = self.interval if changed else min(self.delay * 2, self.max_interval)
-        self.due = now + self.delay
-
-
-@dataclass
-class _Feed:
-    """One followed run: reader, data, the visdom env it is drawn in, schedule."""
-
-    spec: RunSpec
-    reader: StoreReader
-    data: RunData
-    env: str
-    schedule: PollSchedule
-    replayed: bool = False
-    failing: str | None = field(default=None)
-
-
 class Follower:
     """Follows every run under ``location`` (the ``--pickle-dir`` value: a path or an
     ``s3://`` URL) into visdom.
 
     Call :meth:`run_once` for a single pass, or :meth:`run` to follow until
-    :meth:`stop` (thread-safe). It reads the runs and hands them to its
-    :attr:`screen`, which draws them; ``on_page(env)`` is called with the
-    screen's ``page_env`` after the pass that first draws it, and again whenever it changes.
+    :meth:`stop` (thread-safe). Every run is known by its summary (its
+    :attr:`catalog`) and listed in the runs table; the runs in :attr:`feeds` are
+    read whole and drawn. ``on_page(env)`` is called with the screen's
+    ``page_env`` after the pass that first draws it, and again whenever it changes.
     """
 
     def __init__(
@@ -103,6 +83,8 @@ class Follower:
         view: ViewSettings | None = None,
         selection: Selection | None = None,
         downloads: CsvDownloads | None = None,
+        compare: int = DEFAULT_COMPARE,
+        memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB,
     ) -> None:
         check_max_points(max_points)
         if not (math.isfinite(poll_interval) and poll_interval > 0):  # NaN would spin the loop
@@ -114,23 +96,36 @@ class Follower:
         self.env_prefix = env
         self.poll_interval = poll_interval
         self.max_idle_interval = max_idle_interval
-        # --runs: only matching runs are followed; the comparison page can narrow them further.
-        self.selection = selection if selection is not None else Selection()
-        self.unmatched: set[str] = set()  # runs found that --runs leaves out
-        self.feeds: dict[str, _Feed] = {}
+        self.downloads = downloads
+        self.catalog = Catalog(self.runs, poll_interval, max_idle_interval, compare)
+        selection = selection if selection is not None else Selection()
         self.screen = Screen(
             client,
             str(self.runs),
             max_points=max_points,
             view=view,
-            selection=self.selection,
+            selection=selection,
             downloads=downloads,
             on_sent=on_sent,
             on_page=on_page,
+            link=self._link,
         )
+        self.runset = RunSet(
+            self.catalog,
+            self.screen,
+            selection,
+            env_of=self.env_of,
+            schedule=self._schedule,
+            compare=compare,
+            memory_budget_mb=memory_budget_mb,
+        )
+        if downloads is not None:
+            downloads.on_open = self._opened_from_page
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._watch = FileEvents(self.runs, self._wake, poll_interval, enabled=use_watchdog)
+        self._watch = FileEvents(
+            self.runs, self._wake, poll_interval, enabled=use_watchdog, on_path=self.catalog.touched
+        )
         self._last_wait_log = -WAIT_LOG_INTERVAL
         self._next_discovery = 0.0
         self._last_discovery = -math.inf
@@ -141,6 +136,26 @@ class Follower:
         # Called with the time after each pass over the runs (alerts look at them then).
         self.on_pass: Callable[[float], None] | None = None
 
+    @property
+    def selection(self) -> Selection:
+        """``--runs`` and ``--sort-by``: which runs are known, and how they are compared."""
+        return self.runset.selection
+
+    @property
+    def feeds(self) -> dict[str, Feed]:
+        """The followed runs (read whole and drawn), by name."""
+        return self.runset.feeds
+
+    @property
+    def known(self) -> dict[str, Entry]:
+        """Every run known (by its summary) that ``--runs`` selects, by name."""
+        return self.runset.known
+
+    @property
+    def unmatched(self) -> set[str]:
+        """The runs found that ``--runs`` leaves out."""
+        return self.runset.unmatched
+
     # --- public -------------------------------------------------------------------
 
     def run_once(self) -> None:
@@ -150,16 +165,25 @@ class Follower:
         NoRunsError if there is nothing.
         """
         self._once = True  # no "retrying": the caller reports what failed
-        self._discover()
+        try:
+            try:
+                self.catalog.scan()
+            except S3ReadError as err:
+                self.source_error = err
+            while not self.catalog.complete:
+                self._take_reads(wait=1.0)
+            self._take_reads()
+        finally:
+            self.catalog.close()
         now = time.time()
         for feed in self.feeds.values():
             self._poll(feed, now)
         if not any(f.data.has_data for f in self.feeds.values()):
             if self.source_error is not None:
                 raise self.source_error
-            if not self.feeds and self.unmatched:
+            if not self.known and self.unmatched:
                 raise NoRunsError(self.selection.none_match(self.runs, self.unmatched))
-            if not self.feeds:
+            if not self.known:
                 raise NoRunsError(f"no snapshot store found: waiting for {self.runs.waiting_for()}")
             raise NoRunsError(f"nothing to show yet at {self.runs}: the store is empty")
         self._sync(time.time(), raise_errors=True, force=True)
@@ -174,19 +198,13 @@ class Follower:
                 now = time.time()
                 woken = self._wake.is_set()
                 self._wake.clear()
-                # New runs show up within a second: at once through a file event
-                # (at most once a TICK), else at the next scan.
-                if now >= self._next_discovery or (
-                    woken and self._watch.active and now >= self._last_discovery + TICK
-                ):
-                    self._last_discovery = now
-                    self._next_discovery = now + (
-                        EVENTS_IDLE_INTERVAL
-                        if self._watch.active
-                        else min(TICK, self.poll_interval)
-                    )
-                    self._discover()
+                if self._discovery_due(now, woken):
+                    self._scan()
+                self._take_reads()
+                self.runset.open_wanted()
                 self._poll_due(now, woken)
+                following = {feed.key for feed in self.feeds.values()}
+                self.catalog.recheck(time.monotonic(), following)
                 self._sync(time.time())
                 self._passed()
                 self.screen.announce_page()
@@ -194,11 +212,14 @@ class Follower:
             self._final_pass()
         finally:
             self._watch.stop()
+            self.catalog.close()
 
     def _final_pass(self) -> None:
         # What a trainer wrote just before asking us to stop (its final status,
         # its last points, even a run not seen yet) still gets drawn.
-        self._discover()
+        self._scan()
+        first = self.catalog.total <= 1 and not self.catalog.complete  # a run not seen yet
+        self._take_reads(wait=1.0 if first else 0.0)
         now = time.time()
         for feed in self.feeds.values():
             self._poll(feed, now)
@@ -218,40 +239,59 @@ class Follower:
         """Poll local stores now (what a file event does)."""
         self._wake.set()
 
+    def want(self, name: str) -> threading.Event | None:
+        """Read and draw run ``name`` (from any thread): an event set once its env is drawn,
+        None when no such run is known."""
+        drawn = self.runset.want(name)
+        self._wake.set()
+        return drawn
+
+    def env_of(self, name: str) -> str:
+        """The visdom env run ``name`` is drawn in."""
+        return env_name(name, self.env_prefix, self.runs.multi)
+
     # --- discovery and polling -------------------------------------------------------
 
-    def _quiet_interval(self) -> float:
-        """How often a local store with no news is read: rarely while file events tell of news."""
-        return EVENTS_IDLE_INTERVAL if self._watch.active else self.poll_interval
+    def _link(self, name: str) -> str:
+        """Where the runs table's link for run ``name`` goes: through the loopback server,
+        which has the run read first, while following; else straight to its env."""
+        if self.downloads is not None and name not in self.feeds:
+            return self.downloads.open_url(name)
+        return self.client.endpoint.env_url(self.env_of(name))
 
-    def _discover(self) -> None:
+    def _opened_from_page(self, name: str) -> tuple[threading.Event, str] | None:
+        drawn = self.want(name)
+        return None if drawn is None else (drawn, self.client.endpoint.env_url(self.env_of(name)))
+
+    def _schedule(self, remote: bool) -> PollSchedule:
+        quiet = EVENTS_IDLE_INTERVAL if self._watch.active else self.poll_interval
+        return PollSchedule(self.poll_interval, self.max_idle_interval if remote else quiet)
+
+    def _discovery_due(self, now: float, woken: bool) -> bool:
+        # New runs show up within a second: at once through a file event
+        # (at most once a TICK), else at the next scan.
+        if not (
+            now >= self._next_discovery
+            or (woken and self._watch.active and now >= self._last_discovery + TICK)
+        ):
+            return False
+        self._last_discovery = now
+        if isinstance(self.runs, S3Runs):
+            pause = S3_DISCOVERY_INTERVAL
+        else:
+            pause = EVENTS_IDLE_INTERVAL if self._watch.active else min(TICK, self.poll_interval)
+        self._next_discovery = now + pause
+        return True
+
+    def _scan(self) -> None:
         try:
-            specs = self.runs.discover()
+            self.runset.scanned(self.catalog.scan())
         except S3ReadError as err:
             self._source_failed(err)
-            return
-        for spec in specs:
-            if not self.selection.matches(spec.name):
-                self.unmatched.add(spec.name)
-                continue
-            if spec.name in self.feeds:
-                continue
-            env = env_name(spec.name, self.env_prefix, self.runs.multi)
-            schedule = PollSchedule(
-                self.poll_interval,
-                self.max_idle_interval if spec.remote else self._quiet_interval(),
-            )
-            self.feeds[spec.name] = _Feed(
-                spec, StoreReader(spec.source), RunData(spec.name), env, schedule
-            )
-            self.screen.add_run(spec.name, env, spec.source.describe(""))
-            log.info(
-                "following run %r from %s in visdom env %r",
-                spec.name,
-                spec.source.describe(""),
-                env,
-            )
-        if self.runs.multi and self.screen.compare is None and len(self.feeds) >= 2:
+
+    def _take_reads(self, wait: float = 0.0) -> None:
+        self.runset.take(self.catalog.collect(wait))
+        if self.runs.multi and self.screen.compare is None and len(self.known) >= 2:
             env = env_name("compare", self.env_prefix or Path(str(self.runs)).name, True)
             self.screen.add_comparison(env)
 
@@ -260,49 +300,23 @@ class Follower:
             if now >= feed.schedule.due or (woken and not feed.spec.remote):
                 self._poll(feed, now)
         if (
-            not any(f.data.has_data for f in self.feeds.values())
+            not self.known
+            and self.catalog.complete
             and now - self._last_wait_log >= WAIT_LOG_INTERVAL
         ):
             self._last_wait_log = now
             log.info("waiting for %s", self.runs.waiting_for())
 
-    def _poll(self, feed: _Feed, now: float) -> None:
-        started = time.perf_counter()
-        changed = False
+    def _poll(self, feed: Feed, now: float) -> None:
         try:
-            while True:  # a long history arrives a page at a time; drain it before drawing
-                changed |= feed.data.apply(feed.reader.poll(max_bytes=PAGE_BYTES))
-                if not feed.reader.more:
-                    break
-        except Exception as err:  # network, permissions: keep the other runs going
-            if isinstance(err, S3ReadError):
-                self.source_error = err
-                if self._once:
-                    return
-            message = str(err) if isinstance(err, S3ReadError) else f"{type(err).__name__}: {err}"
-            if message != feed.failing:
-                log.warning(
-                    "run %r: can not read %s (%s); retrying",
-                    feed.spec.name,
-                    feed.spec.source.describe(""),
-                    message,
-                )
-                feed.failing = message
-            feed.schedule.record(False, now)
+            changed = feed.poll(now)
+        except S3ReadError as err:
+            self.source_error = err
+            if not self._once:
+                feed.failed(err, now)
             return
-        if feed.failing:
-            log.info("run %r: %s readable again", feed.spec.name, feed.spec.source.describe(""))
-            feed.failing = None
-        feed.schedule.record(changed, now)
-        if changed and not feed.replayed:
-            feed.replayed = True
-            log.info(
-                "run %r: read %d points of %d series in %.2f s",
-                feed.spec.name,
-                feed.data.points,
-                len(feed.data.series),
-                time.perf_counter() - started,
-            )
+        if changed:
+            self.catalog.refresh(feed.key, feed.summary())
 
     def _source_failed(self, err: S3ReadError) -> None:
         """Log an S3 failure met finding the runs, once until it changes."""
@@ -315,11 +329,20 @@ class Follower:
     def _sync(self, now: float, raise_errors: bool = False, force: bool = False) -> None:
         """Hand every run to the screen, which draws what is new."""
         runs = {name: feed.data for name, feed in self.feeds.items()}
-        self.screen.sync(runs, now, raise_errors, force)
+        unmatched = len(self.unmatched)
+        table = RunsTableState(
+            [entry.summary for entry in self.known.values() if entry.summary is not None],
+            self.catalog.named - unmatched,
+            self.catalog.total - unmatched,
+            self.catalog.version,
+        )
+        self.screen.sync(runs, now, raise_errors, force, table)
+        self.runset.drawn()
 
     def _timeout(self, now: float) -> float:
         dues = [f.schedule.due for f in self.feeds.values()]
         due = min(dues) if dues else now + self.poll_interval
-        # Held-back points go out on time.
-        timeout = min(due - now, TICK, self.poll_interval, self.screen.redraw_wait())
+        # Held-back points go out on time; summaries being read are taken a few times a second.
+        pace = READING_TICK if not self.catalog.complete else TICK
+        timeout = min(due - now, pace, self.poll_interval, self.screen.redraw_wait())
         return max(0.005, timeout)

@@ -13,42 +13,57 @@ from visualizer.model.smoothing import DEFAULT_SMOOTHING, check_smoothing
 from visualizer.panes.compare import compile_runs, parse_sort_by
 from visualizer.panes.display import DEFAULT_MAX_POINTS
 from visualizer.panes.view import X_AXES
+from visualizer.runset import DEFAULT_COMPARE, DEFAULT_MEMORY_BUDGET_MB
 from visualizer.server.endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS
 
 
-def pid(text: str) -> int:
-    """argparse type of ``--parent-pid``: a positive process id."""
+def _whole(text: str, least: int, what: str) -> int:
+    """``text`` as a whole number of at least ``least``; else the message ``what`` finishes."""
     try:
         number = int(text)
     except ValueError:
-        number = 0
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a process id")
+        number = least - 1
+    if number < least:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
     return number
 
 
-def seconds(text: str) -> float:
-    """argparse type of ``--poll-interval``: a finite number of seconds above zero."""
+def _above_zero(text: str, unit: str, example: str) -> float:
+    """``text`` as a finite number above zero; else a message naming ``unit``."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0 (e.g. 0.5)")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of {unit} above 0 (e.g. {example})"
+        )
     return value
+
+
+def pid(text: str) -> int:
+    """argparse type of ``--parent-pid``: a positive process id."""
+    return _whole(text, 1, "a process id")
+
+
+def seconds(text: str) -> float:
+    """argparse type of ``--poll-interval``: a finite number of seconds above zero."""
+    return _above_zero(text, "seconds", "0.5")
 
 
 def max_points(text: str) -> int:
     """argparse type of ``--max-points``: a whole number of at least MIN_POINTS."""
-    try:
-        points = int(text)
-    except ValueError:
-        points = 0
-    if points < MIN_POINTS:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a whole number of points, at least {MIN_POINTS}"
-        )
-    return points
+    return _whole(text, MIN_POINTS, f"a whole number of points, at least {MIN_POINTS}")
+
+
+def count(text: str) -> int:
+    """argparse type of ``--compare``: a whole number of runs, at least 1."""
+    return _whole(text, 1, "a whole number of runs, at least 1")
+
+
+def megabytes(text: str) -> float:
+    """argparse type of ``--memory-budget``: megabytes, above zero."""
+    return _above_zero(text, "megabytes", "300")
 
 
 def smoothing(text: str) -> float:
@@ -119,6 +134,7 @@ def build_parser(
     _add_visdom_options(parser)
     _add_drawing_options(parser)
     _add_selection_options(parser)
+    _add_scale_options(parser)
     _add_mode_options(parser)
     add_alert_arguments(parser)
     parser.add_argument(
@@ -217,6 +233,28 @@ def _add_selection_options(parser: argparse.ArgumentParser) -> None:
         "--sort-descending",
         action="store_true",
         help="with --sort-by: the largest last value first (accuracy) instead of the smallest",
+    )
+
+
+def _add_scale_options(parser: argparse.ArgumentParser) -> None:
+    """How many runs are compared and held in memory, out of many."""
+    parser.add_argument(
+        "--compare",
+        type=count,
+        default=DEFAULT_COMPARE,
+        metavar="N",
+        help="runs overlaid on the comparison page: the N most recent, or the N best by "
+        "--sort-by; with more runs than N only those are read whole until one is opened "
+        "from the runs table (default %(default)s)",
+    )
+    parser.add_argument(
+        "--memory-budget",
+        type=megabytes,
+        default=DEFAULT_MEMORY_BUDGET_MB,
+        metavar="MB",
+        help="memory the runs opened from the runs table may hold; past it the least "
+        "recently opened leave memory, read back from the store when opened again "
+        "(default %(default)g)",
     )
 
 

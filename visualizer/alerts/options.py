@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 from transfer_plugins.hooks import TransferSpecError, resolve_callable
 from visualizer.follower import Follower
+from visualizer.model.rundata import RunData
 
 from .notify import NTFY_EXAMPLE, AlertSender, check_plugin, check_webhook
 from .rules import DEFAULT_SILENT_AFTER_MINUTES, AlertMemory, AlertWatch, Rule, parse_rule
@@ -100,13 +101,38 @@ def _webhook_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> st
         parser.error(f"${WEBHOOK_VAR}: {err}")
 
 
+def _watched(follower: Follower) -> Callable[[], Iterator[tuple[RunData, str]]]:
+    """Every known run with its page's URL: a followed run's data, else its status alone
+    (how a run ended and whether it went silent are told for every run; its series' rules
+    and non-finite values, for the followed runs)."""
+    endpoint = follower.client.endpoint
+    stubs: dict[str, RunData] = {}
+
+    def runs() -> Iterator[tuple[RunData, str]]:
+        for name, entry in follower.known.items():
+            feed = follower.feeds.get(name)
+            if feed is not None:
+                yield feed.data, endpoint.env_url(feed.env)
+                continue
+            status = entry.summary.status if entry.summary is not None else None
+            if status is None:
+                continue
+            stub = stubs.get(name)
+            if stub is None:
+                stub = stubs[name] = RunData(name)
+            stub.status = status
+            yield stub, endpoint.env_url(follower.env_of(name))
+
+    return runs
+
+
 def _checker(watch: AlertWatch, follower: Follower) -> Callable[[float], None]:
     """What the follow loop calls after each pass: a failing check is logged, never its end."""
-    endpoint = follower.client.endpoint
     failed: list[bool] = []
+    watched = _watched(follower)
 
     def check(now: float) -> None:
-        runs = ((f.data, endpoint.env_url(f.env)) for f in follower.feeds.values())
+        runs = watched()
         try:
             watch.check(runs, now)
         except Exception:

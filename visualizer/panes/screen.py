@@ -22,9 +22,9 @@ from visualizer.sources.download import CsvDownloads, export_command
 
 from .compare import CompareDisplay, Selection
 from .display import RunDisplay
-from .index import IndexDisplay
 from .pane import Pane
 from .plotwindow import MIN_REDRAW_INTERVAL
+from .runs_table import RunsTable, RunsTableState
 from .view import ViewSettings
 
 log = logging.getLogger(__name__)
@@ -56,6 +56,7 @@ class Screen:
         downloads: CsvDownloads | None = None,
         on_sent: OnSent | None = None,
         on_page: Callable[[str], None] | None = None,
+        link: Callable[[str], str] | None = None,
     ) -> None:
         self.client = client
         self.max_points = max_points
@@ -66,7 +67,9 @@ class Screen:
         self.on_page = on_page
         self.runs: dict[str, RunDisplay] = {}
         self.compare: CompareDisplay | None = None
-        self.index = IndexDisplay(client, index_name)  # in visdom's main env
+        self.compared: list[str] | None = None  # the runs overlaid (None: every one drawn)
+        # In visdom's main env: every run, each linked to its page.
+        self.index = RunsTable(client, index_name, link or self._env_link)
         self._announced: str | None = None
         self._down_since: float | None = None
         self._retry_at = 0.0
@@ -78,6 +81,18 @@ class Screen:
         self.runs[name] = display
         if self.compare is not None:
             self.compare.links[name] = self.client.endpoint.env_url(env)
+
+    def _env_link(self, name: str) -> str:
+        display = self.runs.get(name)
+        return self.client.endpoint.env_url(display.env if display else name)
+
+    def remove_run(self, name: str) -> None:
+        """Stop drawing run ``name``; its env goes from the server too (its memory with it)."""
+        display = self.runs.pop(name)
+        try:
+            self.client.post("delete_env", {"eid": display.env})
+        except (VisdomUnavailableError, VisdomRequestError) as err:
+            log.debug("could not delete env %r: %s", display.env, err)
 
     def add_comparison(self, env: str) -> None:
         """Overlay the runs in visdom env ``env``, with a link to each run's own env."""
@@ -119,15 +134,17 @@ class Screen:
         now: float,
         raise_errors: bool = False,
         force: bool = False,
+        table: RunsTableState | None = None,
     ) -> None:
-        """Bring every pane up to date with ``runs`` (by name); visdom errors are retried later.
+        """Bring every pane up to date with ``runs`` (by name) and the runs ``table``; visdom
+        errors are retried later.
 
         With ``raise_errors`` visdom's errors propagate instead.
         """
         if self._down_since is not None and now < self._retry_at and not raise_errors:
             return
         try:
-            self._sync_panes(runs, now, force)
+            self._sync_panes(runs, now, force, table)
         except (VisdomUnavailableError, VisdomRequestError) as err:
             if raise_errors:
                 raise
@@ -137,17 +154,19 @@ class Screen:
             log.info("visdom at %s answers again: windows rebuilt from the store", self.client.url)
             self._down_since = None
 
-    def _sync_panes(self, runs: Mapping[str, RunData], now: float, force: bool) -> None:
+    def _sync_panes(
+        self, runs: Mapping[str, RunData], now: float, force: bool, table: RunsTableState | None
+    ) -> None:
         for name, display in self.runs.items():
             data = runs[name]
             if data.has_data and display.sync(data, now, force) and self.on_sent:
                 self.on_sent(name, dict(display.sent_steps), time.time())
         if self.compare is not None:
-            self.compare.sync([runs[name] for name in self.runs], now, force)
-        shown = [(d.env, runs[name]) for name, d in self.runs.items() if runs[name].has_data]
-        if shown:
+            names = self.runs if self.compared is None else self.compared
+            self.compare.sync([runs[name] for name in names if name in runs], now, force)
+        if table is not None and (table.summaries or table.total):
             self.index.compare_env = self.compare.env if self.compare else None
-            self.index.sync(shown, now, force)
+            self.index.sync(table, now, force)
 
     def _visdom_failed(self, err: Exception, now: float) -> None:
         # Whatever the server holds now is unknown: rebuild every window when it is back.

@@ -14,6 +14,7 @@ import io
 import logging
 import shlex
 import threading
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -28,6 +29,10 @@ log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 _PREFIX, _SUFFIX = "/runs/", ".csv"
+_OPEN = "/open/"  # the runs table's links: read the run, then go to its page
+OPEN_WAIT_S = 10.0  # how long a link waits for its run's page to be drawn
+# A run's name -> (set once its page is drawn, the page's URL); None: no such run.
+OnOpen = Callable[[str], "tuple[threading.Event, str] | None"]
 
 
 def export_command(store: str, run: str) -> str:
@@ -42,6 +47,7 @@ class CsvDownloads:
     def __init__(self, s3_client: Any = None) -> None:
         self.stores: dict[str, str] = {}
         self.s3_client = s3_client
+        self.on_open: OnOpen | None = None  # serves /open/<run> when set
         self._server: ThreadingHTTPServer | None = None
 
     def start(self) -> None:
@@ -50,7 +56,10 @@ class CsvDownloads:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                downloads.answer(self)
+                if self.path.startswith(_OPEN):
+                    downloads.open_run(self)
+                else:
+                    downloads.answer(self)
 
             def log_message(self, format: str, *args: Any) -> None:
                 log.debug("download: %s", format % args)
@@ -76,6 +85,28 @@ class CsvDownloads:
     def url(self, run: str) -> str:
         """Where run ``run``'s CSV is downloaded."""
         return f"http://{HOST}:{self.port}{_PREFIX}{quote(run, safe='')}{_SUFFIX}"
+
+    def open_url(self, run: str) -> str:
+        """The link that reads run ``run`` and then shows its page (see :attr:`on_open`)."""
+        return f"http://{HOST}:{self.port}{_OPEN}{quote(run, safe='')}"
+
+    def open_run(self, request: BaseHTTPRequestHandler) -> None:
+        """Have the run named in the path read and drawn, then send the browser to its page."""
+        run = unquote(request.path.split("?", 1)[0][len(_OPEN) :])
+        opened = self.on_open(run) if self.on_open is not None else None
+        if opened is None:
+            self._fail(request, HTTPStatus.NOT_FOUND, "no such run is followed here")
+            return
+        drawn, url = opened
+        if not drawn.wait(OPEN_WAIT_S):  # a long history: its page fills in as it is read
+            log.info("run %r: still being read; its page fills in as it is", run)
+        try:
+            request.send_response(HTTPStatus.SEE_OTHER)
+            request.send_header("Location", url)
+            request.send_header("Content-Length", "0")
+            request.end_headers()
+        except ConnectionError:
+            request.close_connection = True
 
     def __enter__(self) -> CsvDownloads:
         self.start()

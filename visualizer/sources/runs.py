@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,12 +43,28 @@ def stored_name(source: Source) -> str | None:
     """
     try:
         data = source.read(fmt.META_FILE, 0, MAX_DOCUMENT_BYTES)
-        name = fmt.decode_document(data, source.describe(fmt.META_FILE)).get("name")
+        meta = fmt.decode_document(data, source.describe(fmt.META_FILE))
     except (OSError, fmt.StoreError):  # absent (yet), unreadable, or not ours
         return None
+    return name_in(meta)
+
+
+def name_in(meta: Any) -> str | None:
+    """The run name a ``meta.pickle`` document records, if it is a usable one."""
+    name = meta.get("name") if isinstance(meta, dict) else None
     if isinstance(name, str) and name.strip() and len(name) <= MAX_NAME_CHARS:
         return name if name.isprintable() else None
     return None
+
+
+@dataclass(frozen=True)
+class Found:
+    """A store found under the root, not named yet: ``key`` tells it from the others."""
+
+    key: str
+    folder: str  # its folder's name: the run's name when its metadata names none
+    source: Source
+    remote: bool
 
 
 class _RunNames:
@@ -56,22 +72,40 @@ class _RunNames:
 
     def __init__(self) -> None:
         self._specs: dict[str, RunSpec] = {}
+        self._found: dict[str, Found] = {}  # every store found, by key: never looked at again
 
-    def _named(self, key: str, folder: str, source: Source, remote: bool) -> RunSpec:
-        """The spec of the store at ``key``: named by its metadata, else after ``folder``.
+    def found(self) -> list[Found]:
+        """The stores there now, in key order, named or not (subclasses list them)."""
+        raise NotImplementedError
+
+    def discover(self) -> list[RunSpec]:
+        """The runs there now, a new one named by its metadata (read here, one at a time)."""
+        return [
+            self._specs.get(found.key) or self.name(found, stored_name(found.source))
+            for found in self.found()
+        ]
+
+    def name(self, found: Found, stored: str | None) -> RunSpec:
+        """The spec of the store ``found``: named ``stored`` (its metadata's name), else
+        after its folder.
 
         Two copies of one run under the same root keep apart: the later one
-        found is named after its folder.
+        named is named after its folder.
         """
-        spec = self._specs.get(key)
+        spec = self._specs.get(found.key)
         if spec is None:
             taken = {s.name for s in self._specs.values()}
-            stored = stored_name(source)
-            numbered = (f"{folder}-{i}" for i in itertools.count(2))
-            candidates = itertools.chain((stored, folder), numbered)
+            numbered = (f"{found.folder}-{i}" for i in itertools.count(2))
+            candidates = itertools.chain((stored, found.folder), numbered)
             name = next(c for c in candidates if c and c not in taken)
-            spec = self._specs[key] = RunSpec(name, source, remote)
+            spec = self._specs[found.key] = RunSpec(name, found.source, found.remote)
         return spec
+
+    def _known(self, key: str, make: Callable[[], Found]) -> Found:
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = make()
+        return found
 
 
 def is_store(path: Path) -> bool:
@@ -108,35 +142,50 @@ class LocalRuns(_RunNames):
             return f"{self.root} to appear (no snapshot store there yet)"
         return f"a run in {self.root} (a store: {self.root}/<name>/pickle/meta.pickle)"
 
-    def discover(self) -> list[RunSpec]:
-        """The runs there now, in name order."""
+    def found(self) -> list[Found]:
+        """The stores there now, in folder order; a folder seen before is not looked into again
+        (10,000 runs cost one directory listing, not 10,000)."""
         root = self.root
         if is_store(root):
-            name = root.parent.name if root.name == "pickle" else root.name
-            return [self._spec(name or "run", root)]
+            return [self._store(root.parent.name if root.name == "pickle" else root.name, root)]
         if is_store(root / "pickle"):
-            return [self._spec(root.name or "run", root / "pickle")]
-        found = []
+            return [self._store(root.name, root / "pickle")]
         try:
             children = sorted(
                 e.path for e in os.scandir(root) if e.is_dir() and not e.name.startswith(".")
             )
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             return []
+        found = []
         for child in map(Path, children):
-            if is_store(child / "pickle"):
-                found.append(self._spec(child.name, child / "pickle"))
+            known = self._found.get(str(child / "pickle")) or self._found.get(str(child))
+            if known is not None:
+                found.append(known)
+            elif is_store(child / "pickle"):
+                found.append(self._store(child.name, child / "pickle"))
             elif is_store(child):
-                found.append(self._spec(child.name, child))
+                found.append(self._store(child.name, child))
         if found:
             self.multi = True
         return found
 
-    def _spec(self, folder: str, store: Path) -> RunSpec:
-        spec = self._specs.get(str(store))
-        if spec is not None:
-            return spec
-        return self._named(str(store), folder, LocalSource(store), remote=False)
+    def _store(self, folder: str, store: Path) -> Found:
+        return self._known(
+            str(store), lambda: Found(str(store), folder or "run", LocalSource(store), False)
+        )
+
+    def run_folder(self, path: str) -> str | None:
+        """The key of the store a changed file ``path`` belongs to, if it is a known one."""
+        try:
+            parts = Path(path).relative_to(self.root).parts
+        except ValueError:
+            return None
+        if not self.multi or not parts:
+            return next(iter(self._found), None)
+        for key in (str(self.root / parts[0] / "pickle"), str(self.root / parts[0])):
+            if key in self._found:
+                return key
+        return None
 
 
 class S3Runs(_RunNames):
@@ -162,32 +211,50 @@ class S3Runs(_RunNames):
         return f"a snapshot store at {self.location} (or runs at {self.location}<name>/pickle/)"
 
     def discover(self) -> list[RunSpec]:
-        if self.location.prefix.endswith("pickle/"):
-            # The usual single-run URL: the run's own polls tell whether anything is there.
-            return [self._spec(self.location.run_name, self.location)]
+        """The runs there, listing the prefix again at most every ``rediscover_interval``."""
         now = time.monotonic()
-        if now >= self._next_discovery:
+        if now >= self._next_discovery or self.location.prefix.endswith("pickle/"):
             self._next_discovery = now + self.rediscover_interval
-            self._list_runs()
+            super().discover()
         return sorted(self._specs.values(), key=lambda spec: spec.name)
 
-    def _list_runs(self) -> None:
+    def found(self) -> list[Found]:
+        """The stores there now: one delimited listing (a request per 1,000 runs)."""
+        if self.location.prefix.endswith("pickle/"):
+            # The usual single-run URL: the run's own polls tell whether anything is there.
+            return [self._store(self.location.run_name, self.location)]
         names: list[str] = []
         folders: list[str] = []
-        for page in self._pages():
+        for page in self._pages(Delimiter="/"):
             names += [obj["Key"][len(self.location.prefix) :] for obj in page.get("Contents", ())]
             folders += [common["Prefix"] for common in page.get("CommonPrefixes", ())]
         if any(n in (fmt.META_FILE, fmt.STATUS_FILE) or fmt.parse_segment_name(n) for n in names):
-            self._spec(self.location.run_name, self.location)  # the prefix is a store itself
-            return
+            return [self._store(self.location.run_name, self.location)]  # a store itself
+        found = []
         for folder in folders:
             name = folder[len(self.location.prefix) :].strip("/")
             if name and not name.startswith("."):
                 self.multi = True
-                self._spec(name, S3Location(self.location.bucket, f"{folder}pickle/"))
+                found.append(
+                    self._store(name, S3Location(self.location.bucket, f"{folder}pickle/"))
+                )
+        return found
 
-    def _pages(self) -> Iterator[dict[str, Any]]:
-        """The delimited listing of the prefix, page by page: S3 returns at most 1,000 per page."""
+    def status_versions(self) -> dict[str, str]:
+        """Each store's ``status.pickle`` version (its ETag), by key, from one listing of every
+        object under the prefix (a request per 1,000 objects): which finished runs changed."""
+        versions = {}
+        suffix = f"/{fmt.STATUS_FILE}"
+        for page in self._pages():
+            for obj in page.get("Contents", ()):
+                key = obj["Key"]
+                if key.endswith(suffix):
+                    store = str(S3Location(self.location.bucket, key[: -len(fmt.STATUS_FILE)]))
+                    versions[store] = f"{obj.get('ETag')}:{obj.get('Size')}"
+        return versions
+
+    def _pages(self, **delimiter: str) -> Iterator[dict[str, Any]]:
+        """The listing of the prefix, page by page: S3 returns at most 1,000 per page."""
         token: dict[str, str] = {}
         while True:
             page = call(
@@ -196,7 +263,7 @@ class S3Runs(_RunNames):
                 "list_objects_v2",
                 Bucket=self.location.bucket,
                 Prefix=self.location.prefix,
-                Delimiter="/",
+                **delimiter,
                 **token,
             )
             yield page
@@ -204,11 +271,9 @@ class S3Runs(_RunNames):
                 return
             token = {"ContinuationToken": page["NextContinuationToken"]}
 
-    def _spec(self, folder: str, location: S3Location) -> RunSpec:
-        spec = self._specs.get(str(location))
-        if spec is not None:
-            return spec
-        return self._named(str(location), folder, S3Source(location, self.client), remote=True)
+    def _store(self, folder: str, location: S3Location) -> Found:
+        key = str(location)
+        return self._known(key, lambda: Found(key, folder, S3Source(location, self.client), True))
 
 
 def locate(location: str, s3_client: Any = None) -> LocalRuns | S3Runs:

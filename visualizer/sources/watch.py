@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from .runs import LocalRuns, S3Runs
@@ -24,9 +25,11 @@ class FileEvents:
         wake: threading.Event,
         poll_interval: float,
         enabled: bool = True,
+        on_path: Callable[[str], None] | None = None,
     ) -> None:
         self.runs = runs
         self.wake = wake
+        self.on_path = on_path  # told which file changed: which run to read again
         self.poll_interval = poll_interval
         self.enabled = enabled and isinstance(runs, LocalRuns)
         self._observer: Any = None
@@ -50,11 +53,13 @@ class FileEvents:
             self.enabled = False
             return
 
-        wake = self.wake
+        wake, on_path = self.wake, self.on_path
 
         class _Wake(FileSystemEventHandler):
             def on_any_event(self, event: Any) -> None:
                 if event.event_type != "opened" and event.event_type != "closed_no_write":
+                    if on_path is not None:
+                        on_path(str(getattr(event, "dest_path", "") or event.src_path))
                     wake.set()
 
         observer = Observer()

@@ -1,0 +1,155 @@
+"""visdom's main env is the runs table: every run from its summary, filtered, sorted and paged
+from the page's runs pane."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from snapshot_store import Recorder
+from tests.fixtures.visdom_reading import following
+from tests.fixtures.waiting import wait_until
+from visualizer.follower import Follower
+from visualizer.layout import safe_id
+from visualizer.model.summary import RunSummary, SeriesStats
+from visualizer.panes.runs_table import (
+    INDEX_ENV,
+    PAGE_ROWS,
+    SORTS,
+    STATES,
+    RunsTable,
+    RunsTableState,
+    varying_options,
+)
+from visualizer.server.client import VisdomClient
+from visualizer.server.endpoint import VisdomEndpoint
+
+
+@pytest.mark.integration
+def test_the_main_env_lists_every_run_with_a_link_state_and_last_update(
+    tmp_path, visdom_server, reader, run_name
+):
+    runs = tmp_path / run_name
+    for name in ("a", "b"):
+        with Recorder(runs / name / "pickle") as rec:  # closing it marks the run finished
+            rec.log({"loss": 1.0}, step=0)
+    Follower(str(runs), VisdomClient(visdom_server.endpoint)).run_once()
+    pane = reader.windows(INDEX_ENV)[f"runs_{safe_id(str(runs))}"]
+    text = pane["content"]
+    for name in ("a", "b"):
+        assert f'href="{visdom_server.url}/env/{name}"' in text
+    assert text.count("finished") == 2
+    assert f'href="{visdom_server.url}/env/{run_name}_compare"' in text
+    assert time.strftime("%H:") in text, "the last update, as local time"
+    assert reader.windows(INDEX_ENV)[f"runs_controls_{safe_id(str(runs))}"]
+
+
+@pytest.mark.integration
+def test_the_table_follows_a_run_as_it_goes(tmp_path, visdom_server, reader, run_name):
+    store = tmp_path / run_name / "pickle"
+    win = f"runs_{safe_id(str(store))}"
+    rec = Recorder(store, flush_interval=0.05)
+    rec.log({"loss": 1.0}, step=0)
+    rec.flush()
+    with following(store, visdom_server.endpoint):
+        wait_until(lambda: "running" in reader.windows(INDEX_ENV)[win]["content"])
+        rec.close("failed")
+        wait_until(lambda: "failed" in reader.windows(INDEX_ENV)[win]["content"])
+
+
+def _table() -> RunsTable:
+    client = VisdomClient(VisdomEndpoint.parse("127.0.0.1", 9))  # never asked here
+    return RunsTable(client, "runs", link=lambda name: f"http://open/{name}")
+
+
+def _summaries(n: int) -> list[RunSummary]:
+    states = ("finished", "failed", "running", "stopped")
+    return [
+        RunSummary(
+            f"run-{i:04d}",
+            state=states[i % 4],
+            step=i,
+            started=1000.0 + i,
+            updated=2000.0 + i,
+            series={"val/loss": SeriesStats(10, 9, float(i % 7), float(i % 5), 9.0)},
+            config={"lr": 0.1 * (i % 3), "batch": 8},
+        )
+        for i in range(n)
+    ]
+
+
+def _event(row: int, value: object) -> dict:
+    return {"event_type": "PropertyUpdate", "propertyId": row, "value": value}
+
+
+def test_rows_are_filtered_by_name_and_state_and_sorted_by_any_column():
+    table, state = _table(), RunsTableState(_summaries(250), 250, 250, 1)
+    assert [s.name for s in table.rows(state, 0.0)][:2] == ["run-0249", "run-0248"]
+    table.view = table._changed(_event(0, "run-01"))  # a name filter (a regex or plain text)
+    table.view = table._changed(_event(1, STATES.index("failed")))
+    rows = table.rows(state, 0.0)
+    assert rows and all(s.name.startswith("run-01") and s.state == "failed" for s in rows)
+    table.view = table._changed(_event(2, SORTS.index("best value")))
+    table.view = table._changed(_event(3, 1))  # ascending
+    best = [s.series["val/loss"].min for s in table.rows(state, 0.0)]
+    assert best == sorted(best), "a loss's best is its smallest"
+
+
+def test_ten_thousand_runs_show_one_page_of_rows_and_every_run_counted():
+    table, summaries = _table(), _summaries(10_000)
+    state = RunsTableState(summaries, 9_000, 10_000, 1)
+    html = table.html(state, 0.0)
+    assert html.count("<tr>") == PAGE_ROWS + 1
+    assert "reading 9,000 of 10,000 runs" in html and "page 1 of 100" in html
+    table.view = table._changed(_event(5, "100"))
+    html = table.html(state, 0.0)
+    assert "page 100 of 100" in html and "run-0000" in html
+    table.view = table._changed(_event(5, "1e12"))
+    assert "page 100 of 100" in table.html(state, 0.0), "past the end: the last page"
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        _event(1, "99"),
+        _event(2, "-5"),
+        _event(3, "nan"),
+        _event(4, 10**6),
+        _event(5, "NaN"),
+        _event(5, "Infinity"),
+        _event(7, "x"),
+        _event(None, None),
+        _event("0", {"a": [1]}),
+        _event(0, ["nested", {"x": 1}]),
+    ],
+)
+def test_hostile_page_events_leave_the_view_sane(event):
+    table, state = _table(), RunsTableState(_summaries(3), 3, 3, 1)
+    table.rows(state, 0.0)  # the series to choose from are known
+    view = table._changed(event)
+    assert view.state in STATES and view.sort in SORTS and view.page >= 0
+    assert len(view.filter) <= 200
+    table.view = view
+    table.html(state, 0.0)
+
+
+def test_names_and_options_reach_the_page_as_text():
+    summary = RunSummary("<img src=x onerror=alert(1)>", state="<b>x</b>", config={"a": "<i>"})
+    other = RunSummary("ok", config={"a": "b"})
+    html = _table().html(RunsTableState([summary, other], 2, 2, 1), 0.0)
+    assert "<img" not in html and "<b>" not in html and "<i>" not in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_only_the_options_that_differ_get_columns():
+    summaries = [*_summaries(6), RunSummary("bare")]
+    assert varying_options(summaries) == ["batch", "lr"], "a run without 'batch' differs too"
+    assert varying_options(_summaries(6)) == ["lr"]
+
+
+def test_a_last_update_before_today_shows_its_date():
+    yesterday = time.time() - 86_400
+    summary = RunSummary("r", state="finished", updated=yesterday)
+    html = _table().html(RunsTableState([summary], 1, 1, 1), time.time())
+    assert time.strftime("%Y-%m-%d", time.localtime(yesterday)) in html

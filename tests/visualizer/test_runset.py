@@ -1,0 +1,60 @@
+"""Which runs are compared (and so followed), and which leave memory past the budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from visualizer.model.summary import RunSummary, SeriesStats
+from visualizer.panes.compare import Selection
+from visualizer.runset import compared, over_budget
+
+
+def _summary(name, updated, loss=None, acc=None):
+    series = {}
+    if loss is not None:
+        series["val/loss"] = SeriesStats(3, 2, loss, loss, loss + 1)
+    if acc is not None:
+        series["val/acc"] = SeriesStats(3, 2, acc, acc - 0.1, acc)
+    return RunSummary(name, updated=updated, series=series)
+
+
+def test_the_most_recent_runs_are_compared_by_default():
+    runs = [_summary(f"r{i}", updated=float(i)) for i in range(10)]
+    assert [s.name for s in compared(runs, Selection(), 3)] == ["r9", "r8", "r7"]
+
+
+def test_with_sort_by_the_best_runs_are_compared_those_without_it_last():
+    runs = [
+        _summary("a", 1, loss=0.5, acc=0.7),
+        _summary("b", 2, loss=0.2, acc=0.9),
+        _summary("c", 3),
+        _summary("d", 4, loss=float("nan"), acc=0.1),
+    ]
+    by_loss = compared(runs, Selection(sort_by=("val", "loss")), 4)
+    assert [s.name for s in by_loss] == ["b", "a", "c", "d"]
+    by_acc = compared(runs, Selection(sort_by=("val", "acc")), 2)
+    assert [s.name for s in by_acc] == ["b", "a"], "accuracy: the largest is best"
+
+
+@dataclass
+class _Spec:
+    name: str
+
+
+@dataclass
+class _Feed:
+    spec: _Spec
+    memory: int
+    opened: float
+
+
+def test_past_the_budget_the_least_recently_opened_go_and_the_compared_stay():
+    feeds = [
+        _Feed(_Spec("compared"), 100, 0.0),
+        _Feed(_Spec("old"), 100, 10.0),
+        _Feed(_Spec("newer"), 100, 20.0),
+        _Feed(_Spec("just opened"), 100, 99.0),
+    ]
+    gone = over_budget(feeds, {"compared"}, budget=250, now=100.0)  # type: ignore[arg-type]
+    assert [f.spec.name for f in gone] == ["old", "newer"]
+    assert over_budget(feeds, set(), budget=1000, now=100.0) == []  # type: ignore[arg-type]

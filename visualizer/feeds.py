@@ -1,0 +1,110 @@
+"""A followed run (a feed): its store read whole as it grows, with back-off while quiet.
+
+Which runs are followed is :mod:`visualizer.runset`'s; the follow loop
+(:mod:`visualizer.follower`) polls each feed when due.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from snapshot_store.reader import StoreReader
+from visualizer.model.rundata import RunData
+from visualizer.model.summary import RunSummary, from_documents, from_run
+from visualizer.sources.runs import RunSpec
+from visualizer.sources.s3 import S3ReadError
+
+log = logging.getLogger(__name__)
+
+# A long history is replayed this many bytes of segments at a time: each page
+# becomes compact arrays before the next is read, so memory stays flat.
+PAGE_BYTES = 2 << 20
+# Bytes a point costs in memory (Series: step, value, wall time) with its share of overhead.
+POINT_BYTES = 20
+
+
+class PollSchedule:
+    """When to poll a source next: soon after a change, ever later while nothing changes."""
+
+    def __init__(self, interval: float, max_interval: float | None = None) -> None:
+        self.interval = interval
+        self.max_interval = max(interval, max_interval if max_interval is not None else interval)
+        self.delay = interval
+        self.due = 0.0
+
+    def record(self, changed: bool, now: float) -> None:
+        """Set the next due time after a poll that found (or did not find) news."""
+        self.delay = self.interval if changed else min(self.delay * 2, self.max_interval)
+        self.due = now + self.delay
+
+
+@dataclass
+class Feed:
+    """One followed run: reader, data, the visdom env it is drawn in, schedule."""
+
+    spec: RunSpec
+    key: str  # its store's key in the catalog
+    reader: StoreReader
+    data: RunData
+    env: str
+    schedule: PollSchedule
+    replayed: bool = False
+    failing: str | None = field(default=None)
+    opened: float = 0.0  # when the page last asked for it (monotonic); 0: never
+
+    @property
+    def memory(self) -> int:
+        """Bytes its data holds, about: points and images."""
+        images = sum(len(shot.png) for shots in self.data.image_history.values() for shot in shots)
+        return self.data.points * POINT_BYTES + images
+
+    def summary(self) -> RunSummary:
+        """Its summary: the status document's, else computed from the series read."""
+        data = self.data
+        if isinstance(data.status, dict) and "series" in data.status:
+            return from_documents(data.name, data.meta, data.status)
+        return from_run(data)
+
+    def poll(self, now: float) -> bool:
+        """Read what is new; True when anything was. A failure is logged once until it
+        changes, and retried later; an S3 one is raised instead (the caller tells of it
+        with :meth:`failed`, or not)."""
+        started = time.perf_counter()
+        changed = False
+        try:
+            while True:  # a long history arrives a page at a time; drain it before drawing
+                changed |= self.data.apply(self.reader.poll(max_bytes=PAGE_BYTES))
+                if not self.reader.more:
+                    break
+        except S3ReadError:
+            self.schedule.record(False, now)
+            raise
+        except Exception as err:  # permissions, a broken disk: keep the other runs going
+            self.failed(err, now)
+            return False
+        where = self.spec.source.describe("")
+        if self.failing:
+            log.info("run %r: %s readable again", self.spec.name, where)
+            self.failing = None
+        self.schedule.record(changed, now)
+        if changed and not self.replayed:
+            self.replayed = True
+            log.info(
+                "run %r: read %d points of %d series in %.2f s",
+                self.spec.name,
+                self.data.points,
+                len(self.data.series),
+                time.perf_counter() - started,
+            )
+        return changed
+
+    def failed(self, err: Exception, now: float) -> None:
+        """Tell of a failed read, once until it changes; retried at the next due time."""
+        message = str(err) if isinstance(err, S3ReadError) else f"{type(err).__name__}: {err}"
+        if message != self.failing:
+            where = self.spec.source.describe("")
+            log.warning("run %r: can not read %s (%s); retrying", self.spec.name, where, message)
+            self.failing = message
+        self.schedule.record(False, now)

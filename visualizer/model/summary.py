@@ -1,0 +1,170 @@
+"""What the runs table knows of a run without its series: its summary (W&B's ``summary``).
+
+The writer keeps one in ``status.pickle`` (docs/store-format.md): per series the
+last value and step, min, max and count, and the run's hparams; ``meta.pickle``
+holds its options. A store written before that is read whole once and its
+summary computed from the series (:func:`from_run`). Everything here is data
+from a file that may be hostile: each field is checked, a bad one is left out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from snapshot_store.tags import tag_of
+
+from .rundata import RunData
+from .status import is_stale
+
+NO_STATUS = "no status yet"
+
+
+@dataclass(frozen=True)
+class SeriesStats:
+    """One series at a glance: how many points, the last one, its extremes."""
+
+    count: int
+    step: int | None
+    last: float | None
+    min: float | None
+    max: float | None
+
+    def best(self, higher_is_better: bool) -> float | None:
+        """The best value: the largest when higher is better, else the smallest."""
+        return self.max if higher_is_better else self.min
+
+
+@dataclass
+class RunSummary:
+    """A run as its table row shows it; ``summarized`` is False for a store without one."""
+
+    name: str
+    state: str = NO_STATUS
+    step: int | None = None
+    started: float | None = None
+    updated: float | None = None
+    series: dict[str, SeriesStats] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    status: dict[str, Any] | None = None  # the document itself: staleness, alerts
+    summarized: bool = False
+
+    @property
+    def ended(self) -> bool:
+        """Whether the run says it ended (finished, failed or stopped)."""
+        return self.state not in ("running", NO_STATUS)
+
+    def state_at(self, now: float) -> str:
+        """The state as shown: a running run whose heartbeat stopped is ``running (silent)``."""
+        if self.status is not None and is_stale(self.status, now):
+            return f"{self.state} (silent)"
+        return self.state
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from its start to its last update."""
+        if self.started is None or self.updated is None:
+            return None
+        return max(0.0, self.updated - self.started)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _value(value: Any) -> float | None:
+    """A logged value: NaN and infinities are values too (a diverged loss)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _step(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _stats(entry: Any) -> SeriesStats | None:
+    if not isinstance(entry, dict):
+        return None
+    count = _step(entry.get("count"))
+    if count is None or count < 0:
+        return None
+    return SeriesStats(
+        count,
+        _step(entry.get("step")),
+        _value(entry.get("last")),
+        _value(entry.get("min")),
+        _value(entry.get("max")),
+    )
+
+
+def _config(meta: dict[str, Any] | None, status: dict[str, Any] | None) -> dict[str, Any]:
+    """Options (meta) and hparams (status), by name; hparams win where both name a key."""
+    config: dict[str, Any] = {}
+    for source in ((meta or {}).get("options"), (status or {}).get("hparams")):
+        if isinstance(source, dict):
+            config.update((str(k), v) for k, v in source.items())
+    return config
+
+
+def from_documents(
+    name: str, meta: dict[str, Any] | None, status: dict[str, Any] | None
+) -> RunSummary:
+    """The summary ``meta`` and ``status`` hold; ``summarized`` False when status has none."""
+    status = status if isinstance(status, dict) else None
+    meta = meta if isinstance(meta, dict) else None
+    summary = RunSummary(name, config=_config(meta, status), status=status)
+    summary.started = _number((status or {}).get("start_time")) or _number(
+        (meta or {}).get("start_time")
+    )
+    if status is None:
+        return summary
+    state = status.get("state")
+    summary.state = state if isinstance(state, str) and state.isprintable() else "unknown"
+    summary.step = _step(status.get("step"))
+    summary.updated = _number(status.get("last_log_time")) or _number(status.get("updated"))
+    series = status.get("series")
+    if isinstance(series, dict):
+        summary.summarized = True
+        for tag, entry in series.items():
+            stats = _stats(entry)
+            if isinstance(tag, str) and stats is not None:
+                summary.series[tag] = stats
+    return summary
+
+
+def from_run(run: RunData) -> RunSummary:
+    """The summary of a run read whole (a store without one, or a run followed live)."""
+    summary = from_documents(run.name, run.meta, run.status)
+    for (group, name), series in run.series.items():
+        n = len(series)
+        if not n:
+            continue
+        values = series.values()
+        finite = values[~(values != values)]  # NaN never is the min or max
+        summary.series[tag_of(group, name)] = SeriesStats(
+            n,
+            series.last_step,
+            float(values[-1]),
+            float(finite.min()) if len(finite) else None,
+            float(finite.max()) if len(finite) else None,
+        )
+        last = series.last_time
+        if last is not None and (summary.updated is None or last > summary.updated):
+            summary.updated = last
+    summary.summarized = True
+    return summary
+
+
+# Words that mark a series where higher is better; the rest are minimized (loss, error).
+_HIGHER = ("acc", "f1", "auc", "precision", "recall", "iou", "dice", "psnr", "ssim", "map", "bleu")
+
+
+def higher_is_better(tag: str) -> bool:
+    """Whether a series' best value is its largest, judged by its name (accuracy, F1...)."""
+    words = tag.lower().replace("/", "_").replace("-", "_").split("_")
+    return any(word.startswith(_HIGHER) for word in words)

@@ -1,0 +1,206 @@
+"""Which runs are known, and which of them are followed (read whole and drawn).
+
+Every run under the root is known by its summary (:mod:`visualizer.sources.catalog`)
+and listed in the runs table. With up to ``compare`` runs, every run is followed.
+With more, the followed runs are the compared ones (the ``compare`` most recent,
+or the best by ``--sort-by`` or the comparison page's sort series) and those
+opened from the runs table. The runs opened from the page leave memory again,
+least recently opened first, once the followed runs hold more than the memory
+budget; they are read back from the store when opened again.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+
+from snapshot_store.reader import StoreReader
+from visualizer.model.rundata import RunData
+from visualizer.model.summary import RunSummary, higher_is_better
+from visualizer.panes.compare import Selection
+from visualizer.panes.screen import Screen
+from visualizer.sources.catalog import Catalog, Entry
+
+from .feeds import Feed, PollSchedule
+
+log = logging.getLogger(__name__)
+
+DEFAULT_COMPARE = 20  # runs overlaid at once, and followed whole when there are no more
+DEFAULT_MEMORY_BUDGET_MB = 300.0
+PROGRESS_LOG_INTERVAL = 5.0  # while many runs are read, a line this often
+OPENED_GRACE_S = 5.0  # a run just opened from the page stays, whatever the budget
+
+
+def compared(summaries: Sequence[RunSummary], selection: Selection, count: int) -> list[RunSummary]:
+    """The ``count`` runs to overlay: the best by ``selection.sort_by`` (runs that logged it
+    first), else the most recently updated."""
+    key = selection.sort_by
+    if key is None:
+        return sorted(summaries, key=lambda s: (-(s.updated or 0.0), s.name))[:count]
+    tag = f"{key[0]}/{key[1]}" if key[0] else key[1]
+    higher = selection.descending or higher_is_better(tag)
+
+    def rank(summary: RunSummary) -> tuple[bool, float, str]:
+        stats = summary.series.get(tag)
+        best = stats.best(higher) if stats is not None else None
+        if best is None or math.isnan(best):
+            return True, 0.0, summary.name
+        return False, -best if higher else best, summary.name
+
+    return sorted(summaries, key=rank)[:count]
+
+
+def over_budget(feeds: Iterable[Feed], keep: set[str], budget: int, now: float) -> list[Feed]:
+    """The feeds to let go so the rest hold at most ``budget`` bytes: never those in ``keep``
+    (by name) or just opened, the least recently opened first."""
+    feeds = list(feeds)
+    held = sum(feed.memory for feed in feeds)
+    out: list[Feed] = []
+    for feed in sorted(feeds, key=lambda f: f.opened):
+        if held <= budget:
+            break
+        if feed.spec.name not in keep and feed.opened < now - OPENED_GRACE_S:
+            out.append(feed)
+            held -= feed.memory
+    return out
+
+
+class RunSet:
+    """The known runs (by name) and the followed ones, drawn on ``screen``."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        screen: Screen,
+        selection: Selection,
+        *,
+        env_of: Callable[[str], str],
+        schedule: Callable[[bool], PollSchedule],
+        compare: int = DEFAULT_COMPARE,
+        memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB,
+    ) -> None:
+        self.catalog = catalog
+        self.screen = screen
+        self.selection = selection  # --runs: the others are left out
+        self.env_of = env_of
+        self.schedule = schedule  # a new feed's poll schedule, by whether it is remote
+        self.compare = compare
+        self.memory_budget = int(memory_budget_mb * (1 << 20))
+        self.known: dict[str, Entry] = {}  # every named run --runs selects
+        self.unmatched: set[str] = set()  # runs found that --runs leaves out
+        self.feeds: dict[str, Feed] = {}  # the followed runs
+        self._wanted: queue.SimpleQueue[tuple[str, threading.Event]] = queue.SimpleQueue()
+        self._drawing: dict[str, list[threading.Event]] = {}  # opened from the page, not drawn
+        self._chosen: tuple[int, Selection] | None = None  # what the compared runs are of
+        self._reading = False
+        self._read_started = self._progress_at = time.monotonic()
+
+    @property
+    def many(self) -> bool:
+        """More runs than are compared at once: only some are followed."""
+        return self.catalog.total - len(self.unmatched) > self.compare
+
+    def scanned(self, new: int) -> None:
+        """``new`` stores were just found: their reading starts (and its progress is told)."""
+        if new and not self._reading:
+            self._reading, self._read_started = True, time.monotonic()
+
+    def take(self, entries: Iterable[Entry]) -> None:
+        """Take newly read runs, and follow the runs to follow."""
+        for entry in entries:
+            assert entry.spec is not None
+            name = entry.spec.name
+            if name in self.known or name in self.unmatched:
+                continue
+            if not self.selection.matches(name):
+                self.unmatched.add(name)
+                continue
+            self.known[name] = entry
+        self._log_progress()
+        for name in self._to_follow():
+            if name not in self.feeds:
+                self.open(self.known[name])
+
+    def _to_follow(self) -> list[str]:
+        """The runs to compare, which are followed too: every run while there are few."""
+        if not self.many:
+            self.screen.compared = None  # every followed run
+            return list(self.known)
+        if not self.catalog.complete:
+            return []  # chosen once every summary is in: no run opened, then let go
+        compare = self.screen.compare
+        selection = compare.selection if compare is not None else self.selection
+        if self._chosen != (self.catalog.version, selection) or self.screen.compared is None:
+            self._chosen = (self.catalog.version, selection)
+            summaries = [e.summary for e in self.known.values() if e.summary is not None]
+            self.screen.compared = [s.name for s in compared(summaries, selection, self.compare)]
+        return self.screen.compared
+
+    def _log_progress(self) -> None:
+        """One line every few seconds while many runs are read, and one when all are."""
+        now = time.monotonic()
+        if not self._reading:
+            return
+        if not self.catalog.complete:
+            if self.many and now - self._progress_at >= PROGRESS_LOG_INTERVAL:
+                self._progress_at = now
+                log.info("reading %d of %d runs", self.catalog.named, self.catalog.total)
+            return
+        self._reading = False
+        if self.many:
+            log.info("read %d runs in %.1f s", self.catalog.total, now - self._read_started)
+        if self.unmatched and not self.known:  # a typo in --runs should not wait silently
+            message = self.selection.none_match(self.catalog.runs, self.unmatched)
+            log.warning("%s; following, waiting for a run that matches", message)
+
+    def open(self, entry: Entry) -> Feed:
+        """Follow ``entry``'s run: read it whole and draw it in its env."""
+        spec = entry.spec
+        assert spec is not None
+        env = self.env_of(spec.name)
+        data, reader = RunData(spec.name), StoreReader(spec.source)
+        feed = Feed(spec, entry.found.key, reader, data, env, self.schedule(spec.remote))
+        self.feeds[spec.name] = feed
+        self.screen.add_run(spec.name, env, spec.source.describe(""))
+        where = spec.source.describe("")
+        level = logging.DEBUG if self.many else logging.INFO
+        log.log(level, "following run %r from %s in visdom env %r", spec.name, where, env)
+        return feed
+
+    # --- runs opened from the page ----------------------------------------------------------
+
+    def want(self, name: str) -> threading.Event | None:
+        """Follow run ``name`` (the page opened it; from any thread): an event set once its
+        env is drawn, or None when no such run is known."""
+        if name not in self.known:
+            return None
+        drawn = threading.Event()
+        self._wanted.put((name, drawn))
+        return drawn
+
+    def open_wanted(self) -> None:
+        """Follow the runs the page opened; let the least recently opened go past the budget."""
+        now = time.monotonic()
+        while True:
+            try:
+                name, drawn = self._wanted.get_nowait()
+            except queue.Empty:
+                break
+            feed = self.feeds.get(name) or self.open(self.known[name])
+            feed.opened = now
+            self._drawing.setdefault(name, []).append(drawn)
+        keep = set(self.screen.compared if self.screen.compared is not None else self.feeds)
+        for feed in over_budget(self.feeds.values(), keep, self.memory_budget, now):
+            del self.feeds[feed.spec.name]
+            self.screen.remove_run(feed.spec.name)
+            log.debug("run %r leaves memory (--memory-budget)", feed.spec.name)
+
+    def drawn(self) -> None:
+        """After a sync: tell the page's links whose runs are drawn now."""
+        for name in [n for n in self._drawing if n in self.feeds and self.feeds[n].replayed]:
+            for event in self._drawing.pop(name):
+                event.set()

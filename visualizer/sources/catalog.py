@@ -1,0 +1,312 @@
+"""Every run under the root, known by its summary: what a runs table of 10,000 runs needs.
+
+A run is known by two small documents, ``meta.pickle`` (its name and options) and
+``status.pickle`` (its state and summary), read on a pool of threads so that a
+bucket's first read fetches in parallel and the follow loop never waits on it.
+Its series are read only when a page needs them (the follower opens such a run).
+A store without a summary (written before summaries) is read whole once and its
+summary computed.
+
+Reading again costs nothing for a run that ended: a local store is looked at when
+a file event names it (or, without events, every :data:`ENDED_RECHECK_S`); an S3
+prefix is listed whole every :data:`S3_CHANGES_S` to see which status changed.
+A run still running is re-read as its status changes, polled with back-off.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+
+from snapshot_store import frames as fmt
+from snapshot_store.reader import MAX_DOCUMENT_BYTES, LocalSource, Source, StoreReader
+from visualizer.model.rundata import RunData
+from visualizer.model.summary import RunSummary, from_documents, from_run
+
+from .runs import Found, LocalRuns, RunSpec, S3Runs, name_in
+from .s3 import S3ReadError
+
+log = logging.getLogger(__name__)
+
+LOCAL_WORKERS = 4  # files on one disk: a few readers keep it busy
+S3_WORKERS = 16  # requests in flight to a bucket on the first read
+ENDED_RECHECK_S = 60.0  # a local run that ended, without file events: a stat a minute
+S3_CHANGES_S = 300.0  # an S3 prefix listed whole this often: a resumed run shows then
+PAGE_BYTES = 2 << 20  # an older store is read whole this many bytes at a time
+
+
+@dataclass
+class Read:
+    """What one read of a store found (on a pool thread)."""
+
+    meta: dict[str, Any] | None = None
+    status: dict[str, Any] | None = None
+    summary: RunSummary | None = None  # computed from the series: a store without one
+    version: object = None  # status.pickle's version when read
+    error: str | None = None
+
+
+@dataclass
+class Entry:
+    """One store under the root: named once its metadata is read."""
+
+    found: Found
+    spec: RunSpec | None = None
+    summary: RunSummary | None = None
+    meta: dict[str, Any] | None = None
+    version: object = None
+    checked: float = 0.0  # monotonic time of its last read
+    delay: float = 0.0  # a running run's current poll interval (back-off)
+    reading: bool = False
+    dirty: bool = False  # a file event said it changed
+    error: str | None = None
+
+
+def _document(source: Source, name: str) -> dict[str, Any] | None:
+    """A document of the store; None when absent or unreadable (S3 failures raise)."""
+    try:
+        data = source.read(name, 0, MAX_DOCUMENT_BYTES)
+    except OSError:
+        return None  # not written yet
+    try:
+        return fmt.decode_document(data, source.describe(name))
+    except fmt.StoreError as err:  # corrupt or hostile: its series may still be read
+        log.warning("%s", err)
+        return None
+
+
+def status_version(source: Source) -> object:
+    """A local store's status.pickle version (size and mtime), None where it has none."""
+    if not isinstance(source, LocalSource):
+        return None
+    try:
+        st = (source.root / fmt.STATUS_FILE).stat()
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
+
+
+class _QuietReader(StoreReader):
+    """A reader for a summary: a bad file is told of once the run is followed, not here too."""
+
+    def _warn(self, message: str) -> None:
+        log.debug("%s", message)
+        self.warnings.append(message)
+
+
+def read_store(
+    source: Source, meta_too: bool, whole: bool = True, stopped: Callable[[], bool] = bool
+) -> Read:
+    """The documents of a store, and its summary computed from the series when it keeps none
+    and ``whole`` (``stopped``, asked between pages, cuts that short)."""
+    version = status_version(source)
+    read = Read(
+        meta=_document(source, fmt.META_FILE) if meta_too else None,
+        status=_document(source, fmt.STATUS_FILE),
+        version=version,
+    )
+    if not whole or (read.status is not None and "series" in read.status):
+        return read
+    data = RunData("")
+    reader = _QuietReader(source)
+    data.apply(reader.poll(max_bytes=PAGE_BYTES))
+    while reader.more and not stopped():
+        data.apply(reader.poll(max_bytes=PAGE_BYTES))
+    read.summary = from_run(data)
+    read.meta = read.meta if read.meta is not None else data.meta
+    return read
+
+
+class Catalog:
+    """The runs under ``runs``' root and their summaries, read in the background."""
+
+    def __init__(
+        self, runs: LocalRuns | S3Runs, poll_interval: float, max_interval: float, few: int
+    ) -> None:
+        self.runs = runs
+        self.few = few  # up to this many runs are all followed: none is read whole here
+        self.poll_interval = poll_interval
+        self.max_interval = max_interval
+        self.entries: dict[str, Entry] = {}  # by key, in the order found
+        self.version = 0  # bumped whenever a summary changes
+        remote = isinstance(runs, S3Runs)
+        self._pool = ThreadPoolExecutor(
+            S3_WORKERS if remote else LOCAL_WORKERS, thread_name_prefix="run-summaries"
+        )
+        self._done: queue.SimpleQueue[tuple[str, Read]] = queue.SimpleQueue()
+        self._pending: list[str] = []  # found, not named yet, in the order found
+        self._next_changes = time.monotonic() + S3_CHANGES_S
+        self._closed = False
+
+    # --- what the follower asks ---------------------------------------------------------
+
+    @property
+    def total(self) -> int:
+        """Stores found."""
+        return len(self.entries)
+
+    @property
+    def named(self) -> int:
+        """Stores whose documents were read (named)."""
+        return len(self.entries) - len(self._pending)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every store found has been read once."""
+        return not self._pending
+
+    def specs(self) -> list[RunSpec]:
+        """The named runs, in the order found."""
+        return [entry.spec for entry in self.entries.values() if entry.spec is not None]
+
+    def scan(self) -> int:
+        """Look for new stores (S3ReadError when the listing fails); how many are new."""
+        new = [found for found in self.runs.found() if found.key not in self.entries]
+        for found in new:  # all counted first: whether runs are few is known when each is read
+            self.entries[found.key] = Entry(found)
+        for found in new:
+            self._pending.append(found.key)
+            self._submit(found.key)
+        return len(new)
+
+    def touched(self, path: str) -> None:
+        """A file event for ``path``: its run is read again (from the watchdog thread)."""
+        key = self.runs.run_folder(path) if isinstance(self.runs, LocalRuns) else None
+        entry = self.entries.get(key) if key is not None else None
+        if entry is not None:
+            entry.dirty = True
+
+    def collect(self, wait: float = 0.0) -> list[Entry]:
+        """The entries read since the last call, named and summarized (the newly named in the
+        order found); waits up to ``wait`` seconds for the first one."""
+        changed: list[Entry] = []
+        while True:
+            try:
+                key, read = self._done.get(timeout=wait) if wait > 0 else self._done.get_nowait()
+            except queue.Empty:
+                break
+            wait = 0.0
+            entry = self.entries[key]
+            entry.reading = False
+            entry.checked = time.monotonic()
+            if self._apply(entry, read):
+                changed.append(entry)
+        while self._pending and self.entries[self._pending[0]].summary is not None:
+            entry = self.entries[self._pending.pop(0)]
+            entry.spec = self.runs.name(entry.found, name_in(entry.meta))
+            assert entry.summary is not None
+            entry.summary = replace(entry.summary, name=entry.spec.name)
+            changed.append(entry)  # read before, waiting for its turn to be named
+        if changed:
+            self.version += 1
+        named = {id(entry): entry for entry in changed if entry.spec is not None}
+        return list(named.values())
+
+    def recheck(self, now: float, following: set[str]) -> None:
+        """Read again the runs that may have changed, except the ``following`` ones (by key)."""
+        if isinstance(self.runs, S3Runs) and self.runs.multi and now >= self._next_changes:
+            self._next_changes = now + S3_CHANGES_S
+            self._s3_changes(following)
+        for key, entry in self.entries.items():
+            if entry.reading or entry.summary is None or key in following:
+                continue
+            if self._due(entry, now):
+                self._submit(key)
+
+    def refresh(self, key: str, summary: RunSummary) -> None:
+        """A followed run's summary, from the data its reader holds."""
+        entry = self.entries[key]
+        if entry.summary != summary:
+            entry.summary = summary
+            self.version += 1
+
+    def close(self) -> None:
+        """Stop reading: what is queued is dropped (a stop must not wait for 10,000 reads)."""
+        self._closed = True
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # --- reading --------------------------------------------------------------------------
+
+    def _submit(self, key: str) -> None:
+        entry = self.entries[key]
+        entry.reading, entry.dirty = True, False
+        whole = len(self.entries) > self.few
+        self._pool.submit(self._read, key, entry.found.source, entry.meta is None, whole)
+
+    def _read(self, key: str, source: Source, meta_too: bool, whole: bool) -> None:
+        if self._closed:
+            return
+        try:
+            read = read_store(source, meta_too, whole, lambda: self._closed)
+        except S3ReadError as err:
+            read = Read(error=str(err))
+        except Exception as err:  # a hostile or broken store: the others go on
+            read = Read(error=f"{type(err).__name__}: {err}")
+        self._done.put((key, read))
+
+    def _apply(self, entry: Entry, read: Read) -> bool:
+        """Take a read into ``entry``; True when its summary changed."""
+        name = entry.spec.name if entry.spec is not None else entry.found.folder
+        if read.error is not None:
+            if read.error != entry.error:
+                where = entry.found.source.describe("")
+                log.warning("run %s: can not read %s (%s)", name, where, read.error)
+            entry.error = read.error
+            if entry.summary is None:  # listed, but unreadable: shown as such
+                entry.summary = RunSummary(name, state="unreadable")
+                return True
+            return False
+        entry.error = None
+        if read.meta is not None:
+            entry.meta = read.meta
+        if read.version is not None:  # S3's comes from the prefix's listing
+            entry.version = read.version
+        summary = read.summary or from_documents(name, entry.meta, read.status)
+        summary = replace(summary, name=name)
+        if summary == entry.summary:
+            self._backoff(entry, changed=False)
+            return False
+        self._backoff(entry, changed=True)
+        entry.summary = summary
+        return True
+
+    def _backoff(self, entry: Entry, changed: bool) -> None:
+        limit = self.max_interval if entry.found.remote else self.poll_interval
+        entry.delay = self.poll_interval if changed else min(limit, max(entry.delay, 0.5) * 2)
+
+    def _due(self, entry: Entry, now: float) -> bool:
+        summary = entry.summary
+        assert summary is not None
+        if not entry.found.remote:
+            if entry.dirty:
+                return True
+            ended = summary.ended and summary.state != "unreadable"
+            wait = ENDED_RECHECK_S if ended else self.poll_interval
+            if now - entry.checked < wait:
+                return False
+            entry.checked = now
+            version = status_version(entry.found.source)
+            return version != entry.version
+        if summary.ended:
+            return False  # the prefix's listing tells when it changes
+        return now - entry.checked >= entry.delay
+
+    def _s3_changes(self, following: set[str]) -> None:
+        assert isinstance(self.runs, S3Runs)
+        try:
+            versions = self.runs.status_versions()
+        except S3ReadError as err:
+            log.warning("listing %s for changed runs: %s", self.runs, err)
+            return
+        for key, version in versions.items():
+            entry = self.entries.get(key)
+            if entry is None or entry.reading or key in following or entry.summary is None:
+                continue
+            if entry.version is not None and version != entry.version:
+                self._submit(key)
+            entry.version = version
