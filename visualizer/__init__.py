@@ -26,8 +26,9 @@ The wings, in the order data flows through them:
 At the top: :mod:`visualizer.cli` (wiring, exit statuses), :mod:`visualizer.options`
 (the follow command's options), :mod:`visualizer.follower`
 (reads the sources and hands each run to the panes), and the vocabulary every
-wing shares: :mod:`visualizer.layout` (window names and sizes) and
-:mod:`visualizer.markup` (the one HTML rule).
+wing shares: :mod:`visualizer.layout` (window names and sizes),
+:mod:`visualizer.markup` (the one HTML rule) and :mod:`visualizer.origin` (the one
+Host/Origin rule of our servers).
 
 Nothing is imported here: ``python -m visualizer.server`` runs in visdom's child
 process and should not pay for the follower's imports.

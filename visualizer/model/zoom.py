@@ -18,6 +18,7 @@ as the run grows keeps showing the same stretch of the run.
 from __future__ import annotations
 
 import math
+import reprlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,17 @@ from visualizer.server.page import (
 from .decimate import decimate_indices
 from .series import Series
 from .traces import epoch_seconds, local_ms
+
+# The x ranges a zoom can hold, in the axis' own terms (see Zoom): steps are int64; wall
+# time the years 1 to 9999 (Python's datetime; Plotly's date axis spans more); relative
+# time at most that span either way. A page's zoom past them is clamped to them.
+WALL_LIMITS = (-62_135_596_800.0, 253_402_300_799.0)
+_WALL_SPAN = WALL_LIMITS[1] - WALL_LIMITS[0]
+AXIS_LIMITS = {
+    "step": (-(2.0**63), 2.0**63),
+    "relative": (-_WALL_SPAN, _WALL_SPAN),
+    "wall": WALL_LIMITS,
+}
 
 
 @dataclass(frozen=True)
@@ -52,24 +64,50 @@ class Zoom:
 def zoom_of(event: dict[str, Any], axis: str, unit_s: float) -> Zoom | None:
     """The zoom a page ``event`` reports on an ``axis`` drawn in units of ``unit_s`` seconds.
 
-    None: the whole run (autorange). ValueError when the event's range is not two numbers.
+    None: the whole run (autorange). Total over what a page can send: ValueError when
+    the event is not a range of two numbers (NaN included); an end past what the axis
+    can show (:data:`AXIS_LIMITS`) is clamped to it, and a range empty once clamped
+    is a ValueError too.
     """
-    bounds = event.get("range")
+    if "range" not in event:
+        raise ValueError("the event carries no x range")
+    bounds = event["range"]
     if bounds is None:
         return None
-    if not (isinstance(bounds, list) and len(bounds) == 2):
-        raise ValueError(f"an x range is two numbers, not {bounds!r}")
     try:
-        lo, hi = sorted(float(b) for b in bounds)
-    except (TypeError, ValueError):
-        raise ValueError(f"an x range is two numbers, not {bounds!r}") from None
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise ValueError(f"an x range is two finite numbers, not {bounds!r}")
+        if not (isinstance(bounds, list) and len(bounds) == 2):
+            raise ValueError
+        lo, hi = sorted(_number(b) for b in bounds)
+    except ValueError:
+        # reprlib: the page's value may be long or deeply nested
+        raise ValueError(f"an x range is two numbers, not {reprlib.repr(bounds)}") from None
+    low, high = AXIS_LIMITS[axis]
     if axis == "relative":
-        return Zoom(axis, lo * unit_s, hi * unit_s)
-    if axis == "wall":
-        return Zoom(axis, epoch_seconds(lo), epoch_seconds(hi))
+        lo, hi = lo * unit_s, hi * unit_s  # past the floats: +-inf, clamped below
+    elif axis == "wall":
+        # The local clock converts only the times it can show (OverflowError, OSError past them).
+        lo, hi = (epoch_seconds(_clamp(b, low * 1000.0, high * 1000.0)) for b in (lo, hi))
+    lo, hi = _clamp(lo, low, high), _clamp(hi, low, high)
+    if not lo < hi:
+        raise ValueError(f"an x range of some width the axis can show, not {reprlib.repr(bounds)}")
     return Zoom(axis, lo, hi)
+
+
+def _number(value: object) -> float:
+    """One end of a page's range as a float, +-inf past the floats; ValueError if no number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError
+    try:
+        number = float(value)
+    except OverflowError:  # JSON carries integers of any size
+        number = math.inf if value > 0 else -math.inf
+    if math.isnan(number):
+        raise ValueError
+    return number
+
+
+def _clamp(value: float, low: float, high: float) -> float:
+    return min(max(value, low), high)
 
 
 @dataclass(frozen=True)

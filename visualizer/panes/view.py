@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import reprlib
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -80,12 +81,22 @@ def apply_event(settings: ViewSettings, event: dict[str, Any]) -> ViewSettings:
         if row == _SMOOTHING_ROW:
             weight = float(value)  # type: ignore[arg-type]
             if not math.isfinite(weight) or not 0.0 <= weight < 1.0:
-                raise ValueError(f"smoothing must be at least 0 and below 1, not {value!r}")
+                raise ValueError("smoothing must be at least 0 and below 1")
             return replace(settings, smoothing=weight)
         if row == _X_ROW:
-            return replace(settings, x_axis=list(X_AXES)[int(value)])  # type: ignore[arg-type]
+            return replace(settings, x_axis=list(X_AXES)[_choice(value, len(X_AXES))])
         if row == _Y_ROW:
-            return replace(settings, log_y=Y_SCALES[int(value)] == "log")  # type: ignore[arg-type]
-    except (TypeError, ValueError, IndexError) as err:
-        log.warning("ignoring the page's view change %r: %s", value, err)
+            return replace(settings, log_y=Y_SCALES[_choice(value, len(Y_SCALES))] == "log")
+    except (TypeError, ValueError, OverflowError) as err:  # float() of an int past the floats
+        log.warning("ignoring the page's view change %s: %s", reprlib.repr(value), err)
     return settings
+
+
+def _choice(value: object, count: int) -> int:
+    """A select row's ``value``: the index of one of its ``count`` choices; ValueError if not one."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError("a choice is its index")
+    index = int(value)  # the page sends it as text
+    if not 0 <= index < count:
+        raise ValueError(f"no choice {index} of {count}")
+    return index

@@ -32,9 +32,10 @@ left open for a whole run:
   was drawn on a page of another env, and stayed there.
 * **Its own origin only.** visdom answers any ``Host`` and accepts writes and
   websockets from any page: a web page the user opens could read and wipe the
-  plots by DNS rebinding, or post to it across origins. Here a loopback server
-  answers only loopback host names, and a request that carries an ``Origin``
-  (a browser's) must come from the page's own host and port.
+  plots by DNS rebinding, or post to it across origins. Here every handler
+  answers by :func:`visualizer.origin.refusal`: a loopback server answers only
+  loopback host names, and a request that carries an ``Origin`` (a browser's)
+  must come from the page's own host and port.
 * **Private files**: the cookie secret and the env files are created for the
   user alone (umask 077); an existing cookie secret is made private.
 * **No ``last_read_time`` error every 15 s**: the polling-socket monitor visdom
@@ -55,8 +56,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from visualizer.origin import refusal
 from visualizer.parent import watch_parent
 
 from .endpoint import VisdomEndpoint
@@ -203,9 +204,6 @@ def _websockets_never_stale(socket_handlers: Any) -> None:
     socket_handlers.VisSocketHandler.last_read_time = fresh
 
 
-_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
-
-
 def _own_origin_only(loopback: bool) -> None:
     """Refuse foreign ``Host`` names (a loopback server) and cross-origin requests, in every handler."""
     from tornado.web import HTTPError, RequestHandler
@@ -214,13 +212,17 @@ def _own_origin_only(loopback: bool) -> None:
 
     def checked_prepare(self: RequestHandler) -> Any:
         request = self.request
-        if loopback and request.host_name.lower() not in _LOOPBACK_NAMES:
-            logging.warning("refused a request for host %r (DNS rebinding?)", request.host)
-            raise HTTPError(403, "this visdom answers only for its own address")
         origin = request.headers.get("Origin")
-        if origin is not None and urlsplit(origin).netloc.lower() != request.host.lower():
-            logging.warning("refused a %s from the page of %r", request.method, origin)
-            raise HTTPError(403, "cross-origin requests are refused")
+        why = refusal(request.host, origin, loopback)
+        if why is not None:
+            logging.warning(
+                "refused a %s for host %r from the page of %r: %s",
+                request.method,
+                request.host,
+                origin,
+                why,
+            )
+            raise HTTPError(403, why)
         return prepare(self)
 
     RequestHandler.prepare = checked_prepare  # type: ignore[method-assign]

@@ -211,11 +211,12 @@ class VisdomEvents:
                 listener = None
                 self._stop.wait(1.0)
                 continue
-            if not reply.get("success"):
+            if not (isinstance(reply, dict) and reply.get("success")):
                 listener = None  # forgotten by a restarted server: listen again
                 continue
+            messages = reply.get("messages")
             # visdom hands queued messages over newest first.
-            if self._file(reversed(reply.get("messages", []))) and self.on_event:
+            if isinstance(messages, list) and self._file(reversed(messages)) and self.on_event:
                 self.on_event()
             self._stop.wait(self.interval)
 
@@ -224,12 +225,15 @@ class VisdomEvents:
         for text in messages:
             try:
                 event = json.loads(text) if isinstance(text, str) else text
-            except ValueError:
+            except (ValueError, RecursionError):  # a page's JSON nested past Python's stack
                 continue
-            if not isinstance(event, dict) or "target" not in event:
-                continue  # visdom's "alive" greeting and the like
+            if not isinstance(event, dict):
+                continue
+            eid, target = event.get("eid"), event.get("target")
+            if not (isinstance(eid, str) and isinstance(target, str)):
+                continue  # visdom's "alive" greeting and the like; no window is named so
             with self._lock:
-                events = self._queues.get((str(event.get("eid")), str(event["target"])))
+                events = self._queues.get((eid, target))
             if events is not None:
                 events.put(event)
                 filed = True

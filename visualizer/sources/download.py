@@ -5,7 +5,9 @@ into the page (and into visdom's memory) on every update. So while following,
 the visualizer answers ``GET /runs/<run>.csv`` itself, on 127.0.0.1 and a port
 the system picks, by running the same export as ``python -m visualizer export``
 on that run's store; each run's options pane links there. The link works in a
-browser on the machine that runs the visualizer (the usual laptop setup).
+browser on the machine that runs the visualizer (the usual laptop setup). Like
+our visdom, it answers by :func:`visualizer.origin.refusal`: no other page the
+browser shows can read the runs (DNS rebinding, cross-origin requests).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from snapshot_store.frames import StoreError
+from visualizer.origin import refusal
 
 from .export import export_csv
 from .s3 import S3ReadError
@@ -55,6 +58,10 @@ class CsvDownloads:
         downloads = self
 
         class Handler(BaseHTTPRequestHandler):
+            def parse_request(self) -> bool:
+                # Here, not in a route: every route and method answers by the one rule.
+                return super().parse_request() and downloads.admit(self)
+
             def do_GET(self) -> None:
                 if self.path.startswith(_OPEN):
                     downloads.open_run(self)
@@ -122,13 +129,23 @@ class CsvDownloads:
             self._server.server_close()
             self._server = None
 
+    def admit(self, request: BaseHTTPRequestHandler) -> bool:
+        """Whether ``request`` comes from our own origin; if not, answer 403 (one line)."""
+        host, origin = request.headers.get("Host"), request.headers.get("Origin")
+        why = refusal(host, origin, loopback=True)  # it listens on HOST only
+        if why is None:
+            return True
+        log.warning("refused a download for host %r from the page of %r: %s", host, origin, why)
+        self._fail(request, HTTPStatus.FORBIDDEN, why)
+        return False
+
     def answer(self, request: BaseHTTPRequestHandler) -> None:
         """Send the CSV of the run named in the request's path, or a one-line error."""
         path = request.path.split("?", 1)[0]
         run = unquote(path[len(_PREFIX) : -len(_SUFFIX)]) if path.startswith(_PREFIX) else ""
         store = self.stores.get(run) if path.endswith(_SUFFIX) else None
         if store is None:
-            self._fail(request, HTTPStatus.NOT_FOUND, f"no run {run!r} is followed here")
+            self._fail(request, HTTPStatus.NOT_FOUND, "no such run is followed here")
             return
         out = io.StringIO()
         try:

@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from snapshot_store import Recorder
 from tests.fixtures.visdom_reading import following, page_socket
@@ -15,11 +17,20 @@ from tests.visualizer.sources.test_s3 import upload
 from visualizer.layout import window_for_group
 from visualizer.model.decimate import decimate_indices
 from visualizer.model.series import Series
-from visualizer.model.traces import local_ms
-from visualizer.model.zoom import ZOOM_EVENT, Pick, Zoom, pick, sample, zoom_of
+from visualizer.model.traces import epoch_seconds, local_ms
+from visualizer.model.zoom import (
+    AXIS_LIMITS,
+    WALL_LIMITS,
+    ZOOM_EVENT,
+    Pick,
+    Zoom,
+    pick,
+    sample,
+    zoom_of,
+)
 from visualizer.panes.plotmessage import Line
 from visualizer.panes.plotwindow import PlotWindow
-from visualizer.panes.view import ViewSettings
+from visualizer.panes.view import X_AXES, ViewSettings
 
 RAW = ViewSettings(smoothing=0.0)
 T0 = 1_700_000_000.0
@@ -49,10 +60,36 @@ def test_the_pages_range_is_kept_in_the_axis_terms():
     assert zoom == Zoom("wall", T0, T0 + 90.0) and zoom.drawn(1.0) == drawn
 
 
-@pytest.mark.parametrize("bounds", [[1], "0,1", [0, "x"], [0, float("nan")], [None, 1], {}])
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        [1],
+        "0,1",
+        [0, "x"],
+        ["0", "1"],
+        [0, float("nan")],
+        [None, 1],
+        [True, 2],
+        [0, [1]],
+        {},
+        [3, 3],
+    ],
+)
 def test_a_range_that_is_not_two_numbers_is_refused(bounds):
     with pytest.raises(ValueError, match="x range"):
         zoom_of(event(bounds), "step", 1.0)
+    with pytest.raises(ValueError, match="no x range"):
+        zoom_of({"event_type": ZOOM_EVENT}, "step", 1.0)
+
+
+def test_a_range_past_what_the_axis_shows_is_clamped_to_it():
+    big = 10**400  # JSON's integers have no bound; a float has
+    assert zoom_of(event([-big, 1e300]), "step", 1.0) == Zoom("step", -(2.0**63), 2.0**63)
+    span = AXIS_LIMITS["relative"][1]
+    assert zoom_of(event([0, 1e306]), "relative", 86400.0) == Zoom("relative", 0.0, span)
+    assert zoom_of(event([-float("inf"), 10]), "wall", 1.0).lo == WALL_LIMITS[0]
+    with pytest.raises(ValueError, match="width"):
+        zoom_of(event([1e300, 1e301]), "wall", 1.0)  # both ends clamped to the same one
 
 
 def test_a_pick_is_the_points_in_range_and_a_neighbour_either_side():
@@ -148,6 +185,20 @@ def test_a_new_axis_drops_the_zoom_and_a_bad_event_is_ignored(caplog):
     assert window.zoom is None
 
 
+def test_a_zoom_to_1e300_on_wall_time_is_clamped_not_fatal():
+    """Hardening III: the range [0, 1e300] raised OverflowError, which ended the viewer."""
+    window, loss = (
+        PlotWindow(window_for_group("train"), 2000, ViewSettings(0.0, "wall")),
+        stepped(range(100)),
+    )
+    lines = {"loss": Line(loss, origin=T0)}
+    window.commit(window.plan(lines, "env", 0.0), 0.0, 0.01)
+    msg = _zoomed(window, lines, [0, 1e300])
+    assert window.zoom == Zoom("wall", epoch_seconds(0.0), WALL_LIMITS[1])
+    assert msg["data"][0]["x"] == local_ms(loss.times(slice(None))).tolist(), "all of the run"
+    json.dumps(msg, allow_nan=False)  # the range sent back to the page is finite
+
+
 def test_a_relative_zoom_keeps_its_stretch_when_the_unit_grows():
     window, loss = (
         PlotWindow(window_for_group("train"), 2000, ViewSettings(0.0, "relative")),
@@ -188,3 +239,47 @@ def test_a_zoom_from_the_page_redraws_an_s3_run_on_wall_time(
             wait_until(lambda: reader.traces(run_name, "train")["loss"][0] == drawn)
         finally:
             page.close()
+
+
+# Whatever the page's socket can carry: JSON values, nested, with the numbers past what
+# an axis shows, and ranges of two ends of any of them (the shape the page sends).
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.text(max_size=6)
+    | st.integers()
+    | st.floats()
+    | st.sampled_from([1e300, -1e300, 1e20, 2.0**63, 10**400, -(10**400), 5e-324]),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_ENDS = (
+    st.sampled_from([0, 1e300, -1e300, 10**400, float("inf"), float("nan")]) | st.floats() | _JSON
+)
+_EVENTS = st.fixed_dictionaries(
+    {"event_type": st.just(ZOOM_EVENT)},
+    optional={"range": _JSON | st.lists(_ENDS, min_size=2, max_size=2), "target": _JSON},
+)
+_RUN = stepped(range(200))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(axis=st.sampled_from(list(X_AXES)), events=st.lists(_EVENTS, min_size=1, max_size=4))
+def test_any_zoom_event_leaves_the_zoom_sane_or_as_it_was(axis, events):
+    window = PlotWindow(window_for_group("train"), 100, ViewSettings(0.0, axis))
+    lines = {"loss": Line(_RUN, origin=T0)}
+    window.commit(window.plan(lines, "env", 0.0), 0.0, 0.01)
+    low, high = AXIS_LIMITS[axis]
+    for sent in events:
+        before = window.zoom
+        window.zoom_to(sent)
+        zoom = window.zoom
+        if zoom is None:
+            assert before is None or sent.get("range", 0) is None, "only autorange unzooms"
+        elif zoom != before:
+            assert zoom.axis == axis and low <= zoom.lo < zoom.hi <= high, zoom
+    plan = window.plan(lines, "env", now=100.0)
+    if plan is not None:
+        json.dumps(plan.msg, allow_nan=False)  # what visdom gets: finite numbers only

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from visualizer.panes.view import CONTROLS_WIN, ViewSettings, apply_event, controls_message
 
@@ -32,7 +34,9 @@ def test_each_row_changes_its_setting():
 
 
 @pytest.mark.parametrize("bad", [event(0, "1"), event(0, "1.5"), event(0, ""), event(0, "nan"),
-                                 event(1, "7"), event(2, "x"), event(9, "1")])  # fmt: skip
+                                 event(1, "7"), event(2, "x"), event(9, "1"), event(1, "-1"),
+                                 event(1, float("inf")), event(1, 10**400), event(0, 10**400),
+                                 event(2, True), event(1, [1]), event(0, {"v": 0.5})])  # fmt: skip
 def test_values_it_can_not_use_leave_the_view_as_it_was(bad, caplog):
     view = ViewSettings(0.3, "relative", True)
     assert apply_event(view, bad) == view
@@ -43,3 +47,20 @@ def test_settings_refuse_an_unknown_axis_and_a_bad_weight():
         ViewSettings(x_axis="time")
     with pytest.raises(ValueError, match="at least 0 and below 1"):
         ViewSettings(smoothing=1.0)
+
+
+# Numbers a float or an index can not hold, and indexes past the choices.
+_EDGES = [10**400, -(10**400), float("inf"), float("-inf"), float("nan"), -1, 3, "-1"]
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.text(max_size=6) | st.integers() | st.floats()
+    | st.sampled_from([1e300, "1e400", "nan"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=6,
+)  # fmt: skip
+
+
+@given(row=st.sampled_from([0, 1, 2, 9]) | _VALUES, value=st.sampled_from(_EDGES) | _VALUES)
+def test_any_value_from_the_page_leaves_valid_settings(row, value):
+    view = ViewSettings(0.3, "relative", True)
+    changed = apply_event(view, {"event_type": "PropertyUpdate", "propertyId": row, "value": value})
+    assert isinstance(changed, ViewSettings)  # its own checks passed

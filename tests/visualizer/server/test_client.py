@@ -44,6 +44,40 @@ def test_pane_events_are_filed_in_order_under_their_env_and_window(visdom_server
     assert other.empty()
 
 
+def test_junk_from_a_page_is_dropped_and_the_events_that_follow_still_arrive(
+    visdom_server, run_name
+):
+    client = VisdomClient(visdom_server.endpoint)
+    client.post("events", controls_message(run_name, ViewSettings()))
+    mine = client.events.subscribe(run_name, CONTROLS_WIN)
+    page = websocket.create_connection(f"ws://127.0.0.1:{visdom_server.endpoint.port}/socket")
+
+    def send(target: object, value: object) -> None:
+        data = {"target": target, "eid": run_name, "pane_data": False, "value": value}
+        page.send(json.dumps({"cmd": "forward_to_vis", "data": data | {"propertyId": 0}}))
+
+    nested: list = []
+    for _ in range(200):
+        nested = [nested]
+    try:
+        wait_until(lambda: send(CONTROLS_WIN, "probe") or _drain(mine), timeout=30, interval=0.3)
+        _drain(mine)
+        for junk in ([CONTROLS_WIN], {"win": CONTROLS_WIN}, None, 1e300, nested):
+            send(junk, "junk")  # a window named by no string: filed nowhere
+        send(CONTROLS_WIN, nested)
+        for _ in range(500):  # a flood
+            send(CONTROLS_WIN, "0.5")
+        send(CONTROLS_WIN, "0.9")
+        got: list = []
+        wait_until(
+            lambda: got.extend(v for v in _drain(mine) if v != "probe") or got[-1:] == ["0.9"]
+        )
+    finally:
+        page.close()
+        client.close()
+    assert "junk" not in got and got[0] == nested and got.count("0.5") == 500
+
+
 def _drain(events) -> list[str]:
     out = []
     while not events.empty():

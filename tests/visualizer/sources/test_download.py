@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import io
 import logging
 import os
@@ -130,3 +131,44 @@ def test_the_export_command_the_pane_shows_runs_as_written(tmp_path):
     command = export_command(str(store), name)
     subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, check=True, timeout=60)
     assert (tmp_path / f"{name}.csv").read_text().count("\n") == 4
+
+
+def _get(downloads: CsvDownloads, run: str, headers: dict) -> tuple[int, str]:
+    conn = http.client.HTTPConnection(HOST, downloads.port, timeout=10)
+    try:
+        conn.request("GET", urlsplit(downloads.url(run)).path, headers=headers)
+        answer = conn.getresponse()
+        return answer.status, answer.read().decode()
+    finally:
+        conn.close()
+
+
+def test_only_the_machines_own_pages_read_a_run(tmp_path, caplog):
+    """DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1."""
+    store = tmp_path / "secret" / "pickle"
+    with Recorder(store) as rec:
+        rec.log({"loss": 0.25}, step=0)
+    with CsvDownloads() as downloads:
+        downloads.stores["secret"] = str(store)
+        own, port = f"127.0.0.1:{downloads.port}", downloads.port
+        for refused in (
+            {"Host": f"evil.example:{port}"},
+            {"Host": "evil.example"},
+            {"Host": own, "Origin": "http://evil.example"},
+            {"Host": own, "Origin": f"http://127.0.0.1:{port + 1}"},  # another local server's page
+            {"Host": own, "Origin": "null"},  # a sandboxed frame, a file:// page
+        ):
+            status, body = _get(downloads, "secret", refused)
+            assert (status, body.count("\n")) == (403, 1) and "0.25" not in body, refused
+        for host in (own, f"localhost:{port}"):
+            status, body = _get(downloads, "secret", {"Host": host})
+            assert status == 200 and "secret,train,train/loss,0," in body
+        assert _get(downloads, "secret", {"Host": own, "Origin": f"http://{own}"})[0] == 200
+    assert "refused a download for host 'evil.example'" in caplog.text
+
+
+def test_an_unknown_run_is_a_404_that_echoes_nothing_asked():
+    with CsvDownloads() as downloads:
+        own = {"Host": f"127.0.0.1:{downloads.port}"}
+        status, body = _get(downloads, "<script>alert(1)</script>", own)
+    assert status == 404 and body == "no such run is followed here\n"
