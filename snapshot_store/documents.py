@@ -4,10 +4,14 @@ status is due, and their atomic writes.
 Owned by the recorder: meta is written on the caller's thread (when the store opens
 and by :meth:`RunDocuments.set_options`), status on the writer thread only.
 
+Status also carries the run summary (:mod:`.summary`), which the writer thread
+updates and a resumed run continues from the earlier status.
+
 A run that ends on a disk that filled up must still say how it ended (``failed``,
 ``stopped``, ``finished``): the viewer and its alerts read that from status. So
 opening the store sets :data:`RESERVE_BYTES` aside in a hidden file, which the
-last status write frees if it finds no room.
+last status write frees if it finds no room; a summary too big for that room is
+left out of that last write.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 
 from . import frames as fmt
 from .atomic import ensure_writable_dir, write_atomic
+from .summary import SUMMARY_FIELDS, RunSummary
 from .values import redact
 
 log = logging.getLogger(__name__)
@@ -30,7 +35,8 @@ log = logging.getLogger(__name__)
 # Seconds between status rewrites for new data (the heartbeat rewrites it anyway
 # every heartbeat_seconds).
 _STATUS_MIN_SECONDS = 1.0
-# Room kept for the last status write (a status document is well under 4 kB).
+# Room kept for the last status write (a status document is well under 4 kB
+# without its summary, which that write drops if it must).
 RESERVE_BYTES = 16 * 1024
 RESERVE_FILE = ".status-reserve"  # hidden: readers, uploads and listings skip dot files
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
@@ -40,8 +46,8 @@ class RunDocuments:
     """meta.pickle and status.pickle of one store; :meth:`open` writes meta first.
 
     The status fields the writer thread updates (``step``, ``last_log_time``,
-    ``state``) are plain attributes: one thread writes them, the closing caller
-    sets ``state`` only after the writer thread is told to stop.
+    ``state``, :attr:`summary`) are plain attributes: one thread writes them, the
+    closing caller sets ``state`` only after the writer thread is told to stop.
     """
 
     def __init__(self, store_dir: Path, heartbeat_seconds: float) -> None:
@@ -56,6 +62,7 @@ class RunDocuments:
         self.started = 0.0
         self._pid = os.getpid()
         self._fields: dict[str, Any] = {}
+        self.summary = RunSummary()
         self._written_at = 0.0
         self._dirty = True
 
@@ -97,11 +104,33 @@ class RunDocuments:
         )
         write_atomic(self.meta_path, fmt.encode_document(meta))
         self.started = meta["start_time"]
+        self._resume_summary()
         try:
             self.reserve_path.write_bytes(bytes(RESERVE_BYTES))
         except OSError as err:  # a disk already full: the run may still start
             self.reserve_path.unlink(missing_ok=True)
             log.warning("no room to set %d bytes aside for the last status: %s", RESERVE_BYTES, err)
+
+    def _resume_summary(self) -> None:
+        """Continue the summary of an earlier session's status; what is malformed is ignored."""
+        status: dict[str, Any] = {}
+        problems = []
+        try:
+            status = fmt.decode_document(self.status_path.read_bytes(), self.status_path)
+        except FileNotFoundError:
+            pass
+        except (OSError, fmt.StoreError) as err:
+            problems.append(str(err))
+        had_segments = any(self.store_dir.glob(f"{fmt.SCALARS}-*.pickle"))
+        problems += self.summary.resume(status, had_segments)
+        if problems:
+            log.warning(
+                "ignoring what is malformed in the run summary of an earlier session's %s "
+                "(%d problems; the first: %s)",
+                self.status_path,
+                len(problems),
+                problems[0],
+            )
 
     def set_options(self, options: Mapping[str, Any]) -> None:
         """Replace the options in meta.pickle (redacted)."""
@@ -143,6 +172,7 @@ class RunDocuments:
         run's last status uses the room set aside at :meth:`open` if it must."""
         status = {
             **self._fields,
+            **self.summary.fields(),
             "state": self.state,
             "step": self.step,
             "epoch": epoch,
@@ -163,8 +193,22 @@ class RunDocuments:
             if not (ended and err.errno in _NO_SPACE and self.reserve_path.exists()):
                 raise
             self.reserve_path.unlink()  # the room set aside for this write
-            write_atomic(self.status_path, data)
+            self._write_last(status, data)
         self._written_at = now
         self._dirty = False
         if self.state != "running":
             self.reserve_path.unlink(missing_ok=True)
+
+    def _write_last(self, status: dict[str, Any], data: bytes) -> None:
+        """The run's last status on a full disk: without the summary if the room set
+        aside is too small for it (how the run ended matters more)."""
+        try:
+            write_atomic(self.status_path, data)
+        except OSError as err:
+            if err.errno not in _NO_SPACE:
+                raise
+            log.warning(
+                "no room for the run summary in the last %s; written without it", self.status_path
+            )
+            small = {k: v for k, v in status.items() if k not in SUMMARY_FIELDS}
+            write_atomic(self.status_path, fmt.encode_document(small))

@@ -3,7 +3,8 @@
 It follows TensorBoard's ``EventFileWriter``: one thread behind a queue and a stop
 flag. Each round takes what the training thread queued, encodes it (scalar columns,
 PNGs, the extra kinds), hands the frames to the :class:`~.frame_sink.FrameSink`
-(which keeps them through a full disk), and rewrites status when it is due. A
+(which keeps them through a full disk), folds them into the run summary
+(:mod:`.summary`), and rewrites status when it is due. A
 failure ends the thread and goes to ``on_fail``, which the recorder raises on the
 caller's next call.
 """
@@ -182,6 +183,7 @@ class WriterThread:
         columns, last, failures = self._columns.convert(queued)
         if columns:
             self._sink.add(fmt.SCALARS, encode_scalar_batch(columns))
+            self._documents.summary.add(columns)
         self._documents.saw_scalars(last, queued[-2])
         return failures
 
@@ -197,6 +199,7 @@ class WriterThread:
             self._sink.add(fmt.IMAGES, encode_image_batch(images))
         if extras:
             self._sink.add(fmt.EXTRAS, encode_extra_batch(extras))
+            self._documents.summary.saw_records(extras)
 
     def _write_status(self, now: float) -> None:
         """Write status (with what is lost, once the run ended); a full disk is reported."""

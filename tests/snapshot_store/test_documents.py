@@ -60,3 +60,16 @@ def test_a_run_ending_on_a_disk_with_no_room_left_still_says_how_it_ended(small_
     assert not reader.warnings, reader.warnings
     assert update.status["state"] == state and update.status["step"] == 3
     assert not (store / RESERVE_FILE).exists()  # given back once the run ended
+
+
+def test_the_last_status_on_a_full_disk_drops_a_summary_too_big_for_the_reserve(small_disk, caplog):
+    store = small_disk / "run" / "pickle"
+    recorder = Recorder(store, rank=0, heartbeat_seconds=600.0)
+    recorder.log({f"metric_{i:04d}": float(i) for i in range(1000)}, step=3)
+    assert recorder.flush()
+    fill_up(small_disk)
+    recorder.close("finished")
+    status = read_store(store)[2].status
+    assert status["state"] == "finished" and status["step"] == 3
+    assert "series" not in status  # ~80 kB: more than the 16 kB set aside
+    assert any("no room for the run summary" in r.getMessage() for r in caplog.records)
