@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -74,12 +75,22 @@ class LocalSource:
         return found
 
     def read(self, name: str, offset: int = 0, length: int | None = None) -> bytes:
-        path = (self.root / name).resolve()
-        # Checked again here: the entry may have been swapped since list().
-        if not self._inside(path):
-            raise OSError(f"{self.describe(name)} leads outside the store")
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
         # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        # A plain file name that is not a symlink is opened as it is (O_NOFOLLOW refuses
+        # a link): resolving every path cost more than the read itself, 10,000 runs over.
+        plain = "/" not in name and name not in (".", "..")
+        try:
+            fd = os.open(self.root / name, flags) if plain else -1
+        except OSError as err:
+            if err.errno != errno.ELOOP:
+                raise
+            fd = -1
+        if fd < 0:  # a symlink, or a path: only inside the store
+            path = (self.root / name).resolve()
+            if not self._inside(path):  # checked here: the entry may have changed since list()
+                raise OSError(f"{self.describe(name)} leads outside the store")
+            fd = os.open(path, flags)
         with os.fdopen(fd, "rb") as f:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise OSError(f"{self.describe(name)} is not a regular file")

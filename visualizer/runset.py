@@ -131,7 +131,8 @@ class RunSet:
             self.screen.compared = None  # every followed run
             return list(self.known)
         if not self.catalog.complete:
-            return []  # chosen once every summary is in: no run opened, then let go
+            self.screen.compared = []  # chosen once every summary is in: none opened, then let go
+            return []
         compare = self.screen.compare
         selection = compare.selection if compare is not None else self.selection
         if self._chosen != (self.catalog.version, selection) or self.screen.compared is None:

@@ -119,3 +119,15 @@ def test_a_segment_linked_to_dev_zero_is_skipped_not_read(tmp_path):
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 2
     assert f"skipped {tmp_path / SEGMENT0}" in result.stderr
+
+
+def test_read_refuses_a_symlink_out_of_the_store_swapped_in_after_listing(tmp_path):
+    store, outside = tmp_path / "store", tmp_path / "secret"
+    store.mkdir()
+    outside.write_bytes(b"not the store's")
+    (store / SEGMENT0).symlink_to(outside)
+    with pytest.raises(OSError, match="leads outside the store"):
+        LocalSource(store).read(SEGMENT0)
+    (store / "inside").write_bytes(b"kept")
+    (store / "link").symlink_to(store / "inside")
+    assert LocalSource(store).read("link") == b"kept"

@@ -24,7 +24,7 @@ from .compare import CompareDisplay, Selection
 from .display import RunDisplay
 from .pane import Pane
 from .plotwindow import MIN_REDRAW_INTERVAL
-from .runs_table import RunsTable, RunsTableState
+from .runs_table import INDEX_ENV, RunsTable, RunsTableState
 from .view import ViewSettings
 
 log = logging.getLogger(__name__)
@@ -104,10 +104,13 @@ class Screen:
 
     @property
     def page_env(self) -> str | None:
-        """The env to look at: the comparison env when there are several runs, else the run's env.
+        """The env to look at: the runs table when only some runs are compared, the comparison
+        env when there are several runs, else the run's env.
 
         None until a run is found (a store that does not exist yet).
         """
+        if self.compared is not None:
+            return INDEX_ENV
         if self.compare is not None:
             return self.compare.env
         if len(self.runs) == 1:

@@ -283,15 +283,14 @@ class Catalog:
         summary = entry.summary
         assert summary is not None
         if not entry.found.remote:
-            if entry.dirty:
-                return True
+            # A file event, or its time: read again if its status changed (an event may be
+            # only a read's access time, and what the table shows is all in status).
             ended = summary.ended and summary.state != "unreadable"
             wait = ENDED_RECHECK_S if ended else self.poll_interval
-            if now - entry.checked < wait:
+            if not entry.dirty and now - entry.checked < wait:
                 return False
-            entry.checked = now
-            version = status_version(entry.found.source)
-            return version != entry.version
+            entry.checked, entry.dirty = now, False
+            return status_version(entry.found.source) != entry.version
         if summary.ended:
             return False  # the prefix's listing tells when it changes
         return now - entry.checked >= entry.delay

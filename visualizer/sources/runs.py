@@ -120,6 +120,11 @@ def is_store(path: Path) -> bool:
         return False
 
 
+def _has_documents(store: Path) -> bool:
+    """True when ``store`` holds a run's meta or status: one stat, where listing it costs more."""
+    return (store / fmt.META_FILE).is_file() or (store / fmt.STATUS_FILE).is_file()
+
+
 class LocalRuns(_RunNames):
     """Runs under a local directory, re-scanned on every call so later runs are picked up.
 
@@ -158,11 +163,12 @@ class LocalRuns(_RunNames):
             return []
         found = []
         for child in map(Path, children):
-            known = self._found.get(str(child / "pickle")) or self._found.get(str(child))
+            store = child / "pickle"
+            known = self._found.get(str(store)) or self._found.get(str(child))
             if known is not None:
                 found.append(known)
-            elif is_store(child / "pickle"):
-                found.append(self._store(child.name, child / "pickle"))
+            elif _has_documents(store) or is_store(store):
+                found.append(self._store(child.name, store))
             elif is_store(child):
                 found.append(self._store(child.name, child))
         if found:

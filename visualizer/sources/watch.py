@@ -46,7 +46,14 @@ class FileEvents:
         if not self.runs.root.is_dir():
             return  # polled until it appears; then watched
         try:
-            from watchdog.events import FileSystemEventHandler
+            from watchdog.events import (
+                DirCreatedEvent,
+                DirMovedEvent,
+                FileCreatedEvent,
+                FileModifiedEvent,
+                FileMovedEvent,
+                FileSystemEventHandler,
+            )
             from watchdog.observers import Observer
         except ImportError:
             log.info("watchdog is not installed: polling every %.1f s", self.poll_interval)
@@ -64,7 +71,16 @@ class FileEvents:
 
         observer = Observer()
         try:
-            observer.schedule(_Wake(), str(self.runs.root), recursive=True)
+            # Writes only: a reader's own opens and closes (10,000 runs read at the start)
+            # would flood the kernel's event queue, and each overflow re-walks the tree.
+            written = [
+                DirCreatedEvent,
+                DirMovedEvent,
+                FileCreatedEvent,
+                FileModifiedEvent,
+                FileMovedEvent,
+            ]
+            observer.schedule(_Wake(), str(self.runs.root), recursive=True, event_filter=written)
             observer.start()
         except OSError as err:  # inotify watch limit, or a filesystem without events
             log.info(
@@ -78,8 +94,15 @@ class FileEvents:
         self._observer = observer
 
     def stop(self) -> None:
-        """Stop watching (idempotent)."""
-        if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(timeout=5)
-            self._observer = None
+        """Stop watching (idempotent), in the background: taking down the watches of 10,000
+        runs' folders takes seconds, which a stop on SIGTERM does not wait for."""
+        observer, self._observer = self._observer, None
+        if observer is not None:
+            threading.Thread(
+                target=_stop, args=(observer,), name="file-events-stop", daemon=True
+            ).start()
+
+
+def _stop(observer: Any) -> None:
+    observer.stop()
+    observer.join(timeout=5)
