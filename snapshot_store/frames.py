@@ -68,6 +68,7 @@ _FOOTER = struct.Struct("<I")
 FRAME_OVERHEAD = _HEADER.size + _FOOTER.size
 
 STATES = ("running", "finished", "stopped", "failed")  # stopped: Ctrl-C or SIGTERM
+ENDED_STATES = STATES[1:]  # how a run ends: it writes no more
 
 
 class StoreError(Exception):

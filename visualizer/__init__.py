@@ -14,7 +14,8 @@ Entry points (all in :mod:`visualizer.cli`):
 The wings, in the order data flows through them:
 
 * :mod:`visualizer.sources`: where runs are (a local directory or an ``s3://``
-  prefix), file events, the CSV export and its download server;
+  prefix), every run's summary (the catalog), file events, the CSV export and the
+  loopback server of downloads and links;
 * :mod:`visualizer.model`: what is known of a run (:class:`~visualizer.model.rundata.RunData`):
   compact series, smoothing, decimation, zoom, status, extra data;
 * :mod:`visualizer.panes`: the windows drawn in visdom: a run's env, the
@@ -25,7 +26,9 @@ The wings, in the order data flows through them:
 
 At the top: :mod:`visualizer.cli` (wiring, exit statuses), :mod:`visualizer.options`
 (the follow command's options), :mod:`visualizer.follower`
-(reads the sources and hands each run to the panes), and the vocabulary every
+(reads the sources and hands each run to the panes), :mod:`visualizer.runset`
+(which of many runs are read whole) over :mod:`visualizer.feeds` (a run read
+whole), and the vocabulary every
 wing shares: :mod:`visualizer.layout` (window names and sizes),
 :mod:`visualizer.markup` (the one HTML rule) and :mod:`visualizer.origin` (the one
 Host/Origin rule of our servers).

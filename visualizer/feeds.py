@@ -10,6 +10,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from snapshot_store.frames import ENDED_STATES
 from snapshot_store.reader import StoreReader
 from visualizer.model.rundata import RunData
 from visualizer.model.summary import RunSummary, from_documents, from_run
@@ -59,6 +60,12 @@ class Feed:
         """Bytes its data holds, about: points and images."""
         images = sum(len(shot.png) for shots in self.data.image_history.values() for shot in shots)
         return self.data.points * POINT_BYTES + images
+
+    @property
+    def ended(self) -> bool:
+        """Whether its status says it ended (finished, failed or stopped)."""
+        status = self.data.status
+        return isinstance(status, dict) and status.get("state") in ENDED_STATES
 
     def summary(self) -> RunSummary:
         """Its summary: the status document's, else computed from the series read."""

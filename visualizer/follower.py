@@ -22,7 +22,6 @@ from typing import Any
 from visualizer.model.decimate import check_max_points
 from visualizer.panes.compare import Selection
 from visualizer.panes.display import DEFAULT_MAX_POINTS
-from visualizer.panes.runs_table import RunsTableState
 from visualizer.panes.screen import OnSent, Screen
 from visualizer.panes.view import ViewSettings
 from visualizer.server.client import VisdomClient
@@ -297,7 +296,11 @@ class Follower:
 
     def _poll_due(self, now: float, woken: bool) -> None:
         for feed in self.feeds.values():
-            if now >= feed.schedule.due or (woken and not feed.spec.remote):
+            if feed.spec.remote and feed.ended and self.runs.multi:
+                # An S3 run that ended costs no request: the prefix's listing says if it resumes.
+                if self.catalog.changed(feed.key):
+                    self._poll(feed, now)
+            elif now >= feed.schedule.due or (woken and not feed.spec.remote):
                 self._poll(feed, now)
         if (
             not self.known
@@ -329,14 +332,7 @@ class Follower:
     def _sync(self, now: float, raise_errors: bool = False, force: bool = False) -> None:
         """Hand every run to the screen, which draws what is new."""
         runs = {name: feed.data for name, feed in self.feeds.items()}
-        unmatched = len(self.unmatched)
-        table = RunsTableState(
-            [entry.summary for entry in self.known.values() if entry.summary is not None],
-            self.catalog.named - unmatched,
-            self.catalog.total - unmatched,
-            self.catalog.version,
-        )
-        self.screen.sync(runs, now, raise_errors, force, table)
+        self.screen.sync(runs, now, raise_errors, force, self.runset.table_state(now))
         self.runset.drawn()
 
     def _timeout(self, now: float) -> float:

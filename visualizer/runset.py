@@ -17,11 +17,13 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 from snapshot_store.reader import StoreReader
 from visualizer.model.rundata import RunData
 from visualizer.model.summary import RunSummary, higher_is_better
 from visualizer.panes.compare import Selection
+from visualizer.panes.runs_table import RunsTableState
 from visualizer.panes.screen import Screen
 from visualizer.sources.catalog import Catalog, Entry
 
@@ -32,6 +34,7 @@ log = logging.getLogger(__name__)
 DEFAULT_COMPARE = 20  # runs overlaid at once, and followed whole when there are no more
 DEFAULT_MEMORY_BUDGET_MB = 300.0
 PROGRESS_LOG_INTERVAL = 5.0  # while many runs are read, a line this often
+READING_TABLE_S = 1.0  # while runs are read, the table's rows are listed again this often
 OPENED_GRACE_S = 5.0  # a run just opened from the page stays, whatever the budget
 
 
@@ -96,6 +99,8 @@ class RunSet:
         self._wanted: queue.SimpleQueue[tuple[str, threading.Event]] = queue.SimpleQueue()
         self._drawing: dict[str, list[threading.Event]] = {}  # opened from the page, not drawn
         self._chosen: tuple[int, Selection] | None = None  # what the compared runs are of
+        self._table: RunsTableState | None = None  # the runs table's rows, as last listed
+        self._table_at = -math.inf
         self._reading = False
         self._read_started = self._progress_at = time.monotonic()
 
@@ -171,6 +176,18 @@ class RunSet:
         level = logging.DEBUG if self.many else logging.INFO
         log.log(level, "following run %r from %s in visdom env %r", spec.name, where, env)
         return feed
+
+    def table_state(self, now: float) -> RunsTableState:
+        """Every known run's summary for the runs table: listed again when they changed, and
+        while thousands are being read at most every :data:`READING_TABLE_S`."""
+        table, unmatched = self._table, len(self.unmatched)
+        read, total = self.catalog.named - unmatched, self.catalog.total - unmatched
+        reading = not self.catalog.complete and now - self._table_at < READING_TABLE_S
+        if table is None or (table.version != self.catalog.version and not reading):
+            summaries = [e.summary for e in self.known.values() if e.summary is not None]
+            table = RunsTableState(summaries, read, total, self.catalog.version)
+            self._table, self._table_at = table, now
+        return replace(table, read=read, total=total)
 
     # --- runs opened from the page ----------------------------------------------------------
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from snapshot_store.frames import ENDED_STATES
 from snapshot_store.tags import tag_of
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.status import format_duration, last_activity
@@ -38,7 +39,6 @@ from visualizer.userdirs import user_state_dir, write_if_changed
 log = logging.getLogger(__name__)
 
 DEFAULT_SILENT_AFTER_MINUTES = 10.0
-ENDED = ("failed", "stopped", "finished")
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
     "<=": operator.le,
@@ -193,7 +193,7 @@ class AlertWatch:
         status = run.status or {}
         updated = status.get("updated")
         return (
-            status.get("state") in ENDED
+            status.get("state") in ENDED_STATES
             and isinstance(updated, int | float)
             and updated < self.started
         )
@@ -205,7 +205,7 @@ class AlertWatch:
         status = run.status or {}
         state, step = status.get("state"), status.get("step")
         at_step = f" at step {step}" if isinstance(step, int) else ""
-        if state in ENDED:
+        if state in ENDED_STATES:
             verb = "was stopped" if state == "stopped" else state
             yield alert(str(state), f"{verb}{at_step}", f"{state}@{status.get('start_time')}")
         elif state == "running" and self.silent_after is not None:

@@ -13,12 +13,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from snapshot_store.frames import ENDED_STATES
 from snapshot_store.tags import tag_of
 
 from .rundata import RunData
 from .status import is_stale
 
 NO_STATUS = "no status yet"
+_SUMMARIZED = ("series", "hparams")  # status fields taken apart into the summary
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class RunSummary:
     @property
     def ended(self) -> bool:
         """Whether the run says it ended (finished, failed or stopped)."""
-        return self.state not in ("running", NO_STATUS)
+        return self.state in ENDED_STATES
 
     def state_at(self, now: float) -> str:
         """The state as shown: a running run whose heartbeat stopped is ``running (silent)``."""
@@ -117,7 +119,10 @@ def from_documents(
     """The summary ``meta`` and ``status`` hold; ``summarized`` False when status has none."""
     status = status if isinstance(status, dict) else None
     meta = meta if isinstance(meta, dict) else None
-    summary = RunSummary(name, config=_config(meta, status), status=status)
+    # The document is kept for what reads it whole (staleness, alerts), less what is
+    # summarized here: 10,000 runs' series would otherwise be held twice.
+    kept = {k: v for k, v in status.items() if k not in _SUMMARIZED} if status else None
+    summary = RunSummary(name, config=_config(meta, status), status=kept)
     summary.started = _number((status or {}).get("start_time")) or _number(
         (meta or {}).get("start_time")
     )

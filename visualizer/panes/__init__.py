@@ -4,7 +4,7 @@
   every pane kind it drives is a :class:`~visualizer.panes.pane.Pane`;
 * :mod:`~visualizer.panes.display`: a run's env (:class:`~visualizer.panes.display.RunDisplay`),
   on :mod:`~visualizer.panes.envdisplay`, the windows of one env and the checks that keep them;
-* :mod:`~visualizer.panes.compare`: the comparison env; :mod:`~visualizer.panes.index`: the runs index;
+* :mod:`~visualizer.panes.compare`: the comparison env; :mod:`~visualizer.panes.runs_table`: the runs table;
 * :mod:`~visualizer.panes.plotwindow`: when one line-plot window appends or redraws,
   :mod:`~visualizer.panes.plotmessage`: what it sends; :mod:`~visualizer.panes.fold`: folding many;
 * :mod:`~visualizer.panes.images`, :mod:`~visualizer.panes.extra_windows`,

@@ -142,15 +142,16 @@ class RunsTable:
         """Apply the page's choices and re-send the table if it changed; True when sent."""
         now = time.time() if now is None else now
         self._apply_page_events()
-        self._count(state)
         sent = self._sync_controls()
         built = (state.version, self.view, self.compare_env)
-        live = any(s.state == "running" for s in state.summaries)  # may fall silent
-        if not force and built == self._built and not (live and now - self._built_at >= REFRESH_S):
-            return sent
         if not force and now - self._built_at < REFRESH_S and self._html is not None:
+            return sent  # 10,000 rows are filtered and sorted at most this often
+        live = any(s.state == "running" for s in state.summaries)  # may fall silent
+        if not force and built == self._built and not live:
             return sent
         self._built, self._built_at = built, now
+        self._count(state)
+        sent |= self._sync_controls()
         page = self.html(state, now)
         if page == self._html:
             return sent
@@ -328,26 +329,22 @@ class RunsTable:
         return True
 
 
-def _stat(stats: SeriesStats | None, higher: bool, last: bool) -> float | None:
-    if stats is None:
-        return None
-    value = stats.last if last else stats.best(higher)
+def _value(stats: SeriesStats | None, higher: bool, last: bool) -> float | None:
+    """A series' last or best value to sort by; None (listed last) when absent or NaN."""
+    value = None if stats is None else stats.last if last else stats.best(higher)
     return None if value is None or math.isnan(value) else value
 
 
 def _sort_key(sort: str, tag: str | None, higher: bool, now: float) -> Callable[[RunSummary], Any]:
     """The value a column sorts by (None: no value, listed last)."""
-    if sort == "run":
-        return lambda s: s.name.lower()
-    if sort == "state":
-        return lambda s: s.state_at(now)
-    if sort == "step":
-        return lambda s: s.step
-    if sort == "started":
-        return lambda s: s.started
-    if sort == "duration":
-        return lambda s: s.duration
     if sort in ("last value", "best value"):
         last = sort == "last value"
-        return lambda s: _stat(s.series.get(tag) if tag else None, higher, last)
-    return lambda s: s.updated
+        return lambda s: _value(s.series.get(tag) if tag else None, higher, last)
+    keys: dict[str, Callable[[RunSummary], Any]] = {
+        "run": lambda s: s.name.lower(),
+        "state": lambda s: s.state_at(now),
+        "step": lambda s: s.step,
+        "started": lambda s: s.started,
+        "duration": lambda s: s.duration,
+    }
+    return keys.get(sort, lambda s: s.updated)

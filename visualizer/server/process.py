@@ -38,10 +38,11 @@ import secrets
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
+
+from visualizer.userdirs import user_state_dir
 
 from .assets import ProvisionError, served_static_dir
 from .endpoint import PASSWORD_VAR, USERNAME_VAR, VisdomEndpoint
@@ -113,7 +114,9 @@ class VisdomServer:
         except ProvisionError as err:
             raise VisdomServerError(str(err)) from None
         if self.log_path is None:
-            self.log_path = Path(tempfile.mkdtemp(prefix="visdom-server-")) / "visdom.log"
+            # One log per port in the user's state directory, rewritten at each start:
+            # bounded, and where a person looks after a crash (not a new /tmp folder each time).
+            self.log_path = user_state_dir() / "visdom" / f"visdom-{self.endpoint.port}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log.info("starting visdom at %s (log: %s)", self.url, self.log_path)
         with self.log_path.open("wb") as log_file:

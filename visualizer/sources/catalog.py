@@ -100,17 +100,22 @@ class _QuietReader(StoreReader):
 
 
 def read_store(
-    source: Source, meta_too: bool, whole: bool = True, stopped: Callable[[], bool] = bool
+    source: Source,
+    meta: dict[str, Any] | None = None,
+    whole: bool = True,
+    stopped: Callable[[], bool] = bool,
 ) -> Read:
-    """The documents of a store, and its summary computed from the series when it keeps none
-    and ``whole`` (``stopped``, asked between pages, cuts that short)."""
+    """The documents of a store (``meta`` when already known) and its summary: the one its
+    status keeps, else, when ``whole``, one computed from its series (``stopped``, asked
+    between pages, cuts that short). Run on a pool thread: the follow loop only takes it."""
     version = status_version(source)
     read = Read(
-        meta=_document(source, fmt.META_FILE) if meta_too else None,
+        meta=meta if meta is not None else _document(source, fmt.META_FILE),
         status=_document(source, fmt.STATUS_FILE),
         version=version,
     )
     if not whole or (read.status is not None and "series" in read.status):
+        read.summary = from_documents("", read.meta, read.status)
         return read
     data = RunData("")
     reader = _QuietReader(source)
@@ -141,6 +146,9 @@ class Catalog:
         self._done: queue.SimpleQueue[tuple[str, Read]] = queue.SimpleQueue()
         self._pending: list[str] = []  # found, not named yet, in the order found
         self._next_changes = time.monotonic() + S3_CHANGES_S
+        self._live: set[str] = set()  # keys of the runs whose summary says they run
+        self._touched: set[str] = set()  # keys a file event named since the last recheck
+        self._next_sweep = time.monotonic() + ENDED_RECHECK_S
         self._closed = False
 
     # --- what the follower asks ---------------------------------------------------------
@@ -180,6 +188,7 @@ class Catalog:
         entry = self.entries.get(key) if key is not None else None
         if entry is not None:
             entry.dirty = True
+            self._touched.add(entry.found.key)
 
     def collect(self, wait: float = 0.0) -> list[Entry]:
         """The entries read since the last call, named and summarized (the newly named in the
@@ -212,7 +221,14 @@ class Catalog:
         if isinstance(self.runs, S3Runs) and self.runs.multi and now >= self._next_changes:
             self._next_changes = now + S3_CHANGES_S
             self._s3_changes(following)
-        for key, entry in self.entries.items():
+        # The runs still running and those a file event named; every run once a minute
+        # (a missed event): 10,000 runs that ended cost nothing in between.
+        touched, self._touched = self._touched, set()
+        keys: set[str] | dict[str, Entry] = touched | self._live
+        if now >= self._next_sweep:
+            self._next_sweep, keys = now + ENDED_RECHECK_S, self.entries
+        for key in keys:
+            entry = self.entries[key]
             if entry.reading or entry.summary is None or key in following:
                 continue
             if self._due(entry, now):
@@ -222,7 +238,7 @@ class Catalog:
         """A followed run's summary, from the data its reader holds."""
         entry = self.entries[key]
         if entry.summary != summary:
-            entry.summary = summary
+            self._set(entry, summary)
             self.version += 1
 
     def close(self) -> None:
@@ -236,13 +252,13 @@ class Catalog:
         entry = self.entries[key]
         entry.reading, entry.dirty = True, False
         whole = len(self.entries) > self.few
-        self._pool.submit(self._read, key, entry.found.source, entry.meta is None, whole)
+        self._pool.submit(self._read, key, entry.found.source, entry.meta, whole)
 
-    def _read(self, key: str, source: Source, meta_too: bool, whole: bool) -> None:
+    def _read(self, key: str, source: Source, meta: dict[str, Any] | None, whole: bool) -> None:
         if self._closed:
             return
         try:
-            read = read_store(source, meta_too, whole, lambda: self._closed)
+            read = read_store(source, meta, whole, lambda: self._closed)
         except S3ReadError as err:
             read = Read(error=str(err))
         except Exception as err:  # a hostile or broken store: the others go on
@@ -258,7 +274,7 @@ class Catalog:
                 log.warning("run %s: can not read %s (%s)", name, where, read.error)
             entry.error = read.error
             if entry.summary is None:  # listed, but unreadable: shown as such
-                entry.summary = RunSummary(name, state="unreadable")
+                self._set(entry, RunSummary(name, state="unreadable"))
                 return True
             return False
         entry.error = None
@@ -267,13 +283,20 @@ class Catalog:
         if read.version is not None:  # S3's comes from the prefix's listing
             entry.version = read.version
         summary = read.summary or from_documents(name, entry.meta, read.status)
-        summary = replace(summary, name=name)
+        summary.name = name  # read under no name, on a pool thread
         if summary == entry.summary:
             self._backoff(entry, changed=False)
             return False
         self._backoff(entry, changed=True)
-        entry.summary = summary
+        self._set(entry, summary)
         return True
+
+    def _set(self, entry: Entry, summary: RunSummary) -> None:
+        entry.summary = summary
+        if summary.ended:
+            self._live.discard(entry.found.key)
+        else:
+            self._live.add(entry.found.key)
 
     def _backoff(self, entry: Entry, changed: bool) -> None:
         limit = self.max_interval if entry.found.remote else self.poll_interval
@@ -285,8 +308,7 @@ class Catalog:
         if not entry.found.remote:
             # A file event, or its time: read again if its status changed (an event may be
             # only a read's access time, and what the table shows is all in status).
-            ended = summary.ended and summary.state != "unreadable"
-            wait = ENDED_RECHECK_S if ended else self.poll_interval
+            wait = ENDED_RECHECK_S if summary.ended else self.poll_interval
             if not entry.dirty and now - entry.checked < wait:
                 return False
             entry.checked, entry.dirty = now, False
@@ -304,8 +326,17 @@ class Catalog:
             return
         for key, version in versions.items():
             entry = self.entries.get(key)
-            if entry is None or entry.reading or key in following or entry.summary is None:
+            if entry is None or entry.reading or entry.summary is None:
                 continue
             if entry.version is not None and version != entry.version:
-                self._submit(key)
+                if key in following:
+                    entry.dirty = True  # its feed reads it (see changed())
+                else:
+                    self._submit(key)
             entry.version = version
+
+    def changed(self, key: str) -> bool:
+        """Whether the prefix's listing saw a followed run's status change since last asked."""
+        entry = self.entries[key]
+        dirty, entry.dirty = entry.dirty, False
+        return dirty

@@ -115,6 +115,20 @@ def test_stop_ends_the_server_and_is_idempotent(tmp_path: Path) -> None:
     server.stop()
 
 
+def test_its_log_is_one_file_per_port_in_the_users_state_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not a new /tmp folder at every start: a bounded place a person finds after a crash."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    endpoint = VisdomEndpoint(port=free_port())
+    for _ in range(2):
+        with VisdomServer(endpoint, env_path=tmp_path / "envs") as server:
+            assert visdom_answers(endpoint)
+    log = tmp_path / "state" / "remote-train-monitor" / "visdom" / f"visdom-{endpoint.port}.log"
+    assert server.log_path == log and log.stat().st_size > 0
+    assert [p.name for p in log.parent.iterdir()] == [log.name]
+
+
 def test_ensure_server_reuses_a_running_visdom(visdom_server: VisdomServer) -> None:
     assert ensure_server(visdom_server.endpoint) is None
     assert ensure_server(visdom_server.endpoint, start=False) is None
