@@ -171,7 +171,9 @@ class CompareDisplay(EnvDisplay):
         extra = [PARCOORDS_WIN] if parcoords is not None else []
         shown = [TABLE_WIN, CONTROLS_WIN, SELECT_WIN, *extra, *(spec.win for spec, _ in windows)]
         self._keep_order(shown)
-        grouped = {n: g.label for g in groups for n in g.runs} if self.selection.group_by else None
+        # A group column only where runs are grouped: groups of one say nothing.
+        together = any(len(group.runs) > 1 for group in groups)
+        grouped = {n: g.label for g in groups for n in g.runs} if together else None
         sent = self._sync_table(chosen, left_out, grouped)
         sent |= self._sync_controls()
         sent |= self._sync_select(keys, varying_keys([run_config(run) for run in runs]))

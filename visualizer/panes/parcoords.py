@@ -23,7 +23,7 @@ from .groups import varying_keys
 from .hparams import last_value, options_text
 
 PARCOORDS_WIN = "compare_parcoords"
-PARCOORDS_SIZE = (600, 300)  # width, height: beside the runs table
+PARCOORDS_SIZE = (600, 340)  # width, height: under the runs table
 MISSING = "-"  # a key a run lacks, on a categorical axis
 
 
@@ -108,7 +108,10 @@ def parcoords_message(
     title = f"config and {tag} ({len(rows)} runs)"
     return {
         "data": [trace],
-        "layout": {"title": {"text": title, "x": 0.02}, "margin": {"l": 60, "r": 40, "t": 80}},
+        "layout": {
+            "title": {"text": title, "x": 0.02},
+            "margin": {"l": 60, "r": 110, "t": 100, "b": 30},
+        },
         "win": PARCOORDS_WIN,
         "eid": env,
         "opts": {"title": title, "width": PARCOORDS_SIZE[0], "height": PARCOORDS_SIZE[1]},

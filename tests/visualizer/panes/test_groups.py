@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from snapshot_store import Recorder
+from tests.fixtures.visdom_reading import following
+from tests.fixtures.waiting import wait_until
 from visualizer.model.rundata import RunData
 from visualizer.model.series import Series
 from visualizer.panes.groups import GroupCurves, group_runs, parse_group_by, varying_keys
+from visualizer.panes.parcoords import PARCOORDS_WIN
 from visualizer.panes.plotmessage import Line
 
 
@@ -82,3 +86,34 @@ def test_a_group_key_with_spaces_around_or_control_characters_is_refused(text):
 
 def test_an_empty_group_key_turns_grouping_off():
     assert parse_group_by("") == "" and parse_group_by("train.seed") == "train.seed"
+
+
+def test_a_followed_sweep_draws_a_curve_and_band_per_group_and_parallel_coordinates(
+    tmp_path, visdom_server, reader, run_name
+):
+    root = tmp_path / run_name
+    for lr in (0.1, 0.01):
+        for seed in (1, 2, 3):
+            options = {"lr": lr, "batch_size": 32, "seed": seed}
+            with Recorder(root / f"lr{lr}-seed{seed}" / "pickle", options=options) as rec:
+                for step in range(0, 30, seed):  # misaligned steps between seeds
+                    rec.log({"loss": lr * 10 / (step + 1) + 0.01 * seed}, step=step)
+    env = f"{run_name}_compare"
+    with following(root, visdom_server.endpoint, env=run_name):
+        window = wait_until(
+            lambda: (
+                (w := reader.windows(env).get("compare_train_loss"))
+                and len({t["name"] for t in w["content"]["data"]}) == 2
+                and w
+            )
+        )
+        parcoords = wait_until(lambda: reader.windows(env).get(PARCOORDS_WIN))
+    data = window["content"]["data"]
+    bands = [t for t in data if t.get("meta") == "band"]
+    assert {t["name"] for t in data} == {"lr=0.01 (3 runs)", "lr=0.1 (3 runs)"}
+    assert len(bands) == 4 and sum(t.get("fill") == "tonexty" for t in bands) == 2
+    steps = next(t for t in data if t["name"] == "lr=0.1 (3 runs)" and "meta" not in t)["x"]
+    assert steps == list(range(30)), "the union of the seeds' steps"
+    (trace,) = parcoords["content"]["data"]
+    assert trace["type"] == "parcoords"
+    assert [d["label"] for d in trace["dimensions"]] == ["lr", "seed", "train/loss (last)"]
