@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
             max_points=args.max_points,
             on_page=lambda env: print(f"visdom: {endpoint.env_url(env)}", flush=True),
             view=ViewSettings(args.smoothing, args.x_axis, args.log_y),
-            selection=Selection(args.runs, args.sort_by, args.sort_descending),
+            selection=Selection(args.runs, args.sort_by, args.sort_descending, args.group_by),
             downloads=downloads,
             compare=args.compare,
             memory_budget_mb=args.memory_budget,

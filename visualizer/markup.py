@@ -27,6 +27,8 @@ _REFERENCES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;
 # Trace fields and layout titles Plotly draws as its HTML subset.
 _TRACE_TEXT = ("name", "text", "hovertext")
 _TITLED = ("xaxis", "yaxis")
+# A parallel-coordinates axis's texts.
+_AXIS_TEXT = ("label", "ticktext")
 
 
 class Html(str):
@@ -72,16 +74,32 @@ def _escaped(value: Any) -> Any:
     return value
 
 
+def _dimension(value: Any) -> Any:
+    """A parallel-coordinates axis with its label and tick texts escaped."""
+    if not isinstance(value, dict):
+        return value
+    return {k: _escaped(v) if k in _AXIS_TEXT else v for k, v in value.items()}
+
+
+def _trace(trace: dict[str, Any]) -> dict[str, Any]:
+    """A trace with the strings Plotly reads escaped: its name and texts, a parallel-coordinates
+    trace's axes and its color bar's title."""
+    out = {k: _escaped(v) if k in _TRACE_TEXT else v for k, v in trace.items()}
+    if isinstance(out.get("dimensions"), list):
+        out["dimensions"] = [_dimension(d) for d in out["dimensions"]]
+    bar = out.get("line", {}).get("colorbar") if isinstance(out.get("line"), dict) else None
+    if isinstance(bar, dict) and "title" in bar:
+        out["line"] = {**out["line"], "colorbar": {**bar, "title": _escaped(bar["title"])}}
+    return out
+
+
 def plot_strings(msg: dict[str, Any]) -> dict[str, Any]:
     """``msg`` (a visdom message) with the strings Plotly reads escaped; other messages as they are."""
     data, layout = msg.get("data"), msg.get("layout")
-    if isinstance(data, list) and any(isinstance(t, dict) and "x" in t for t in data):
-        data = [
-            {k: _escaped(v) if k in _TRACE_TEXT else v for k, v in t.items()}
-            if isinstance(t, dict)
-            else t
-            for t in data
-        ]
+    if isinstance(data, list) and any(
+        isinstance(t, dict) and ("x" in t or "dimensions" in t) for t in data
+    ):
+        data = [_trace(t) if isinstance(t, dict) else t for t in data]
         msg = {**msg, "data": data}
     if isinstance(layout, dict) and layout:
         layout = {**layout}

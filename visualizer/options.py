@@ -12,6 +12,7 @@ from visualizer.model.decimate import MIN_POINTS
 from visualizer.model.smoothing import DEFAULT_SMOOTHING, check_smoothing
 from visualizer.panes.compare import compile_runs, parse_sort_by
 from visualizer.panes.display import DEFAULT_MAX_POINTS
+from visualizer.panes.groups import DEFAULT_GROUP_BY, parse_group_by
 from visualizer.panes.view import X_AXES
 from visualizer.runset import DEFAULT_COMPARE, DEFAULT_MEMORY_BUDGET_MB
 from visualizer.server.endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS
@@ -97,6 +98,14 @@ def sort_by(text: str) -> tuple[str, str]:
     """argparse type of ``--sort-by``: a series' name as logged."""
     try:
         return parse_sort_by(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def group_by(text: str) -> str:
+    """argparse type of ``--group-by``: a config key, or "" for no groups."""
+    try:
+        return parse_group_by(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
@@ -233,6 +242,15 @@ def _add_selection_options(parser: argparse.ArgumentParser) -> None:
         "--sort-descending",
         action="store_true",
         help="with --sort-by: the largest last value first (accuracy) instead of the smallest",
+    )
+    parser.add_argument(
+        "--group-by",
+        type=group_by,
+        default=DEFAULT_GROUP_BY,
+        metavar="KEY",
+        help="on the comparison page, draw runs whose config differs only by KEY as one curve: "
+        "their mean with a min-max band; '' draws every run alone; changeable on the page "
+        "(default %(default)s)",
     )
 
 

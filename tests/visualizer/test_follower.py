@@ -236,7 +236,7 @@ def test_idle_runs_are_not_laid_out_again(tmp_path, visdom_server, reader, run_n
     monkeypatch.setattr(
         CompareDisplay,
         "_windows",
-        lambda self, runs: laid_out.append("compare") or compare_windows(self, runs),
+        lambda self, *args: laid_out.append("compare") or compare_windows(self, *args),
     )
     for name in ("a", "b"):
         with recorder(tmp_path / name / "pickle") as rec:

@@ -17,3 +17,17 @@ def test_help_leaves_out_the_internal_parent_pid_which_still_works(capsys):
         ["--pickle-dir", "d", "--parent-pid", str(os.getpid())]
     )
     assert args.parent_pid == os.getpid()
+
+
+def test_group_by_takes_a_config_key_or_nothing(capsys):
+    parser = options.build_parser()
+    assert parser.parse_args(["--pickle-dir", "d"]).group_by == "seed"
+    assert parser.parse_args(["--pickle-dir", "d", "--group-by", "trial"]).group_by == "trial"
+    assert parser.parse_args(["--pickle-dir", "d", "--group-by", ""]).group_by == ""
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--pickle-dir", "d", "--group-by", "seed "])
+    (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert line.endswith(
+        "argument --group-by: 'seed ' is not a config key: no spaces around it "
+        "nor control characters (e.g. seed; '' turns grouping off)"
+    )

@@ -113,6 +113,11 @@ def _config(meta: dict[str, Any] | None, status: dict[str, Any] | None) -> dict[
     return config
 
 
+def run_config(run: RunData) -> dict[str, Any]:
+    """A run's config: its stored options and hparams, by name."""
+    return _config(run.meta, run.status)
+
+
 def from_documents(
     name: str, meta: dict[str, Any] | None, status: dict[str, Any] | None
 ) -> RunSummary:

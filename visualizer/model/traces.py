@@ -45,10 +45,10 @@ def json_floats(values: np.ndarray) -> list:
     return out
 
 
-def faint(color: str) -> str:
-    """``#rrggbb`` as an ``rgba()`` color at RAW_ALPHA."""
+def faint(color: str, alpha: float = RAW_ALPHA) -> str:
+    """``#rrggbb`` as an ``rgba()`` color at ``alpha``."""
     r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
-    return f"rgba({r},{g},{b},{RAW_ALPHA})"
+    return f"rgba({r},{g},{b},{alpha})"
 
 
 def line(label: str, x: np.ndarray, y: np.ndarray, color: str, legend: bool) -> dict[str, Any]:
@@ -66,3 +66,50 @@ def line(label: str, x: np.ndarray, y: np.ndarray, color: str, legend: bool) -> 
         "showlegend": legend,
         "line": {"color": color, "width": 1.5 if legend else 1.0},
     }
+
+
+# A group's min-max band: its color, translucent, under the group's mean.
+BAND_ALPHA = 0.2
+# The mean's hover names the group and its spread; the name is Plotly's own (already text).
+BAND_HOVER = (
+    "%{fullData.name}<br>mean %{y:.4g}<br>min %{customdata[0]:.4g}"
+    "<br>max %{customdata[1]:.4g}<extra></extra>"
+)
+
+
+def band(
+    label: str, x: np.ndarray, low: np.ndarray, high: np.ndarray, color: str
+) -> list[dict[str, Any]]:
+    """The band of group ``label`` between ``low`` and ``high``: the min as an unseen line, then
+    the max filled down to it; both hidden with the group's legend entry, silent on hover."""
+    keep = np.isfinite(x) if x.dtype.kind == "f" else slice(None)
+    common = {
+        "x": x[keep].tolist(),
+        "name": label,
+        "type": "scatter",
+        "mode": layout.LINES_MODE,
+        "legendgroup": label,
+        "showlegend": False,
+        "hoverinfo": "skip",
+        "meta": "band",
+        "line": {"color": color, "width": 0},
+    }
+    return [
+        {**common, "y": json_floats(low[keep])},
+        {
+            **common,
+            "y": json_floats(high[keep]),
+            "fill": "tonexty",
+            "fillcolor": faint(color, BAND_ALPHA),
+        },
+    ]
+
+
+def spread(
+    trace: dict[str, Any], x: np.ndarray, low: np.ndarray, high: np.ndarray
+) -> dict[str, Any]:
+    """A group's mean ``trace`` (drawn at ``x``) whose hover also reads the group's min and max."""
+    keep = np.isfinite(x) if x.dtype.kind == "f" else slice(None)
+    pairs = json_floats(np.stack((low[keep], high[keep]), axis=1).ravel())
+    customdata = [pairs[i : i + 2] for i in range(0, len(pairs), 2)]
+    return trace | {"customdata": customdata, "hovertemplate": BAND_HOVER}

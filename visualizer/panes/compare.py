@@ -21,12 +21,15 @@ from typing import Any
 from snapshot_store.tags import key_of, tag_of
 from visualizer import layout, markup
 from visualizer.model.rundata import RunData, SeriesKey
+from visualizer.model.summary import run_config
 from visualizer.server.client import VisdomClient
 
 from .display import run_start
 from .envdisplay import EnvDisplay
 from .fold import MAX_WINDOWS, cap
+from .groups import DEFAULT_GROUP_BY, Group, GroupCurves, group_runs, varying_keys
 from .hparams import comparison_table
+from .parcoords import PARCOORDS_WIN, parcoords_message
 from .plotmessage import PALETTE, Line
 from .view import CONTROLS_WIN, ViewSettings
 
@@ -34,9 +37,12 @@ log = logging.getLogger(__name__)
 
 SELECT_WIN = "compare_select"
 TABLE_WIN = "runs"
-_RUNS_ROW, _SORT_ROW, _ORDER_ROW = 0, 1, 2
+_RUNS_ROW, _SORT_ROW, _ORDER_ROW, _GROUP_ROW = 0, 1, 2, 3
 ORDERS = ("ascending", "descending")
 _BY_NAME = "run name"
+_NO_GROUPS = "none"
+# Points a comparison window draws over all its traces: 100 runs draw as fast as 10.
+COMPARE_WINDOW_POINTS = 200_000
 # The runs table scrolls past this height (a sweep of many runs).
 COMPARE_HEADER_HEIGHT = 300
 
@@ -58,11 +64,13 @@ def parse_sort_by(text: str) -> SeriesKey:
 
 @dataclass(frozen=True)
 class Selection:
-    """Which runs are compared, and how the table sorts them."""
+    """Which runs are compared, how the table sorts them, and the config key runs are
+    grouped by ("": no groups)."""
 
     runs: str = ""  # a regex searched in run names; "" matches every run
     sort_by: SeriesKey | None = None
     descending: bool = False
+    group_by: str = DEFAULT_GROUP_BY
 
     def matches(self, name: str) -> bool:
         """True when run ``name`` is compared."""
@@ -114,18 +122,25 @@ class CompareDisplay(EnvDisplay):
     ) -> None:
         super().__init__(client, env, max_points, self.SENTINEL, view)
         self.run_colors: dict[str, str] = {}  # run name -> color, the same in every window
-        self.colors = self.run_colors
+        self.group_colors: dict[str, str] = {}  # a group's label -> its first run's color
+        # Trace label (a run's, a group's) -> color: the windows keep this very dict.
+        self.colors = self.group_colors
+        self.window_points = COMPARE_WINDOW_POINTS
         self.header_height = COMPARE_HEADER_HEIGHT
         self.selection = selection if selection is not None else Selection()
         self.links = links if links is not None else {}  # run name -> its env's URL
         self._table: str | None = None
-        self._select_drawn: tuple[Selection, tuple[SeriesKey, ...]] | None = None
+        self._select_drawn: tuple[Selection, tuple[SeriesKey, ...], tuple[str, ...]] | None = None
         self._select_keys: tuple[SeriesKey, ...] = ()  # the sort choices the page shows
+        self._group_keys: tuple[str, ...] = ()  # the group-by choices the page shows
+        self._curves = GroupCurves()
+        self._parcoords: dict[str, Any] | None = None  # the message on the server
 
     def invalidate(self) -> None:
         super().invalidate()
         self._table = None
         self._select_drawn = None
+        self._parcoords = None
 
     def _forget(self, win: str) -> None:
         super()._forget(win)
@@ -133,6 +148,8 @@ class CompareDisplay(EnvDisplay):
             self._select_drawn = None
         elif win == TABLE_WIN:
             self._table = None
+        elif win == PARCOORDS_WIN:
+            self._parcoords = None
 
     def sync(self, runs: Iterable[RunData], now: float | None = None, force: bool = False) -> bool:
         """Overlay the selected runs' series; True if anything was sent."""
@@ -146,29 +163,44 @@ class CompareDisplay(EnvDisplay):
         self._apply_page_events()
         chosen = [run for run in runs if self.selection.matches(run.name)]
         keys = tuple(sorted({key for run in runs for key in run.series}))
-        windows, left_out = cap(self._windows(chosen))
-        self._keep_order([TABLE_WIN, CONTROLS_WIN, SELECT_WIN, *(spec.win for spec, _ in windows)])
-        sent = self._sync_table(chosen, left_out)
+        groups = group_runs(chosen, self.selection.group_by)
+        for group in groups:  # a group in its first run's color
+            self.group_colors[group.label] = self.run_colors[group.runs[0]]
+        windows, left_out = cap(self._windows(chosen, groups))
+        parcoords = parcoords_message(chosen, self.selection.sort_by, self.env)
+        extra = [PARCOORDS_WIN] if parcoords is not None else []
+        shown = [TABLE_WIN, CONTROLS_WIN, SELECT_WIN, *extra, *(spec.win for spec, _ in windows)]
+        self._keep_order(shown)
+        # A group column only where runs are grouped: groups of one say nothing.
+        together = any(len(group.runs) > 1 for group in groups)
+        grouped = {n: g.label for g in groups for n in g.runs} if together else None
+        sent = self._sync_table(chosen, left_out, grouped)
         sent |= self._sync_controls()
-        sent |= self._sync_select(keys)
+        sent |= self._sync_select(keys, varying_keys([run_config(run) for run in runs]))
+        sent |= self._sync_parcoords(parcoords)
         sent |= self._sync_plots(windows, now, force)
         self._drawn(now)
         self._synced = versions
         return sent
 
-    def _windows(self, runs: list[RunData]) -> list[tuple[layout.WindowSpec, dict[str, Line]]]:
-        windows: dict[SeriesKey, dict[str, Line]] = {}
+    def _windows(
+        self, runs: list[RunData], groups: list[Group]
+    ) -> list[tuple[layout.WindowSpec, dict[str, Line]]]:
+        by_run: dict[SeriesKey, dict[str, Line]] = {}
         for run in runs:
             origin = run_start(run)  # runs started at different times overlay in relative time
             for key, series in run.series.items():
-                windows.setdefault(key, {})[run.name] = Line(series, origin)
-        specs = {key: window_spec(key, len(runs)) for key in windows}
+                by_run.setdefault(key, {})[run.name] = Line(series, origin)
+        windows = self._curves.lines(by_run, groups, {run.name: run for run in runs})
+        specs = {key: window_spec(key, len(windows[key])) for key in windows}
         ordered = sorted(windows, key=lambda key: (specs[key].order, key))
         return [(specs[key], windows[key]) for key in ordered]
 
-    def _sync_table(self, runs: list[RunData], left_out: int = 0) -> bool:
+    def _sync_table(
+        self, runs: list[RunData], left_out: int = 0, groups: dict[str, str] | None = None
+    ) -> bool:
         table = comparison_table(
-            runs, self.selection.sort_by, self.selection.descending, self.links
+            runs, self.selection.sort_by, self.selection.descending, self.links, groups
         )
         if left_out:  # too many series for one page: say so where the runs are listed
             note = f"{left_out:,} more series are not overlaid here (at most {MAX_WINDOWS})."
@@ -202,12 +234,26 @@ class CompareDisplay(EnvDisplay):
                 return replace(self.selection, sort_by=keys[index - 1] if index > 0 else None)
             if row == _ORDER_ROW:
                 return replace(self.selection, descending=ORDERS[int(value)] == "descending")
+            if row == _GROUP_ROW:
+                index = int(value)
+                return replace(
+                    self.selection, group_by=self._group_keys[index - 1] if index else ""
+                )
         except (ValueError, IndexError) as err:
             log.warning("ignoring the page's comparison change %r: %s", value, err)
         return self.selection
 
-    def _sync_select(self, keys: tuple[SeriesKey, ...]) -> bool:
-        if self._select_drawn == (self.selection, keys):
+    def _sync_parcoords(self, message: dict[str, Any] | None) -> bool:
+        if message is None or message == self._parcoords:
+            return False
+        self.client.post("events", message)
+        self._parcoords = message
+        return True
+
+    def _sync_select(self, keys: tuple[SeriesKey, ...], varying: list[str]) -> bool:
+        group_by = self.selection.group_by
+        groupings = tuple(sorted({*varying, group_by} - {""}))
+        if self._select_drawn == (self.selection, keys, groupings):
             return False
         choices = [_BY_NAME, *(tag_of(group, name) for group, name in keys)]
         sort = self.selection.sort_by
@@ -225,6 +271,12 @@ class CompareDisplay(EnvDisplay):
                 "value": int(self.selection.descending),
                 "values": list(ORDERS),
             },
+            {
+                "type": "select",
+                "name": "group by",
+                "value": groupings.index(group_by) + 1 if group_by else 0,
+                "values": [_NO_GROUPS, *groupings],
+            },
         ]
         message = {
             "data": [{"content": rows, "type": "properties"}],
@@ -233,5 +285,6 @@ class CompareDisplay(EnvDisplay):
             "opts": {"title": "compare", "width": 300, "height": self.header_height},
         }
         self.client.post("events", message)
-        self._select_drawn, self._select_keys = (self.selection, keys), keys
+        self._select_drawn = (self.selection, keys, groupings)
+        self._select_keys, self._group_keys = keys, groupings
         return True

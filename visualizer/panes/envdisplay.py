@@ -58,6 +58,9 @@ class EnvDisplay:
         # Trace label -> color in every window, where the env fixes them (the comparison's
         # runs); None: each window colors its series by name (plotwindow.series_colors).
         self.colors: dict[str, str] | None = None
+        self.window_points: int | None = (
+            None  # points per plot window over its traces (None: no cap)
+        )
         self.sentinel_drawn = False
         self.controls_drawn = False
         self._last_probe = 0.0
@@ -209,7 +212,9 @@ class EnvDisplay:
         for spec, lines in windows:
             window = self.plots.get(spec.win)
             if window is None:
-                window = PlotWindow(spec, self.max_points, self.view, self.colors)
+                window = PlotWindow(
+                    spec, self.max_points, self.view, self.colors, self.window_points
+                )
                 self.plots[spec.win] = window
             window.spec = spec  # its y label names the series it has now
             for event in self._property_updates(spec.win, ZOOM_EVENT):

@@ -27,9 +27,12 @@ def options_of(run: RunData) -> dict[str, str]:
     options = (run.meta or {}).get("options")
     if not isinstance(options, dict):
         return {}
-    return {
-        str(key): _text(value) for key, value in sorted(options.items(), key=lambda kv: str(kv[0]))
-    }
+    return options_text(dict(sorted(options.items(), key=lambda kv: str(kv[0]))))
+
+
+def options_text(options: dict[str, Any]) -> dict[str, str]:
+    """Config values as a table cell shows them (cut past MAX_CELL_CHARS), by name."""
+    return {str(key): _text(value) for key, value in options.items()}
 
 
 def _compared(text: str | None) -> str | None:
@@ -88,11 +91,13 @@ def comparison_table(
     key: SeriesKey | None,
     descending: bool = False,
     links: dict[str, str] | None = None,
+    groups: dict[str, str] | None = None,
 ) -> Html:
     """The compared runs as an HTML table: a row per run, sorted by ``key``'s last value.
 
-    Columns: the run (linked to its env when ``links`` has it), the metric, then
-    each option whose value is not the same in every run.
+    Columns: the run (linked to its env when ``links`` has it), its group's name when
+    ``groups`` (run name -> group) is given, the metric, then each option whose value
+    is not the same in every run.
     """
     links = links or {}
     options = {run.name: options_of(run) for run in runs}
@@ -100,12 +105,14 @@ def comparison_table(
     varying = [n for n in names if len({_compared(opts.get(n)) for opts in options.values()}) > 1]
     shared = [n for n in names if n not in varying]
     metric = f"{key[0]}/{key[1]} (last)" if key else None
-    head = ["run", *([metric] if metric else []), *varying]
+    grouping = ["group"] if groups is not None else []
+    head = ["run", *grouping, *([metric] if metric else []), *varying]
     rows = []
     for run in sort_runs(runs, key, descending):
         name = markup.link(links[run.name], run.name) if run.name in links else run.name
         value = last_value(run, key)
-        cells = [name, *([("-" if value is None else f"{value:.6g}")] if metric else [])]
+        cells = [name, *([groups.get(run.name, "-")] if groups is not None else [])]
+        cells += [("-" if value is None else f"{value:.6g}")] if metric else []
         cells += [options[run.name].get(n, "-") for n in varying]
         rows.append(table_row(cells))
     table = markup.element("table", table_row(head, "th"), *rows)

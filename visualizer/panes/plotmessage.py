@@ -12,7 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from visualizer import layout
+from visualizer.model.decimate import MIN_POINTS
 from visualizer.model.series import Series
 from visualizer.model.zoom import Zoom
 
@@ -46,10 +49,12 @@ TIME_UNITS = ((180.0, "s", 1.0), (3 * 3600.0, "min", 60.0), (float("inf"), "h", 
 
 @dataclass(frozen=True)
 class Line:
-    """What a trace draws: a series, and the wall time its relative time counts from."""
+    """What a trace draws: a series, the wall time its relative time counts from, and for a
+    group of runs the (min, max) band around its mean, a value per point of ``series``."""
 
     series: Series
     origin: float | None = None
+    band: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass
@@ -61,6 +66,7 @@ class TraceState:
     rewinds: int  # the series' rewind count when drawn
     origin: float | None  # where relative time started when drawn
     picked: tuple[int, int, int] | None = None  # a zoom's points when drawn (Pick.key)
+    band: tuple[np.ndarray, np.ndarray] | None = None  # a group's band when drawn (None: a run)
 
 
 @dataclass
@@ -71,6 +77,15 @@ class Plan:
     msg: dict[str, Any]
     traces: dict[str, TraceState]
     redraw: bool
+
+
+def trace_budget(per_trace: int, window_points: int | None, traces: int) -> int:
+    """Points each of a window's ``traces`` draws: ``per_trace``, fewer where the window's
+    ``window_points`` (None: no cap) shared by all its traces give each less; at least MIN_POINTS.
+    """
+    if window_points is None or traces <= 0:
+        return per_trace
+    return max(MIN_POINTS, min(per_trace, window_points // traces))
 
 
 def time_unit(lines: dict[str, Line]) -> tuple[float, str, float]:

@@ -23,7 +23,7 @@ import numpy as np
 from visualizer import layout
 from visualizer.model.decimate import MIN_POINTS, check_max_points
 from visualizer.model.smoothing import Smoother
-from visualizer.model.traces import faint, local_ms
+from visualizer.model.traces import band, faint, local_ms, spread
 from visualizer.model.traces import line as trace_line
 from visualizer.model.zoom import Pick, Zoom, pick, sample, zoom_of
 
@@ -36,6 +36,7 @@ from .plotmessage import (
     plot_layout,
     series_colors,
     time_unit,
+    trace_budget,
 )
 from .view import ViewSettings
 
@@ -68,10 +69,12 @@ class PlotWindow:
         max_points: int,
         view: ViewSettings | None = None,
         colors: dict[str, str] | None = None,
+        window_points: int | None = None,
     ) -> None:
         check_max_points(max_points)
         self.spec = spec
         self.max_points = max_points
+        self.window_points = window_points  # points over all its traces (None: no cap)
         self.view = view if view is not None else ViewSettings()
         # label -> color: given (the comparison's, a color per run), else from the labels
         self.colors = colors if colors is not None else {}
@@ -158,12 +161,18 @@ class PlotWindow:
                 self.colors = series_colors(lines)
             return self._redraw(lines, env)
         fresh = {label: len(lines[label].series) - t.sent for label, t in self.traces.items()}
-        if not any(fresh.values()):
+        # A group's mean changes where a lagging run catches up: its rewinds tell, and its
+        # window is redrawn in its redraw slot, never appended to (its band would not follow).
+        banded = any(lines[label].band is not None for label in self.traces)
+        moved = any(lines[label].series.rewinds != t.rewinds for label, t in self.traces.items())
+        if not any(fresh.values()) and not moved:
             return None
-        if self.zoom is not None and not self._zoom_moved(lines, self.zoom):
+        if self.zoom is not None and not moved and not self._zoom_moved(lines, self.zoom):
             return None
-        within_max = self.zoom is None and all(
-            t.shown + fresh[label] <= self.max_points for label, t in self.traces.items()
+        within_max = (
+            not banded
+            and self.zoom is None
+            and all(t.shown + fresh[label] <= self.max_points for label, t in self.traces.items())
         )
         per_point = 2 if self.view.smoothing else 1  # a raw and a smoothed trace
         shown = sum(t.shown for t in self.traces.values()) + sum(fresh.values())
@@ -204,7 +213,8 @@ class PlotWindow:
         if self.view.x_axis == "relative" and self._relative_moved(lines):
             return True
         return any(
-            lines[label].series.rewinds != t.rewinds
+            (lines[label].series.rewinds != t.rewinds and lines[label].band is None)
+            or (lines[label].band is None) != (t.band is None)
             or len(lines[label].series) < t.sent
             or (t.sent < SPARSE_POINTS)
             != (len(lines[label].series) < SPARSE_POINTS)  # smoothed now
@@ -238,6 +248,13 @@ class PlotWindow:
         """Points drawn per trace: a raw and a smoothed trace share ``max_points``."""
         return max(MIN_POINTS, self.max_points // 2) if self.view.smoothing else self.max_points
 
+    def _window_budget(self, lines: dict[str, Line]) -> int:
+        """Points per trace once the window's point budget is shared by all its traces."""
+        traces = sum(
+            1 + self._smoothed(line) + 2 * (line.band is not None) for line in lines.values()
+        )
+        return trace_budget(self.budget, self.window_points, traces)
+
     def _traces_of(
         self,
         label: str,
@@ -247,11 +264,11 @@ class PlotWindow:
     ) -> list[dict[str, Any]]:
         """The raw trace of ``label`` and, when smoothing, its smoothed one: (points, values) each."""
         color = self.colors.get(label) or series_colors([label])[label]
-        out = [
-            trace_line(
-                label, self._x(line, raw[0]), raw[1], faint(color) if smooth else color, not smooth
-            )
-        ]
+        x = self._x(line, raw[0])
+        out = [trace_line(label, x, raw[1], faint(color) if smooth else color, not smooth)]
+        if line.band is not None:  # a group: its band under its mean, whose hover reads both
+            low, high = line.band[0][raw[0]], line.band[1][raw[0]]
+            out = [*band(label, x, low, high, color), spread(out[0], x, low, high)]
         if smooth:
             out.append(
                 trace_line(label, self._x(line, smooth[0]), smooth[1], color, True)
@@ -265,11 +282,12 @@ class PlotWindow:
         ]
         self._unit = time_unit(lines)
         data, states, picks = [], {}, self._picks(lines)
+        budget = self._window_budget(lines)
         for label in order:
             line, chosen = lines[label], picks[label]
-            raw = sample(line.series.values(), chosen, self.budget)
+            raw = sample(line.series.values(), chosen, budget)
             smooth = (
-                sample(self.smoothers[label].values(), chosen, self.budget)
+                sample(self.smoothers[label].values(), chosen, budget)
                 if self._smoothed(line)
                 else None
             )
@@ -281,6 +299,7 @@ class PlotWindow:
                 line.series.rewinds,
                 line.origin,
                 chosen.key() if chosen is not None else None,
+                line.band,
             )
         msg = {
             "data": data,

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from visualizer.layout import window_for_group
+from visualizer.model.decimate import MIN_POINTS
 from visualizer.model.series import Series
 from visualizer.model.traces import faint
-from visualizer.panes.plotmessage import Line, series_colors
+from visualizer.panes.plotmessage import Line, series_colors, trace_budget
 from visualizer.panes.plotwindow import (
     APPEND_MAX_SHOWN,
     MIN_REDRAW_INTERVAL,
@@ -233,3 +234,36 @@ def test_a_new_axis_swaps_the_pane_out_first_so_the_page_drops_its_zoom():
     window.commit(plan, 3.0, 0.01)
     window.set_view(ViewSettings(0.9, log_y=True))
     assert window.plan({"loss": Line(loss)}, "env", 5.0).msg["data"][0]["type"] == "scatter"
+
+
+def test_a_window_point_budget_is_shared_by_its_traces():
+    rng = np.random.default_rng(0)
+    lines = {}
+    for i in range(100):  # noisy: decimation keeps each bucket's min and max
+        lines[f"run{i}"] = Line(series := Series())
+        series.extend(range(100_000), rng.random(100_000).tolist())
+    window = PlotWindow(window_for_group("train"), 2000, RAW, window_points=200_000)
+    plan = window.plan(lines, "env", now=0.0)
+    drawn = [len(t["x"]) for t in plan.msg["data"]]
+    assert len(drawn) == 100 and all(1900 <= n <= 2000 for n in drawn), "each its --max-points"
+    window = PlotWindow(window_for_group("train"), 20_000, RAW, window_points=200_000)
+    plan = window.plan(lines, "env", now=0.0)
+    assert sum(len(t["x"]) for t in plan.msg["data"]) <= 200_000
+    assert trace_budget(2000, 200_000, 1000) == 200 and trace_budget(2000, 10, 1000) == MIN_POINTS
+    assert trace_budget(2000, None, 1000) == 2000
+
+
+def test_a_group_draws_its_band_under_its_mean_and_is_redrawn_never_appended():
+    mean = grown(Series(), 5, 2.0)
+    band = (np.full(5, 1.0), np.full(5, 3.0))
+    window = PlotWindow(window_for_group("train"), 2000, RAW, {"g": "#1f77b4"})
+    plan = window.plan({"g": Line(mean, None, band)}, "env", now=0.0)
+    low, high, line = plan.msg["data"]
+    assert (low["y"], high["y"], line["y"]) == ([1.0] * 5, [3.0] * 5, [2.0] * 5)
+    assert high["fill"] == "tonexty" and not low["showlegend"] and not high["showlegend"]
+    assert line["customdata"][0] == [1.0, 3.0] and "max" in line["hovertemplate"]
+    window.commit(plan, 0.0, 0.01)
+    assert window.plan({"g": Line(mean, None, band)}, "env", now=1.0) is None
+    mean.rewinds += 1  # a run of the group grew: the same steps, another mean
+    plan = window.plan({"g": Line(mean, None, band)}, "env", now=2.0)
+    assert plan.route == "events" and plan.redraw

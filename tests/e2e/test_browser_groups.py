@@ -1,0 +1,65 @@
+"""Headless Chromium on a sweep's comparison page: seeds drawn as one curve with a min-max band
+per group, and the parallel coordinates of the config beside the runs table."""
+
+from __future__ import annotations
+
+import numpy as np
+from selenium.webdriver.support.ui import WebDriverWait
+
+from snapshot_store import Recorder
+from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, plot_of
+from visualizer.follower import Follower
+from visualizer.server.client import VisdomClient
+
+# Per plot: its trace types, the fills drawn (a band each), and a parcoords plot's axis titles.
+DRAWN_JS = """
+return Array.from(document.querySelectorAll('.js-plotly-plot')).map(div => ({
+  types: (div.data || []).map(t => t.type),
+  fills: Array.from(div.querySelectorAll('.scatterlayer path.js-fill'))
+              .filter(p => (p.getAttribute('d') || '').length > 20).length,
+  axes: Array.from(div.querySelectorAll('.axis-title')).map(t => t.textContent),
+}));
+"""
+
+
+def log_sweep(root, steps: int = 300) -> None:
+    """Three seeds of two learning rates: noisy decaying losses, each seed a bit apart."""
+    for lr in (0.1, 0.01):
+        for seed in (1, 2, 3):
+            rng = np.random.default_rng(seed)
+            options = {"lr": lr, "batch_size": 32, "seed": seed, "optimizer": "adam"}
+            with Recorder(root / f"lr{lr}-seed{seed}" / "pickle", options=options) as rec:
+                for step in range(steps):
+                    loss = lr * 30 / (step + 10) * (1 + 0.15 * seed) + 0.02 * rng.random()
+                    rec.log({"loss": loss}, step=step)
+                    if step % 50 == 49:
+                        rec.log({"accuracy": 1 - loss}, step=step, group="val")
+
+
+def test_seeds_draw_as_a_band_per_group_beside_parallel_coordinates(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    root = tmp_path / run_name
+    log_sweep(root)
+    Follower(str(root), VisdomClient(visdom_server.endpoint)).run_once()
+
+    driver = chromium_driver
+    driver.set_window_size(1280, 1300)
+    driver.get(f"{visdom_server.url}/env/{run_name}_compare")
+    wait = WebDriverWait(driver, BROWSER_WAIT_S)
+    plot = wait.until(lambda d: plot_of(d, "train/loss: all runs"))
+    assert set(plot["names"]) == {"lr=0.01 (3 runs)", "lr=0.1 (3 runs)"}
+    # A band (min, max) and the mean's raw and smoothed curves per group.
+    assert len(plot["names"]) == 8
+    drawn = wait.until(
+        lambda d: (
+            (found := [p for p in d.execute_script(DRAWN_JS) if p["fills"] >= 2])
+            and (coords := [p for p in d.execute_script(DRAWN_JS) if "parcoords" in p["types"]])
+            and {"lr", "seed", "train/loss (last)"} <= set(coords[0]["axes"])
+            and (found, coords)
+        )
+    )
+    assert drawn
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    assert driver.save_screenshot(str(ARTIFACTS / "visualizer_compare_groups.png"))
+    assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []

@@ -1,0 +1,84 @@
+"""The comparison's parallel coordinates: an axis per varying config key and the metric."""
+
+from __future__ import annotations
+
+import math
+
+from visualizer.markup import plot_strings
+from visualizer.model.rundata import RunData
+from visualizer.model.series import Series
+from visualizer.panes.parcoords import PARCOORDS_WIN, metric_of, parcoords_message
+
+
+def run(name: str, options: dict, loss: float, steps: int = 3) -> RunData:
+    data = RunData(name)
+    data.meta = {"options": options}
+    series = data.series[("val", "loss")] = Series()
+    series.extend(range(steps), [loss] * steps)
+    return data
+
+
+def test_an_axis_per_varying_key_and_the_metric_a_line_per_run_colored_by_it():
+    runs = [
+        run("a", {"lr": 0.1, "seed": 1, "batch": 8}, 0.5),
+        run("b", {"lr": 0.01, "seed": 1, "batch": 8}, 0.25),
+    ]
+    msg = parcoords_message(runs, None, "env")
+    assert msg is not None and (msg["win"], msg["eid"]) == (PARCOORDS_WIN, "env")
+    (trace,) = msg["data"]
+    assert trace["type"] == "parcoords"
+    assert [(d["label"], d["values"]) for d in trace["dimensions"]] == [
+        ("lr", [0.1, 0.01]),
+        ("val/loss (last)", [0.5, 0.25]),
+    ]
+    assert trace["line"]["color"] == [0.5, 0.25]
+    assert trace["line"]["reversescale"] is True, "a loss: the smallest is the brightest"
+
+
+def test_a_categorical_key_is_a_numeric_axis_named_by_its_ticks():
+    runs = [
+        run("a", {"opt": "sgd"}, 1.0),
+        run("b", {"opt": "adam"}, 2.0),
+        run("c", {"opt": "sgd"}, 3.0),
+        run("d", {}, 4.0),
+    ]
+    axis = parcoords_message(runs, None, "env")["data"][0]["dimensions"][0]
+    assert axis["ticktext"] == ["adam", "sgd", "-"]
+    assert axis["tickvals"] == [0, 1, 2]
+    assert axis["values"] == [1, 0, 1, 2]
+
+
+def test_names_and_texts_reach_plotly_escaped():
+    evil = "<img src=x onerror=alert(1)>"
+    runs = [run("a", {evil: evil}, 1.0), run("b", {evil: 1}, 2.0)]
+    sent = plot_strings(parcoords_message(runs, None, "env"))
+    axis = sent["data"][0]["dimensions"][0]
+    assert axis["label"] == "&lt;img src=x onerror=alert(1)&gt;"
+    assert all("<" not in text for text in axis["ticktext"])
+
+
+def test_a_run_with_a_nan_or_inf_value_is_left_out():
+    runs = [
+        run("a", {"lr": 0.1}, 1.0),
+        run("b", {"lr": math.inf}, 2.0),
+        run("c", {"lr": 0.3}, math.nan),
+        run("d", {"lr": 0.4}, 4.0),
+    ]
+    trace = parcoords_message(runs, None, "env")["data"][0]
+    assert trace["dimensions"][0]["values"] == [0.1, 0.4]
+    assert trace["line"]["color"] == [1.0, 4.0]
+
+
+def test_nothing_varies_nothing_drawn():
+    assert (
+        parcoords_message([run("a", {"lr": 1}, 1.0), run("b", {"lr": 1}, 2.0)], None, "e") is None
+    )
+
+
+def test_the_metric_is_the_sort_series_else_the_most_logged():
+    a, b = run("a", {}, 1.0, steps=2), run("b", {}, 1.0, steps=2)
+    a.series[("train", "loss")] = Series()
+    a.series[("train", "loss")].extend(range(10), [1.0] * 10)
+    assert metric_of([a, b], None) == ("train", "loss")
+    assert metric_of([a, b], ("val", "loss")) == ("val", "loss")
+    assert metric_of([a, b], ("val", "absent")) == ("train", "loss")

@@ -1,0 +1,118 @@
+"""The comparison's parallel coordinates: which config values go with a good metric.
+
+An axis per config key that differs between the compared runs, and a last one for
+the last value of a metric (the ``--sort-by`` series, else the most logged one); a
+line per run, colored by that metric (the best brightest). A key with a value
+that is not a number is a categorical axis: its values in order, each at a
+whole number, named by ``ticktext``. Values come from a store: names and texts
+reach Plotly as text (visdom's client escapes them, :func:`visualizer.markup.plot_strings`),
+and a run with a NaN or infinite value on some axis is left out of the plot.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from snapshot_store.tags import tag_of
+from visualizer.model.rundata import RunData, SeriesKey
+from visualizer.model.summary import higher_is_better, run_config
+
+from .groups import varying_keys
+from .hparams import last_value, options_text
+
+PARCOORDS_WIN = "compare_parcoords"
+PARCOORDS_SIZE = (600, 340)  # width, height: under the runs table
+MISSING = "-"  # a key a run lacks, on a categorical axis
+
+
+def metric_of(runs: Sequence[RunData], sort_by: SeriesKey | None) -> SeriesKey | None:
+    """The metric the plot colors by: ``sort_by`` when a run logged it, else the series with
+    the most points over ``runs`` (the first by name among equals); None without series."""
+    counts: dict[SeriesKey, int] = {}
+    for run in runs:
+        for key, series in run.series.items():
+            counts[key] = counts.get(key, 0) + len(series)
+    if sort_by is not None and sort_by in counts:
+        return sort_by
+    return min(counts, key=lambda key: (-counts[key], key), default=None)
+
+
+def _number(value: object) -> float | None:
+    """``value`` as a number when it is one (a bool is a category); else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _axis(label: str, values: Sequence[object]) -> dict[str, Any]:
+    """One axis over ``values`` (a run each; ``MISSING`` where a run lacks the key)."""
+    numbers = [_number(v) for v in values]
+    if all(n is not None for n in numbers):
+        return {"label": label, "values": numbers}
+    texts = [MISSING if v is MISSING else options_text({"v": v})["v"] for v in values]
+    order = sorted(set(zip(numbers, texts, strict=True)), key=_category_rank)
+    ticks = list(dict.fromkeys(text for _, text in order))
+    at = {text: i for i, text in enumerate(ticks)}
+    return {
+        "label": label,
+        "values": [at[t] for t in texts],
+        "tickvals": list(range(len(ticks))),
+        "ticktext": ticks,
+    }
+
+
+def _category_rank(item: tuple[float | None, str]) -> tuple[int, float, str]:
+    """Numbers first, by value; then texts; a missing value last."""
+    number, text = item
+    if text == MISSING:
+        return 2, 0.0, text
+    return (0, number, text) if number is not None else (1, 0.0, text)
+
+
+def parcoords_message(
+    runs: Sequence[RunData], sort_by: SeriesKey | None, env: str
+) -> dict[str, Any] | None:
+    """The parallel-coordinates window's message; None when nothing varies or nothing is logged."""
+    metric = metric_of(runs, sort_by)
+    configs = {run.name: run_config(run) for run in runs}
+    keys = varying_keys(list(configs.values()))
+    if metric is None or not keys:
+        return None
+    rows = []
+    for run in sorted(runs, key=lambda r: r.name):
+        config, value = configs[run.name], last_value(run, metric)
+        cells = [config.get(key, MISSING) for key in keys]
+        numbers = [n for n in (_number(c) for c in cells) if n is not None]
+        if value is None or not all(math.isfinite(n) for n in [*numbers, value]):
+            continue  # NaN or inf: this run has no place on some axis
+        rows.append((cells, value))
+    if not rows:
+        return None
+    tag = tag_of(*metric)
+    dimensions = [_axis(key, [r[0][i] for r in rows]) for i, key in enumerate(keys)]
+    colors = [value for _, value in rows]
+    dimensions.append({"label": f"{tag} (last)", "values": colors})
+    trace = {
+        "type": "parcoords",
+        "dimensions": dimensions,
+        "line": {
+            "color": colors,
+            "colorscale": "Viridis",
+            "reversescale": not higher_is_better(tag),  # the best run is the brightest
+            "showscale": True,
+            "colorbar": {"title": tag},
+        },
+    }
+    title = f"config and {tag} ({len(rows)} runs)"
+    return {
+        "data": [trace],
+        "layout": {
+            "title": {"text": title, "x": 0.02},
+            "margin": {"l": 60, "r": 110, "t": 100, "b": 30},
+        },
+        "win": PARCOORDS_WIN,
+        "eid": env,
+        "opts": {"title": title, "width": PARCOORDS_SIZE[0], "height": PARCOORDS_SIZE[1]},
+    }
