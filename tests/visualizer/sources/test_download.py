@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.client
 import io
 import logging
 import os
@@ -18,6 +17,7 @@ import pytest
 
 from snapshot_store import Recorder
 from tests.fixtures.many_runs import write_runs
+from tests.fixtures.net import http_get
 from tests.fixtures.visdom_reading import following
 from tests.fixtures.waiting import wait_until
 from visualizer.sources.download import HOST, CsvDownloads, export_command
@@ -134,20 +134,8 @@ def test_the_export_command_the_pane_shows_runs_as_written(tmp_path):
     assert (tmp_path / f"{name}.csv").read_text().count("\n") == 4
 
 
-def _request(url: str, headers: dict) -> tuple[int, str, str | None]:
-    """GET ``url`` as sent with ``headers`` (redirects not followed): status, body, Location."""
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-    try:
-        conn.request("GET", parts.path, headers=headers)
-        answer = conn.getresponse()
-        return answer.status, answer.read().decode(), answer.getheader("Location")
-    finally:
-        conn.close()
-
-
 def _get(downloads: CsvDownloads, run: str, headers: dict) -> tuple[int, str]:
-    return _request(downloads.url(run), headers)[:2]
+    return http_get(downloads.url(run), headers)[:2]
 
 
 def test_only_the_machines_own_pages_read_a_run(tmp_path, caplog):
@@ -194,11 +182,11 @@ def test_a_table_link_has_its_run_read_then_sends_the_browser_to_its_page(
         wait_until(lambda: len(follower.known) == 3 and len(follower.feeds) == 1)
         unfollowed = sorted(set(names) - set(follower.feeds))
         refused, opened = unfollowed
-        status, body, _ = _request(downloads.open_url("<script>alert(1)</script>"), own)
+        status, body, _ = http_get(downloads.open_url("<script>alert(1)</script>"), own)
         assert (status, body) == (404, "no such run is followed here\n")
-        status, body, _ = _request(downloads.open_url(refused), {"Host": "evil.example"})
+        status, body, _ = http_get(downloads.open_url(refused), {"Host": "evil.example"})
         assert (status, body.count("\n")) == (403, 1), body
-        status, body, location = _request(downloads.open_url(opened), own)
+        status, body, location = http_get(downloads.open_url(opened), own)
         env = follower.env_of(opened)
         assert (status, location) == (303, visdom_server.endpoint.env_url(env)), body
         assert opened in follower.feeds
