@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
+import pytest
+
+from tests.fixtures.many_runs import write_runs
+from tests.fixtures.visdom_reading import following
+from tests.fixtures.waiting import wait_until
 from visualizer.model.summary import RunSummary, SeriesStats
 from visualizer.panes.compare import Selection
 from visualizer.runset import compared, over_budget
@@ -58,3 +64,30 @@ def test_past_the_budget_the_least_recently_opened_go_and_the_compared_stay():
     gone = over_budget(feeds, {"compared"}, budget=250, now=100.0)  # type: ignore[arg-type]
     assert [f.spec.name for f in gone] == ["old", "newer"]
     assert over_budget(feeds, set(), budget=1000, now=100.0) == []  # type: ignore[arg-type]
+
+
+@pytest.mark.integration
+def test_runs_opened_from_the_page_leave_memory_and_visdom_once_past_the_budget(
+    tmp_path, visdom_server, reader, run_name
+):
+    write_runs(tmp_path / run_name, 6)
+    with following(
+        tmp_path / run_name, visdom_server.endpoint, env=run_name, compare=2,
+        memory_budget_mb=0.0001,  # ~100 bytes: any run opened from the page is past it
+    ) as follower:  # fmt: skip
+        wait_until(lambda: len(follower.known) == 6 and len(follower.feeds) == 2, timeout=30)
+        kept = set(follower.feeds)  # the compared runs
+        opened = sorted(set(follower.known) - kept)[:3]
+        for name in opened:
+            drawn = follower.want(name)
+            assert drawn is not None and drawn.wait(30), f"{name} was not drawn"
+            # Test-side data: opened "now" for as long as the test runs, whatever its pace.
+            follower.feeds[name].opened = time.monotonic() + 3600
+        envs = {name: follower.env_of(name) for name in follower.known}
+        assert all(reader.windows(envs[name]) for name in opened)
+        old, recent = opened[:2], opened[2]
+        for age, name in enumerate(old):  # opened long ago: past their grace time
+            follower.feeds[name].opened = time.monotonic() - 100 + age
+        wait_until(lambda: set(follower.feeds) == kept | {recent}, timeout=30)
+        wait_until(lambda: not {envs[name] for name in old} & set(reader.envs()), timeout=30)
+        assert all(reader.windows(envs[name]) for name in [*kept, recent])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.client
 import io
 import logging
 import os
@@ -17,6 +16,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from snapshot_store import Recorder
+from tests.fixtures.many_runs import write_runs
+from tests.fixtures.net import http_get
 from tests.fixtures.visdom_reading import following
 from tests.fixtures.waiting import wait_until
 from visualizer.sources.download import HOST, CsvDownloads, export_command
@@ -134,13 +135,7 @@ def test_the_export_command_the_pane_shows_runs_as_written(tmp_path):
 
 
 def _get(downloads: CsvDownloads, run: str, headers: dict) -> tuple[int, str]:
-    conn = http.client.HTTPConnection(HOST, downloads.port, timeout=10)
-    try:
-        conn.request("GET", urlsplit(downloads.url(run)).path, headers=headers)
-        answer = conn.getresponse()
-        return answer.status, answer.read().decode()
-    finally:
-        conn.close()
+    return http_get(downloads.url(run), headers)[:2]
 
 
 def test_only_the_machines_own_pages_read_a_run(tmp_path, caplog):
@@ -172,3 +167,29 @@ def test_an_unknown_run_is_a_404_that_echoes_nothing_asked():
         own = {"Host": f"127.0.0.1:{downloads.port}"}
         status, body = _get(downloads, "<script>alert(1)</script>", own)
     assert status == 404 and body == "no such run is followed here\n"
+
+
+def test_a_table_link_has_its_run_read_then_sends_the_browser_to_its_page(
+    tmp_path, visdom_server, reader, run_name
+):
+    names = write_runs(tmp_path / run_name, 3)
+    with (
+        CsvDownloads() as downloads,
+        following(tmp_path / run_name, visdom_server.endpoint, env=run_name, compare=1,
+                  downloads=downloads) as follower,
+    ):  # fmt: skip
+        own = {"Host": f"127.0.0.1:{downloads.port}"}
+        wait_until(lambda: len(follower.known) == 3 and len(follower.feeds) == 1)
+        unfollowed = sorted(set(names) - set(follower.feeds))
+        refused, opened = unfollowed
+        status, body, _ = http_get(downloads.open_url("<script>alert(1)</script>"), own)
+        assert (status, body) == (404, "no such run is followed here\n")
+        status, body, _ = http_get(downloads.open_url(refused), {"Host": "evil.example"})
+        assert (status, body.count("\n")) == (403, 1), body
+        status, body, location = http_get(downloads.open_url(opened), own)
+        env = follower.env_of(opened)
+        assert (status, location) == (303, visdom_server.endpoint.env_url(env)), body
+        assert opened in follower.feeds
+        assert reader.windows(env), "the run is drawn before the browser is sent there"
+        # Opened after the refused one: had that been asked for, it would be followed now too.
+        assert refused not in follower.feeds

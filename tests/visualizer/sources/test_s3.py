@@ -25,17 +25,20 @@ class RequestLog:
 
     def __init__(self, client) -> None:
         self.requests: list[tuple[str, dict]] = []
+        self.urls: list[str] = []  # of the same requests, in the same order
         client.meta.events.register("before-send.s3", self._record)
 
     def _record(self, request, event_name: str, **_) -> None:
         headers = {k: v.decode() if isinstance(v, bytes) else v for k, v in request.headers.items()}
         self.requests.append((event_name.rsplit(".", 1)[-1], headers))
+        self.urls.append(request.url)
 
     def counts(self) -> Counter:
         return Counter(op for op, _ in self.requests)
 
     def clear(self) -> None:
         self.requests.clear()
+        self.urls.clear()
 
 
 class CountingSource(S3Source):

@@ -1,0 +1,94 @@
+"""Headless Chromium on the runs table of a 250-run sweep (visdom's main env): filtered, sorted
+and paged from its pane as a person would, and a run's link leading to its drawn page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.fixtures.many_runs import write_runs
+from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, choose, plot_of, type_into
+from tests.fixtures.visdom_reading import following
+from visualizer.panes.runs_table import INDEX_ENV
+from visualizer.sources.download import CsvDownloads
+
+RUNS = 250
+
+# The cells of each row of the table in the pane titled arguments[0] (the header first).
+ROWS_JS = """
+const item = Array.from(document.querySelectorAll('.react-grid-item'))
+  .find(i => (i.querySelector('.bar') || {innerText: ''}).innerText.includes(arguments[0]));
+if (!item) return null;
+return {text: item.innerText, rows: Array.from(item.querySelectorAll('tr'))
+  .map(tr => Array.from(tr.children).map(td => td.innerText.trim()))};
+"""
+
+
+def _shot(driver: Any, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    assert driver.save_screenshot(str(ARTIFACTS / f"runs_table_{name}.png"))
+
+
+def test_the_runs_pane_filters_sorts_and_pages_and_a_link_opens_the_run(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    root = tmp_path / run_name
+    write_runs(root, RUNS, varied=True)
+    driver, wait = chromium_driver, WebDriverWait(chromium_driver, BROWSER_WAIT_S)
+    table, pane = f"runs: {root}", f"filter, sort, page: {root}"
+
+    def shown(*needles: str) -> dict:
+        """The table once its text holds every one of ``needles``."""
+        try:
+            return wait.until(
+                lambda d: (
+                    (t := d.execute_script(ROWS_JS, table))
+                    and all(n in t["text"] for n in needles)
+                    and t
+                )
+            )
+        except TimeoutException:
+            page = driver.execute_script(ROWS_JS, table)
+            raise AssertionError(f"{needles} not in {page and page['text'][:600]!r}") from None
+
+    def names(page: dict) -> list[str]:
+        return [row[0] for row in page["rows"][1:]]
+
+    with (
+        CsvDownloads() as downloads,
+        following(root, visdom_server.endpoint, env=run_name, downloads=downloads),
+    ):
+        driver.get(f"{visdom_server.url}/env/{INDEX_ENV}")
+        page = shown(f"{RUNS} runs", "page 1 of 3")
+        assert len(page["rows"]) == 101 and page["rows"][0][:3] == ["run", "state", "step"]
+        assert {"batch", "lr"} <= set(page["rows"][0]), "the options that differ get columns"
+        _shot(driver, "first_page")
+
+        type_into(driver, "filter (name)", "run-01", pane)
+        page = shown("100 match the filter")
+        assert len(names(page)) == 100 and all(n.startswith("run-01") for n in names(page))
+        choose(driver, "state", "failed", pane)
+        page = shown("25 match the filter")
+        assert {row[1] for row in page["rows"][1:]} == {"failed"}
+        choose(driver, "sort by", "run", pane)
+        choose(driver, "order", "ascending", pane)
+        page = wait.until(lambda d: (t := shown("25 match")) and names(t)[0] == "run-0101" and t)
+        assert names(page) == sorted(names(page)) and len(names(page)) == 25
+        _shot(driver, "filtered")
+
+        type_into(driver, "filter (name)", "", pane)
+        choose(driver, "state", "any state", pane)
+        page = shown(f"{RUNS} runs", "page 1 of 3")
+        type_into(driver, "page", "2", pane)
+        page = shown("page 2 of 3")
+        assert names(page) == [f"run-{i:04d}" for i in range(100, 200)]
+        _shot(driver, "page_2")
+
+        driver.find_element(By.LINK_TEXT, "run-0150").click()
+        wait.until(lambda d: d.current_url.endswith(f"/env/{run_name}_run-0150"))
+        plot = wait.until(lambda d: (p := plot_of(d, "train losses")) and p["drawn"] and p)
+        assert plot["points"][0] == 20 and plot["x_last"][0] == 19
+        _shot(driver, "run_page")
