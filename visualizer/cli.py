@@ -170,6 +170,7 @@ def _run(follower: Follower, args: argparse.Namespace) -> int:
     drawn (see :func:`main`).
     """
     endpoint = follower.client.endpoint
+    follower.prefetch()  # 10,000 runs are listed and read while visdom starts
     try:
         server = _ensure_visdom(endpoint, start=not args.no_start_server, once=args.once)
     except VisdomServerError as err:

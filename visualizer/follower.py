@@ -245,6 +245,10 @@ class Follower:
         self._wake.set()
         return drawn
 
+    def prefetch(self) -> None:
+        """Start finding and reading the runs now, in the background (while visdom starts)."""
+        self.catalog.prefetch()
+
     def env_of(self, name: str) -> str:
         """The visdom env run ``name`` is drawn in."""
         return env_name(name, self.env_prefix, self.runs.multi)

@@ -23,7 +23,7 @@ from snapshot_store.reader import StoreReader
 from visualizer.model.rundata import RunData
 from visualizer.model.summary import RunSummary, higher_is_better
 from visualizer.panes.compare import Selection
-from visualizer.panes.runs_table import RunsTableState
+from visualizer.panes.run_rows import RunsTableState
 from visualizer.panes.screen import Screen
 from visualizer.sources.catalog import Catalog, Entry
 
@@ -185,7 +185,8 @@ class RunSet:
         reading = not self.catalog.complete and now - self._table_at < READING_TABLE_S
         if table is None or (table.version != self.catalog.version and not reading):
             summaries = [e.summary for e in self.known.values() if e.summary is not None]
-            table = RunsTableState(summaries, read, total, self.catalog.version)
+            compared = frozenset(self.screen.compared or ())
+            table = RunsTableState(summaries, read, total, self.catalog.version, compared)
             self._table, self._table_at = table, now
         return replace(table, read=read, total=total)
 

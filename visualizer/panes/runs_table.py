@@ -13,99 +13,37 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import time
-from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from visualizer import markup
 from visualizer.layout import safe_id
 from visualizer.markup import Html
-from visualizer.model.status import format_duration
-from visualizer.model.summary import RunSummary, SeriesStats, higher_is_better
+from visualizer.model.summary import RunSummary
 from visualizer.server.client import VisdomClient
+
+from .run_rows import (
+    COMPARED,
+    SORTS,
+    STATES,
+    RunsTableState,
+    TableView,
+    cells,
+    select,
+    series_choices,
+    varying_options,
+)
 
 log = logging.getLogger(__name__)
 
 INDEX_ENV = "main"
 PAGE_ROWS = 100
 REFRESH_S = 2.0  # rebuilt at most this often; re-sent only when it changed
-MAX_CONFIG_COLUMNS = 8
-MAX_SERIES_CHOICES = 200
-MAX_CELL_CHARS = 40
-SORTS = ("last update", "run", "state", "step", "started", "duration", "last value", "best value")
-STATES = ("any state", "running", "finished", "failed", "stopped")
 ORDERS = ("descending", "ascending")
 _FILTER_ROW, _STATE_ROW, _SORT_ROW, _ORDER_ROW, _SERIES_ROW, _PAGE_ROW = range(6)
 _CELL = ' style="padding: 1px 12px 1px 0; text-align: left; white-space: nowrap"'
-
-
-@dataclass(frozen=True)
-class RunsTableState:
-    """What the table shows: every run's summary, and how many of the runs found are read."""
-
-    summaries: Sequence[RunSummary]
-    read: int
-    total: int
-    version: int  # changes whenever a summary does
-
-
-@dataclass(frozen=True)
-class TableView:
-    """The page's choices: filter, sort and page."""
-
-    filter: str = ""
-    state: str = STATES[0]
-    sort: str = SORTS[0]
-    descending: bool = True
-    series: str | None = None  # None: the most logged series
-    page: int = 0
-
-
-def _when(stamp: float | None) -> str:
-    if stamp is None:
-        return "-"
-    moment = datetime.fromtimestamp(stamp)
-    today = moment.date() == datetime.now().date()
-    return moment.strftime("%H:%M:%S" if today else "%Y-%m-%d %H:%M")
-
-
-def _number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.6g}"
-
-
-def _cell(value: Any) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= MAX_CELL_CHARS else text[: MAX_CELL_CHARS - 1] + "…"
-
-
-def _matcher(text: str) -> Callable[[str], bool]:
-    """Names matching the page's filter: a regular expression, else plain text (any case)."""
-    try:
-        pattern = re.compile(text, re.IGNORECASE)
-    except re.error:
-        lowered = text.lower()
-        return lambda name: lowered in name.lower()
-    return lambda name: pattern.search(name) is not None
-
-
-def varying_options(summaries: Sequence[RunSummary]) -> list[str]:
-    """The config keys whose values are not the same in every run (at most a few)."""
-    first: dict[str, str] = {}
-    varying: dict[str, None] = {}
-    for summary in summaries:
-        for key, value in summary.config.items():
-            text = repr(value)
-            if first.setdefault(key, text) != text:
-                varying[key] = None
-    for summary in summaries:  # a key some runs lack varies too
-        varying.update((key, None) for key in first if key not in summary.config)
-        if len(varying) >= len(first):
-            break
-    return sorted(varying)[:MAX_CONFIG_COLUMNS]
 
 
 class RunsTable:
@@ -179,78 +117,56 @@ class RunsTable:
         """The series to choose from, and the options that differ, as of ``state``."""
         if self._counted != state.version:
             self._counted = state.version
-            self._series = self._series_choices(state.summaries)
+            self._series = series_choices(state.summaries)
             self._options = varying_options(state.summaries)
 
     def rows(self, state: RunsTableState, now: float) -> list[RunSummary]:
         """The runs the page's filter keeps, in its order (every page)."""
         self._count(state)
-        view, matches = self.view, _matcher(self.view.filter)
-        kept = [
-            s
-            for s in state.summaries
-            if matches(s.name) and (view.state == STATES[0] or s.state == view.state)
-        ]
-        tag = self.series_shown()
-        higher = tag is not None and higher_is_better(tag)
-        key = _sort_key(view.sort, tag, higher, now)
-        by_name = sorted(kept, key=lambda s: s.name)
-        known = [s for s in by_name if key(s) is not None]
-        unknown = [s for s in by_name if key(s) is None]  # last, whatever the order
-        known.sort(key=key, reverse=view.descending)
-        return known + unknown
+        return select(state.summaries, self.view, self.series_shown(), now)
 
     def html(self, state: RunsTableState, now: float) -> Html:
-        """The page of rows the view asks for, with what is read so far and the pager."""
+        """The page of rows the view asks for, under how many runs there are and which."""
         rows = self.rows(state, now)
         pages = max(1, math.ceil(len(rows) / PAGE_ROWS))
         page = min(self.view.page, pages - 1)
-        shown = rows[page * PAGE_ROWS : (page + 1) * PAGE_ROWS]
-        tag = self.series_shown()
+        first = page * PAGE_ROWS
+        shown = rows[first : first + PAGE_ROWS]
+        tag, compared = self.series_shown(), set(state.compared)
         head = ["run", "state", "step", "started", "duration", "last update"]
         head += [f"{tag} (last)", f"{tag} (best)"] if tag else []
         head += self._options
         table = markup.element(
             "table",
             markup.row(head, "th", _CELL),
-            *(markup.row(self._cells(s, tag, now), attrs=_CELL) for s in shown),
+            *(markup.row(self._cells(s, tag, compared, now), attrs=_CELL) for s in shown),
         )
+        return markup.join(self._counts(state, len(rows), first, len(shown), page, pages), table)
+
+    def _counts(
+        self, state: RunsTableState, kept: int, first: int, shown: int, page: int, pages: int
+    ) -> Html:
+        """What the rows are of: '1,000 runs: rows 101-200 (page 2 of 10)', reading, compared."""
         counts = f"{len(state.summaries):,} runs"
+        if kept != len(state.summaries):
+            counts += f", {kept:,} match the filter"
+        counts += f": rows {first + 1:,}-{first + shown:,} (page {page + 1} of {pages})"
         if state.read < state.total:
-            counts = f"reading {state.read:,} of {state.total:,} runs"
-        if len(rows) != len(state.summaries):
-            counts += f"; {len(rows):,} match the filter"
-        pager = f"page {page + 1} of {pages} ({PAGE_ROWS} rows a page: set 'page' in the runs pane)"
-        parts: list[object] = [markup.element("p", counts)]
+            counts += f"; reading {state.read:,} of {state.total:,} runs"
+        lines: list[object] = [markup.element("p", counts)]
         if self.compare_env:
             url = self.client.endpoint.env_url(self.compare_env)
-            parts.append(markup.element("p", "compared: ", markup.link(url, self.compare_env)))
-        return markup.join(*parts, table, markup.element("p", pager))
+            mark = f" ({COMPARED} below)" if state.compared else ""
+            lines.append(
+                markup.element("p", "compared: ", markup.link(url, self.compare_env), mark)
+            )
+        return markup.join(*lines)
 
-    def _cells(self, summary: RunSummary, tag: str | None, now: float) -> list[object]:
-        cells: list[object] = [
-            markup.link(self.link(summary.name), summary.name),
-            summary.state_at(now),
-            "-" if summary.step is None else f"{summary.step:,}",
-            _when(summary.started),
-            "-" if summary.duration is None else format_duration(summary.duration),
-            _when(summary.updated),
-        ]
-        if tag is not None:
-            stats = summary.series.get(tag)
-            best = stats.best(higher_is_better(tag)) if stats is not None else None
-            cells += [_number(stats.last if stats else None), _number(best)]
-        cells += [
-            _cell(summary.config[key]) if key in summary.config else "-" for key in self._options
-        ]
-        return cells
-
-    @staticmethod
-    def _series_choices(summaries: Sequence[RunSummary]) -> tuple[str, ...]:
-        """The series runs logged, the most logged first (a loss before the rest when tied)."""
-        counts = Counter(tag for s in summaries for tag in s.series)
-        ranked = sorted(counts, key=lambda tag: (-counts[tag], "loss" not in tag.lower(), tag))
-        return tuple(ranked[:MAX_SERIES_CHOICES])
+    def _cells(
+        self, summary: RunSummary, tag: str | None, compared: set[str], now: float
+    ) -> list[object]:
+        name = f"{COMPARED} {summary.name}" if summary.name in compared else summary.name
+        return cells(summary, tag, self._options, markup.link(self.link(summary.name), name), now)
 
     # --- the page's runs pane -----------------------------------------------------------
 
@@ -327,24 +243,3 @@ class RunsTable:
         self.client.post("events", message)
         self._controls = drawn
         return True
-
-
-def _value(stats: SeriesStats | None, higher: bool, last: bool) -> float | None:
-    """A series' last or best value to sort by; None (listed last) when absent or NaN."""
-    value = None if stats is None else stats.last if last else stats.best(higher)
-    return None if value is None or math.isnan(value) else value
-
-
-def _sort_key(sort: str, tag: str | None, higher: bool, now: float) -> Callable[[RunSummary], Any]:
-    """The value a column sorts by (None: no value, listed last)."""
-    if sort in ("last value", "best value"):
-        last = sort == "last value"
-        return lambda s: _value(s.series.get(tag) if tag else None, higher, last)
-    keys: dict[str, Callable[[RunSummary], Any]] = {
-        "run": lambda s: s.name.lower(),
-        "state": lambda s: s.state_at(now),
-        "step": lambda s: s.step,
-        "started": lambda s: s.started,
-        "duration": lambda s: s.duration,
-    }
-    return keys.get(sort, lambda s: s.updated)

@@ -24,7 +24,8 @@ from .compare import CompareDisplay, Selection
 from .display import RunDisplay
 from .pane import Pane
 from .plotwindow import MIN_REDRAW_INTERVAL
-from .runs_table import INDEX_ENV, RunsTable, RunsTableState
+from .run_rows import RunsTableState
+from .runs_table import INDEX_ENV, RunsTable
 from .view import ViewSettings
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ import logging
 import queue
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -149,6 +149,7 @@ class Catalog:
         self._live: set[str] = set()  # keys of the runs whose summary says they run
         self._touched: set[str] = set()  # keys a file event named since the last recheck
         self._next_sweep = time.monotonic() + ENDED_RECHECK_S
+        self._first: Future[int] | None = None  # the first scan, started early
         self._closed = False
 
     # --- what the follower asks ---------------------------------------------------------
@@ -172,8 +173,18 @@ class Catalog:
         """The named runs, in the order found."""
         return [entry.spec for entry in self.entries.values() if entry.spec is not None]
 
+    def prefetch(self) -> None:
+        """Start the first :meth:`scan` on a pool thread (while visdom starts, say): the next
+        call of :meth:`scan` takes its result."""
+        if self._first is None and not self.entries:
+            self._first = self._pool.submit(self._scan)
+
     def scan(self) -> int:
         """Look for new stores (S3ReadError when the listing fails); how many are new."""
+        first, self._first = self._first, None
+        return first.result() if first is not None else self._scan()
+
+    def _scan(self) -> int:
         new = [found for found in self.runs.found() if found.key not in self.entries]
         for found in new:  # all counted first: whether runs are few is known when each is read
             self.entries[found.key] = Entry(found)

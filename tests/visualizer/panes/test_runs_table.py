@@ -13,15 +13,8 @@ from tests.fixtures.waiting import wait_until
 from visualizer.follower import Follower
 from visualizer.layout import safe_id
 from visualizer.model.summary import RunSummary, SeriesStats
-from visualizer.panes.runs_table import (
-    INDEX_ENV,
-    PAGE_ROWS,
-    SORTS,
-    STATES,
-    RunsTable,
-    RunsTableState,
-    varying_options,
-)
+from visualizer.panes.run_rows import COMPARED, SORTS, STATES, RunsTableState
+from visualizer.panes.runs_table import INDEX_ENV, PAGE_ROWS, RunsTable
 from visualizer.server.client import VisdomClient
 from visualizer.server.endpoint import VisdomEndpoint
 
@@ -142,10 +135,13 @@ def test_names_and_options_reach_the_page_as_text():
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
 
 
-def test_only_the_options_that_differ_get_columns():
-    summaries = [*_summaries(6), RunSummary("bare")]
-    assert varying_options(summaries) == ["batch", "lr"], "a run without 'batch' differs too"
-    assert varying_options(_summaries(6)) == ["lr"]
+def test_the_compared_runs_are_marked_when_only_some_are():
+    table, summaries = _table(), _summaries(30)
+    table.compare_env = "sweep_compare"
+    html = table.html(RunsTableState(summaries, 30, 30, 1, compared={"run-0003"}), 0.0)
+    assert html.count(COMPARED) == 2, "the legend above, and run-0003's row"
+    assert f"{COMPARED} run-0003" in html
+    assert COMPARED not in table.html(RunsTableState(summaries, 30, 30, 2), 0.0)
 
 
 def test_a_last_update_before_today_shows_its_date():

@@ -1,0 +1,39 @@
+"""The runs table's rows: the options that differ, the filter, the order."""
+
+from __future__ import annotations
+
+from visualizer.model.summary import RunSummary, SeriesStats
+from visualizer.panes.run_rows import TableView, matcher, select, varying_options
+
+
+def _summaries(n: int) -> list[RunSummary]:
+    return [
+        RunSummary(
+            f"run-{i:04d}",
+            updated=float(i) if i % 5 else None,
+            series={"val/acc": SeriesStats(3, 2, 0.1 * i, 0.0, 0.1 * i)},
+            config={"lr": 0.1 * (i % 3), "batch": 8},
+        )
+        for i in range(n)
+    ]
+
+
+def test_only_the_options_that_differ_get_columns():
+    summaries = [*_summaries(6), RunSummary("bare")]
+    assert varying_options(summaries) == ["batch", "lr"], "a run without 'batch' differs too"
+    assert varying_options(_summaries(6)) == ["lr"]
+
+
+def test_a_filter_is_a_regular_expression_else_plain_text():
+    assert matcher("^run-00[12]")("run-0012") and not matcher("^run-00[12]")("run-0032")
+    assert matcher("lr=0.1 (")("sweep lr=0.1 (3)"), "not a regex: searched as text"
+    assert matcher("RUN")("a run"), "any case"
+
+
+def test_runs_without_the_sorted_value_come_last_whatever_the_order():
+    summaries = _summaries(10)
+    for descending in (True, False):
+        rows = select(summaries, TableView(descending=descending), "val/acc", 0.0)
+        assert [s.name for s in rows[-2:]] == ["run-0000", "run-0005"]
+    best = select(summaries, TableView(sort="best value"), "val/acc", 0.0)
+    assert best[0].name == "run-0009", "an accuracy's best is its largest"

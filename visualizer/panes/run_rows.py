@@ -1,0 +1,151 @@
+"""The runs table's rows: which runs the page's filter keeps, in which order, and each
+run's cells, all from its summary. :mod:`.runs_table` draws them and takes the page's choices.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from visualizer import markup
+from visualizer.model.status import format_duration
+from visualizer.model.summary import RunSummary, SeriesStats, higher_is_better
+
+MAX_CONFIG_COLUMNS = 8
+MAX_SERIES_CHOICES = 200
+MAX_CELL_CHARS = 40
+SORTS = ("last update", "run", "state", "step", "started", "duration", "last value", "best value")
+STATES = ("any state", "running", "finished", "failed", "stopped")
+COMPARED = "●"  # marks the runs overlaid on the comparison page
+
+
+@dataclass(frozen=True)
+class RunsTableState:
+    """What the table shows: every run's summary, and how many of the runs found are read."""
+
+    summaries: Sequence[RunSummary]
+    read: int
+    total: int
+    version: int  # changes whenever a summary does
+    compared: Collection[str] = ()  # the runs overlaid, when only some are
+
+
+@dataclass(frozen=True)
+class TableView:
+    """The page's choices: filter, sort and page."""
+
+    filter: str = ""
+    state: str = STATES[0]
+    sort: str = SORTS[0]
+    descending: bool = True
+    series: str | None = None  # None: the most logged series
+    page: int = 0
+
+
+def when(stamp: float | None) -> str:
+    if stamp is None:
+        return "-"
+    moment = datetime.fromtimestamp(stamp)
+    today = moment.date() == datetime.now().date()
+    return moment.strftime("%H:%M:%S" if today else "%Y-%m-%d %H:%M")
+
+
+def number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+def cell(value: Any) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= MAX_CELL_CHARS else text[: MAX_CELL_CHARS - 1] + "…"
+
+
+def matcher(text: str) -> Callable[[str], bool]:
+    """Names matching the page's filter: a regular expression, else plain text (any case)."""
+    try:
+        pattern = re.compile(text, re.IGNORECASE)
+    except re.error:
+        lowered = text.lower()
+        return lambda name: lowered in name.lower()
+    return lambda name: pattern.search(name) is not None
+
+
+def varying_options(summaries: Sequence[RunSummary]) -> list[str]:
+    """The config keys whose values are not the same in every run (at most a few)."""
+    first: dict[str, str] = {}
+    varying: dict[str, None] = {}
+    for summary in summaries:
+        for key, value in summary.config.items():
+            text = repr(value)
+            if first.setdefault(key, text) != text:
+                varying[key] = None
+    for summary in summaries:  # a key some runs lack varies too
+        varying.update((key, None) for key in first if key not in summary.config)
+        if len(varying) >= len(first):
+            break
+    return sorted(varying)[:MAX_CONFIG_COLUMNS]
+
+
+def series_choices(summaries: Sequence[RunSummary]) -> tuple[str, ...]:
+    """The series runs logged, the most logged first (a loss before the rest when tied)."""
+    counts = Counter(tag for s in summaries for tag in s.series)
+    ranked = sorted(counts, key=lambda tag: (-counts[tag], "loss" not in tag.lower(), tag))
+    return tuple(ranked[:MAX_SERIES_CHOICES])
+
+
+def select(
+    summaries: Sequence[RunSummary], view: TableView, tag: str | None, now: float
+) -> list[RunSummary]:
+    """The runs ``view``'s filter keeps, in its order; those without a value to sort by last."""
+    matches = matcher(view.filter)
+    kept = [s for s in summaries if matches(s.name) and view.state in (STATES[0], s.state)]
+    key = _sort_key(view.sort, tag, tag is not None and higher_is_better(tag), now)
+    by_name = sorted(kept, key=lambda s: s.name)
+    known = [s for s in by_name if key(s) is not None]
+    unknown = [s for s in by_name if key(s) is None]
+    known.sort(key=key, reverse=view.descending)
+    return known + unknown
+
+
+def cells(
+    summary: RunSummary, tag: str | None, options: list[str], link: markup.Html, now: float
+) -> list[object]:
+    """One run's row: its link, state, step, times, the series' last and best, its options."""
+    row: list[object] = [
+        link,
+        summary.state_at(now),
+        "-" if summary.step is None else f"{summary.step:,}",
+        when(summary.started),
+        "-" if summary.duration is None else format_duration(summary.duration),
+        when(summary.updated),
+    ]
+    if tag is not None:
+        stats = summary.series.get(tag)
+        best = stats.best(higher_is_better(tag)) if stats is not None else None
+        row += [number(stats.last if stats else None), number(best)]
+    return row + [cell(summary.config[key]) if key in summary.config else "-" for key in options]
+
+
+def _value(stats: SeriesStats | None, higher: bool, last: bool) -> float | None:
+    """A series' last or best value to sort by; None (listed last) when absent or NaN."""
+    value = None if stats is None else stats.last if last else stats.best(higher)
+    return None if value is None or math.isnan(value) else value
+
+
+def _sort_key(sort: str, tag: str | None, higher: bool, now: float) -> Callable[[RunSummary], Any]:
+    """The value a column sorts by (None: no value, listed last)."""
+    if sort in ("last value", "best value"):
+        last = sort == "last value"
+        return lambda s: _value(s.series.get(tag) if tag else None, higher, last)
+    keys: dict[str, Callable[[RunSummary], Any]] = {
+        "run": lambda s: s.name.lower(),
+        "state": lambda s: s.state_at(now),
+        "step": lambda s: s.step,
+        "started": lambda s: s.started,
+        "duration": lambda s: s.duration,
+    }
+    return keys.get(sort, lambda s: s.updated)
