@@ -125,6 +125,7 @@ class Follower:
         self._watch = FileEvents(
             self.runs, self._wake, poll_interval, enabled=use_watchdog, on_path=self.catalog.touched
         )
+        self._watching = False  # file events arrive (their watches are set up)
         self._last_wait_log = -WAIT_LOG_INTERVAL
         self._next_discovery = 0.0
         self._last_discovery = -math.inf
@@ -194,6 +195,10 @@ class Follower:
         try:
             while not self._stop.is_set():
                 self._watch.start()
+                if self._watch.active and not self._watching:  # set up in the background
+                    self._watching = True
+                    for feed in self.feeds.values():  # now read rarely while quiet
+                        feed.schedule = self._schedule(feed.spec.remote)
                 now = time.time()
                 woken = self._wake.is_set()
                 self._wake.clear()

@@ -64,6 +64,7 @@ class RunsTable:
         self._series: tuple[str, ...] = ()
         self._options: list[str] = []
         self._counted = -1  # the state version the series and options were counted at
+        self._live, self._live_at = False, -1  # whether a run runs, at that state version
 
     @property
     def pending(self) -> bool:
@@ -84,8 +85,10 @@ class RunsTable:
         built = (state.version, self.view, self.compare_env)
         if not force and now - self._built_at < REFRESH_S and self._html is not None:
             return sent  # 10,000 rows are filtered and sorted at most this often
-        live = any(s.state == "running" for s in state.summaries)  # may fall silent
-        if not force and built == self._built and not live:
+        if self._live_at != state.version:  # a running run's row may fall silent
+            self._live_at = state.version
+            self._live = any(s.state == "running" for s in state.summaries)
+        if not force and built == self._built and not self._live:
             return sent
         self._built, self._built_at = built, now
         self._count(state)

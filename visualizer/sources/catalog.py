@@ -33,7 +33,7 @@ from .s3 import S3ReadError
 
 log = logging.getLogger(__name__)
 
-LOCAL_WORKERS = 4  # files on one disk: a few readers keep it busy
+LOCAL_WORKERS = 2  # decoding is Python: more threads only fight the loop for the GIL
 S3_WORKERS = 16  # requests in flight to a bucket on the first read
 ENDED_RECHECK_S = 60.0  # a local run that ended, without file events: a stat a minute
 S3_CHANGES_S = 300.0  # an S3 prefix listed whole this often: a resumed run shows then

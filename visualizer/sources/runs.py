@@ -72,6 +72,7 @@ class _RunNames:
 
     def __init__(self) -> None:
         self._specs: dict[str, RunSpec] = {}
+        self._taken: set[str] = set()  # the names given
         self._found: dict[str, Found] = {}  # every store found, by key: never looked at again
 
     def found(self) -> list[Found]:
@@ -94,11 +95,11 @@ class _RunNames:
         """
         spec = self._specs.get(found.key)
         if spec is None:
-            taken = {s.name for s in self._specs.values()}
             numbered = (f"{found.folder}-{i}" for i in itertools.count(2))
             candidates = itertools.chain((stored, found.folder), numbered)
-            name = next(c for c in candidates if c and c not in taken)
+            name = next(c for c in candidates if c and c not in self._taken)
             spec = self._specs[found.key] = RunSpec(name, found.source, found.remote)
+            self._taken.add(name)
         return spec
 
     def _known(self, key: str, make: Callable[[], Found]) -> Found:

@@ -33,6 +33,8 @@ class FileEvents:
         self.poll_interval = poll_interval
         self.enabled = enabled and isinstance(runs, LocalRuns)
         self._observer: Any = None
+        self._starting = False
+        self._stopped = False
 
     @property
     def active(self) -> bool:
@@ -40,11 +42,20 @@ class FileEvents:
         return self._observer is not None
 
     def start(self) -> None:
-        """Watch the root if it exists and is not watched yet (called every loop: cheap)."""
-        if not self.enabled or self._observer is not None or not isinstance(self.runs, LocalRuns):
+        """Watch the root, once it exists, from a thread of its own (called every loop: cheap).
+
+        Setting up watches walks the whole tree, seconds for 10,000 runs: the loop
+        polls meanwhile, and is not held up.
+        """
+        if not self.enabled or self._starting or not isinstance(self.runs, LocalRuns):
             return
         if not self.runs.root.is_dir():
             return  # polled until it appears; then watched
+        self._starting = True
+        threading.Thread(target=self._watch, name="file-events-start", daemon=True).start()
+
+    def _watch(self) -> None:
+        assert isinstance(self.runs, LocalRuns)
         try:
             from watchdog.events import (
                 DirCreatedEvent,
@@ -64,22 +75,21 @@ class FileEvents:
 
         class _Wake(FileSystemEventHandler):
             def on_any_event(self, event: Any) -> None:
-                if event.event_type != "opened" and event.event_type != "closed_no_write":
-                    if on_path is not None:
-                        on_path(str(getattr(event, "dest_path", "") or event.src_path))
-                    wake.set()
+                if on_path is not None:
+                    on_path(str(getattr(event, "dest_path", "") or event.src_path))
+                wake.set()
 
         observer = Observer()
+        # Writes only: a reader's own opens and closes (10,000 runs read at the start)
+        # would flood the kernel's event queue, and each overflow re-walks the tree.
+        written = [
+            DirCreatedEvent,
+            DirMovedEvent,
+            FileCreatedEvent,
+            FileModifiedEvent,
+            FileMovedEvent,
+        ]
         try:
-            # Writes only: a reader's own opens and closes (10,000 runs read at the start)
-            # would flood the kernel's event queue, and each overflow re-walks the tree.
-            written = [
-                DirCreatedEvent,
-                DirMovedEvent,
-                FileCreatedEvent,
-                FileModifiedEvent,
-                FileMovedEvent,
-            ]
             observer.schedule(_Wake(), str(self.runs.root), recursive=True, event_filter=written)
             observer.start()
         except OSError as err:  # inotify watch limit, or a filesystem without events
@@ -92,10 +102,13 @@ class FileEvents:
             self.enabled = False
             return
         self._observer = observer
+        if self._stopped:  # stopped while the watches were set up
+            self.stop()
 
     def stop(self) -> None:
         """Stop watching (idempotent), in the background: taking down the watches of 10,000
         runs' folders takes seconds, which a stop on SIGTERM does not wait for."""
+        self._stopped = True
         observer, self._observer = self._observer, None
         if observer is not None:
             threading.Thread(
