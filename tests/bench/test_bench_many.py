@@ -76,4 +76,5 @@ def test_measures_run_end_to_end_on_five_runs(tmp_path):
     tb = measure_tensorboard(tmp_path / "tb", 5, tmp_path / "tb-work", points=100, pace=QUICK)
     assert None not in (tb["runs_s"], tb["first_s"], tb["last_s"], tb["cpu"]), tb
     rows = scale_rows(5, ours, tb, QUICK)
-    assert [row["ratio"] != "" for row in rows] == [True] * 4
+    assert all(rows[i]["ratio"] for i in (0, 1, 3))  # TensorBoard's CPU over 1 s may read 0
+    assert rows[2]["ours"].endswith("% of a core")
