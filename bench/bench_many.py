@@ -109,9 +109,10 @@ def _exit_row(runs: int, ours: dict, tb: dict | None, pace: Pace) -> dict:
     cap = f"> {pace.exit_cap:.0f} s (killed)"
     text = seconds(ours["exit_s"], cap)
     if ours["left"]:
-        text += f"; {len(ours['left'])} child process(es) left running, killed"
+        text += f"; {len(ours['left'])} child process(es) still running 2 s after it, killed"
+    when = "" if ours["url_s"] is not None else " (sent at the start's cap, still starting)"
     return {
-        "benchmark": f"{runs:,} local runs: SIGTERM -> exit",
+        "benchmark": f"{runs:,} local runs: SIGTERM -> exit{when}",
         "ours": text,
         "reference": "" if tb is None else f"TensorBoard {seconds(tb['exit_s'], cap)}",
         "ratio": ratio(ours["exit_s"], tb and tb["exit_s"]),
