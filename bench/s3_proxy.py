@@ -68,6 +68,9 @@ class CountingProxy:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as boto3 expects
+            # Headers and body go out in two writes: with Nagle's algorithm the body
+            # waited for the client's delayed ACK, 40 ms a request (7 ms direct).
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: object) -> None:
                 pass  # thousands of lines of nothing new
@@ -77,6 +80,8 @@ class CountingProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
+                # A new connection a request: keeping one per client connection measured
+                # no faster; through it a request took 7-8 ms on loopback, 5-8 ms direct.
                 upstream = http.client.HTTPConnection(*proxy.upstream, timeout=60)
                 try:
                     upstream.request(self.command, self.path, body=body, headers=headers)
