@@ -7,6 +7,8 @@
     python -m bench zoom       # a 1M-point run zoomed to 1,000 steps in Chromium, every point drawn
     python -m bench gpu        # logging in a fast CUDA loop ("skipped: no CUDA" without one)
     python -m bench wandb      # wandb.log beside W&B offline
+    python -m bench many       # 1,000 and 10,000 runs: start, memory, idle CPU, exit; TensorBoard beside
+    python -m bench many_s3    # 1,000 runs in S3 (SeaweedFS): requests to start and while idle
 
 These machines are noisy: compare the ratios, not the absolute times.
 Each suite's table is also written into docs/benchmarks.md (bench/doc_tables.py).
@@ -23,7 +25,7 @@ from bench.doc_tables import COLUMNS, PAGE, MarkerError, check_markers, write_ta
 
 SUITES = (
     "store", "loop", "memory", "transfer", "trainer", "visualizer", "viewer", "zoom",
-    "integrations", "wandb", "gpu",
+    "integrations", "wandb", "gpu", "many", "many_s3",
 )  # fmt: skip
 
 

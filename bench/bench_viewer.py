@@ -21,8 +21,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-import psutil
-
+from bench.process_tree import cpu_share
 from bench.replay import (
     REPLAY_CHILD,
     TENSORBOARD_CHILD,
@@ -164,19 +163,6 @@ def _write_runs(root: Path) -> None:
                     rec.log({"loss": 1.0 / (step + 1) + g}, step=step, group=f"g{g}")
 
 
-def _cpu_share(pid: int, seconds: float) -> float:
-    """CPU time of ``pid`` and its children over ``seconds``, as a share of one core."""
-    proc = psutil.Process(pid)
-
-    def used() -> float:
-        tree = [proc, *proc.children(recursive=True)]
-        return sum(sum(p.cpu_times()[:2]) for p in tree)
-
-    before = used()
-    time.sleep(seconds)
-    return (used() - before) / seconds
-
-
 def _all_drawn(endpoint: VisdomEndpoint) -> bool:
     client, win = VisdomClient(endpoint), window_for_group(f"g{IDLE_GROUPS - 1}").win
     for r in range(IDLE_RUNS):
@@ -197,7 +183,7 @@ def _idle(root: Path, endpoint: VisdomEndpoint, driver: Any) -> dict:
     try:
         _until(lambda: _all_drawn(endpoint), "the replay of 100 runs", interval=1.0)
         time.sleep(5.0)  # the last redraws and the index page settle
-        cpu = _cpu_share(proc.pid, IDLE_SECONDS)
+        cpu = cpu_share(proc.pid, IDLE_SECONDS)
         switches = _switches(endpoint, driver, range(0, IDLE_RUNS, IDLE_RUNS // SWITCHES))
     finally:
         _stop(proc)
@@ -244,7 +230,7 @@ def _tensorboard_idle(root: Path) -> float:
 
         _until(loaded, "TensorBoard's first load", interval=1.0)
         time.sleep(5.0)
-        return _cpu_share(proc.pid, IDLE_SECONDS)
+        return cpu_share(proc.pid, IDLE_SECONDS)
     finally:
         _stop(proc)
 

@@ -1,0 +1,167 @@
+"""Many runs: the visualizer following 1,000 and 10,000 finished local runs, beside
+``tensorboard --logdir`` on the same 1,000 runs, measured in the same run.
+
+    python -m bench many                    # 1,000 and 10,000 runs: about 10-15 minutes
+    BENCH_MANY_RUNS=200 python -m bench many   # one quick scale (or a list: 1000,10000)
+
+Each scale is written fresh by :mod:`bench.many_runs` (3 series x 1,000 points a
+run, the store's own writer), then the visualizer's command line starts on it with
+its own visdom, as a user starts it, and :mod:`bench.many_measure` takes start -> URL,
+memory and idle CPU of the whole process tree, and SIGTERM -> exit. The issue's
+targets are for 10,000 runs; smaller scales show their trend. S3 has its own suite,
+``python -m bench many_s3`` (bench/bench_many_s3.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from bench.many_measure import PACE, Pace, measure_tensorboard, measure_visualizer
+from bench.many_runs import timed, write_runs, write_tensorboard_runs
+from bench.process_tree import MB
+
+SCALES = (1_000, 10_000)
+TARGET_RUNS = 10_000  # the scale the issue's targets are set for
+TB_RUNS = 1_000  # TensorBoard's share: 10,000 runs of event files would take it many minutes
+log = logging.getLogger(__name__)
+
+
+def scales() -> tuple[int, ...]:
+    """Run counts to measure: ``$BENCH_MANY_RUNS`` (``200`` or ``1000,10000``), else SCALES."""
+    text = os.environ.get("BENCH_MANY_RUNS", "").strip()
+    return tuple(int(part) for part in text.split(",")) if text else SCALES
+
+
+def seconds(value: float | None, why: str = "") -> str:
+    """``1.23 s``, or why there is no figure (``> 240 s``)."""
+    return f"{value:.2f} s" if value is not None else why or "not measured"
+
+
+def ratio(ours: float | None, reference: float | None, unit: str = "") -> str:
+    """``ours / reference`` as "Nx TensorBoard's", or "" when either is missing."""
+    if ours is None or reference is None or reference <= 0:
+        return ""
+    return f"{ours / reference:.1f}x TensorBoard's{unit}"
+
+
+def _target(runs: int, text: str, met: bool) -> dict:
+    """The target cells, filled only at the scale the issue sets them for."""
+    return {"target": text, "met": met} if runs >= TARGET_RUNS else {}
+
+
+def _start_row(runs: int, ours: dict, tb: dict | None) -> dict:
+    reference = ""
+    if tb is not None:
+        reference = (
+            f"TensorBoard, same runs: runs list complete {seconds(tb['runs_s'], '> cap')}, "
+            f"first run's scalars {seconds(tb['first_s'], '> cap')}, "
+            f"last run's {seconds(tb['last_s'], '> cap')}"
+        )
+    url_s = ours["url_s"]
+    return {
+        "benchmark": f"{runs:,} local runs (3 series x 1,000 points): start -> `visdom:` URL printed",
+        "ours": seconds(url_s, ours["why"]),
+        "reference": reference,
+        "ratio": ratio(url_s, tb and tb["runs_s"], " runs list"),
+        **_target(runs, "<= 3 s", url_s is not None and url_s <= 3.0),
+    }
+
+
+def _memory_row(runs: int, ours: dict, tb: dict | None) -> dict:
+    idle = "not reached" if ours["rss_idle"] is None else f"{ours['rss_idle'] / MB:,.0f} MB"
+    at = "at the URL" if ours["url_s"] is not None else "at the cap"
+    reference = ""
+    if tb is not None:
+        served = tb["rss_idle"] or tb["rss_loaded"]
+        reference = f"TensorBoard {served / MB:,.0f} MB served, peak {tb['peak'] / MB:,.0f} MB"
+    return {
+        "benchmark": f"{runs:,} local runs: RSS of the visualizer + its visdom (process tree)",
+        "ours": f"{ours['rss_url'] / MB:,.0f} MB {at}, {idle} after 30 s idle, "
+        f"peak {ours['peak'] / MB:,.0f} MB",
+        "reference": reference,
+        "ratio": ratio(ours["peak"], tb and tb["peak"], " peak"),
+        **_target(runs, "<= 500 MB", ours["peak"] <= 500 * MB),
+    }
+
+
+def _cpu_row(runs: int, ours: dict, tb: dict | None, pace: Pace) -> dict:
+    cpu = ours["cpu"]
+    tb_cpu = tb and tb["cpu"]
+    return {
+        "benchmark": f"{runs:,} local runs idle: CPU over {pace.cpu:.0f} s, "
+        f"{pace.settle:.0f} s after the start (every process and thread)",
+        "ours": "not started" if cpu is None else f"{cpu * 100:.1f}% of a core",
+        "reference": "" if tb is None else f"TensorBoard {cpu_text(tb_cpu)}",
+        "ratio": ratio(cpu, tb_cpu),
+        **_target(runs, "<= 2% of a core", cpu is not None and cpu <= 0.02),
+    }
+
+
+def cpu_text(share: float | None) -> str:
+    return "not loaded" if share is None else f"{share * 100:.1f}% of a core"
+
+
+def _exit_row(runs: int, ours: dict, tb: dict | None, pace: Pace) -> dict:
+    cap = f"> {pace.exit_cap:.0f} s (killed)"
+    text = seconds(ours["exit_s"], cap)
+    if ours["left"]:
+        text += f"; {len(ours['left'])} child process(es) still running 2 s after it, killed"
+    when = "" if ours["url_s"] is not None else " (sent at the start's cap, still starting)"
+    return {
+        "benchmark": f"{runs:,} local runs: SIGTERM -> exit{when}",
+        "ours": text,
+        "reference": "" if tb is None else f"TensorBoard {seconds(tb['exit_s'], cap)}",
+        "ratio": ratio(ours["exit_s"], tb and tb["exit_s"]),
+        **_target(runs, "<= 2 s", ours["exit_s"] is not None and ours["exit_s"] <= 2.0),
+    }
+
+
+def _generator_row(runs: int, took: float, tb_runs: int, tb_took: float) -> dict:
+    return {
+        "benchmark": f"generator (bench/many_runs.py, 2 processes): {runs:,} runs written",
+        "ours": f"{took:.1f} s ({took / runs * 1000:.1f} s per 1,000 runs)",
+        "reference": f"TensorBoard event files, {tb_runs:,} runs: {tb_took:.1f} s",
+        "ratio": "",
+    }
+
+
+def scale_rows(runs: int, ours: dict, tb: dict | None, pace: Pace = PACE) -> list[dict]:
+    """The rows of one scale; ``tb`` is TensorBoard on the same runs, if it was measured."""
+    return [
+        _start_row(runs, ours, tb),
+        _memory_row(runs, ours, tb),
+        _cpu_row(runs, ours, tb, pace),
+        _exit_row(runs, ours, tb, pace),
+    ]
+
+
+def run(pace: Pace = PACE) -> list[dict]:
+    """Rows for each scale: ours (TensorBoard beside it at its scale), then the generator's speed."""
+    counts = scales()
+    tb_runs = min(max(counts), TB_RUNS)
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="bench-many-") as tmp:
+        root = Path(tmp)
+        tb_took = timed(write_tensorboard_runs, root / "tb", tb_runs)
+        tb = measure_tensorboard(root / "tb", tb_runs, root / "tb-work", pace=pace)
+        shutil.rmtree(root / "tb")
+        generated = []
+        for runs in counts:
+            store = root / f"runs-{runs}"
+            generated.append((runs, timed(write_runs, store, runs)))
+            ours = measure_visualizer(str(store), root / f"work-{runs}", pace)
+            rows += scale_rows(runs, ours, tb if runs == tb_runs else None, pace)
+            shutil.rmtree(store)  # 10,000 runs hold about 1 GB
+        rows += [_generator_row(runs, took, tb_runs, tb_took) for runs, took in generated]
+    return rows
+
+
+if __name__ == "__main__":
+    from bench.__main__ import print_table
+
+    logging.basicConfig(level=logging.WARNING)
+    print_table(run())

@@ -1,0 +1,171 @@
+"""Measures of a viewer over many runs, as a user feels them: the visualizer's own command
+line (with its own visdom) and ``tensorboard --logdir``, each a subprocess whose whole
+process tree is measured (:mod:`bench.process_tree`). Every wait has a cap, so a hang is
+reported as "> cap", never waited on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.many_runs import run_name, run_spec
+from bench.process_tree import PeakRss, cpu_share, terminate_tree, tree_rss
+from tests.fixtures.net import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+URL_PREFIX = "visdom: "
+TB_POINTS = 1000  # TensorBoard serves at most this many points of a scalar series by default
+
+
+@dataclass(frozen=True)
+class Pace:
+    """How long each phase waits; tests shorten them."""
+
+    start_cap: float = 240.0  # start -> URL (or TensorBoard's data served)
+    settle: float = 5.0  # after the start, before idle is measured
+    cpu: float = 20.0  # idle CPU measured over this
+    memory_idle: float = 30.0  # memory measured again this long after the start
+    exit_cap: float = 30.0  # SIGTERM -> exit
+    s3_idle: float = 60.0  # S3 requests counted over this
+
+
+PACE = Pace()
+
+
+def visualizer(source: str, work: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """``python run_visualizer_local.py --pickle-dir SOURCE --port FREE``, starting its own visdom.
+
+    ``env`` replaces this process's environment; the alert state goes to ``work`` (a
+    user's would be left with 10,000 runs' worth).
+    """
+    command = [sys.executable, "run_visualizer_local.py", "--pickle-dir", source]
+    command += ["--port", str(free_port())]
+    env = {**(os.environ if env is None else env), "XDG_STATE_HOME": str(work / "state")}
+    with (work / "visualizer.log").open("ab") as err:
+        return subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err, text=True
+        )
+
+
+def _stdout_lines(proc: subprocess.Popen) -> queue.Queue[str | None]:
+    """Every line ``proc`` prints, drained on a thread (so a full pipe never blocks it); None at EOF."""
+    lines: queue.Queue[str | None] = queue.Queue()
+    stdout = proc.stdout
+    assert stdout is not None
+
+    def drain() -> None:
+        for line in stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=drain, daemon=True).start()
+    return lines
+
+
+def wait_url(proc: subprocess.Popen, began: float, cap: float) -> tuple[float | None, str]:
+    """Seconds from ``began`` to the ``visdom: <url>`` line (None past ``cap``), and why not."""
+    lines = _stdout_lines(proc)
+    while (left := began + cap - time.perf_counter()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            break
+        if line is None:
+            return None, f"exited ({proc.wait()}) before printing its URL"
+        if line.startswith(URL_PREFIX):
+            return time.perf_counter() - began, ""
+    return None, f"> {cap:.0f} s"
+
+
+def _sleep_until(moment: float) -> None:
+    time.sleep(max(0.0, moment - time.perf_counter()))
+
+
+def measure_visualizer(source: str, work: Path, pace: Pace = PACE) -> dict[str, Any]:
+    """Start -> URL, memory at the URL and after ``pace.memory_idle`` s, idle CPU, SIGTERM -> exit."""
+    work.mkdir(parents=True, exist_ok=True)
+    began = time.perf_counter()
+    proc = visualizer(source, work)
+    out: dict[str, Any] = {"cpu": None, "rss_idle": None}
+    try:
+        with PeakRss(proc.pid) as peak:
+            out["url_s"], out["why"] = wait_url(proc, began, pace.start_cap)
+            out["rss_url"] = tree_rss(proc.pid)  # at the cap when there is no URL
+            if out["url_s"] is not None:
+                started = time.perf_counter()
+                time.sleep(pace.settle)
+                out["cpu"] = cpu_share(proc.pid, pace.cpu)
+                _sleep_until(started + pace.memory_idle)
+                out["rss_idle"] = tree_rss(proc.pid)
+    finally:
+        out["exit_s"], out["left"] = terminate_tree(proc, pace.exit_cap)
+    out["peak"] = peak.peak
+    return out
+
+
+def _json(url: str) -> Any:
+    """The JSON at ``url``, or None while the server does not answer it."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return json.loads(answer.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _until(done: Callable[[], bool], began: float, cap: float) -> float | None:
+    """Seconds from ``began`` until ``done()``, polled every 0.2 s; None past ``cap``."""
+    while not done():
+        if time.perf_counter() - began > cap:
+            return None
+        time.sleep(0.2)
+    return time.perf_counter() - began
+
+
+def _scalars_served(base: str, index: int, points: int) -> Callable[[], bool]:
+    """Whether TensorBoard serves run ``index``'s train/loss whole (up to its sampling)."""
+    query = urllib.parse.urlencode({"run": run_name(index), "tag": "train/loss"})
+    want = min(run_spec(index, points=points).steps, TB_POINTS)
+    return lambda: len(_json(f"{base}/data/plugin/scalars/scalars?{query}") or []) >= want
+
+
+def measure_tensorboard(
+    logdir: Path, runs: int, work: Path, points: int = 1000, pace: Pace = PACE
+) -> dict:
+    """``tensorboard --logdir``: its runs list holding every run, the first and the last run's
+    scalars served, its memory, idle CPU and SIGTERM -> exit."""
+    work.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    command = [str(Path(sys.executable).parent / "tensorboard"), "--logdir", str(logdir)]
+    command += ["--host", "127.0.0.1", "--port", str(port)]
+    began = time.perf_counter()
+    with (work / "tensorboard.log").open("ab") as err:
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
+    base, out = f"http://127.0.0.1:{port}", {"cpu": None, "rss_idle": None}
+    try:
+        with PeakRss(proc.pid) as peak:
+            out["runs_s"] = _until(
+                lambda: len(_json(f"{base}/data/runs") or []) >= runs, began, pace.start_cap
+            )
+            out["first_s"] = _until(_scalars_served(base, 0, points), began, pace.start_cap)
+            out["last_s"] = _until(_scalars_served(base, runs - 1, points), began, pace.start_cap)
+            out["rss_loaded"] = tree_rss(proc.pid)
+            if out["last_s"] is not None:
+                time.sleep(pace.settle)
+                out["cpu"] = cpu_share(proc.pid, pace.cpu)
+                out["rss_idle"] = tree_rss(proc.pid)
+    finally:
+        out["exit_s"], out["left"] = terminate_tree(proc, pace.exit_cap)
+    out["peak"] = peak.peak
+    return out

@@ -1,0 +1,80 @@
+"""The many-runs generator writes real stores that read back as generated; the suite's
+measures run end to end on a few runs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench.bench_many import scale_rows
+from bench.many_measure import Pace, measure_tensorboard, measure_visualizer
+from bench.many_runs import run_spec, series_columns, write_runs, write_tensorboard_runs
+from snapshot_store.reader import read_store
+
+RUNS = 40  # enough for failed and stopped runs among them
+
+
+def test_generated_runs_read_back_as_generated(tmp_path):
+    write_runs(tmp_path, RUNS, series=4, points=200, workers=1)
+    states = set()
+    for index in range(RUNS):
+        spec = run_spec(index, series=4, points=200)
+        history, reader, update = read_store(tmp_path / spec.name / "pickle")
+        assert not reader.warnings, reader.warnings
+        assert update.meta["options"] == spec.options
+        assert update.meta["name"] == spec.name
+        assert update.status["state"] == spec.state
+        assert update.status["step"] == spec.steps - 1
+        assert update.status["total_steps"] == 200
+        assert sorted(history.keys()) == sorted(spec.series)
+        expected = {(g, n): list(values) for g, n, *_, values in series_columns(spec, 0.0)}
+        for key in spec.series:
+            steps, _epochs, _walls, values = history.series(key)
+            assert list(steps) == list(range(spec.steps))
+            assert all(math.isclose(a, b) for a, b in zip(values, expected[key]))
+        states.add(spec.state)
+    assert states == {"finished", "failed", "stopped"}
+    assert len({run_spec(i).options["lr"] for i in range(RUNS)}) > 1
+
+
+def test_runs_written_by_two_processes_are_the_same_runs(tmp_path):
+    write_runs(tmp_path / "one", 120, points=50, workers=1)
+    write_runs(tmp_path / "two", 120, points=50, workers=2)
+    for index in (0, 77, 119):
+        spec = run_spec(index, points=50)
+        one = read_store(tmp_path / "one" / spec.name / "pickle")[2].status
+        two = read_store(tmp_path / "two" / spec.name / "pickle")[2].status
+        assert one["state"] == two["state"] == spec.state and one["step"] == two["step"]
+
+
+def test_tensorboard_runs_hold_the_same_values(tmp_path):
+    from tests.fixtures.tensorboard import tensorboard_scalars
+
+    write_tensorboard_runs(tmp_path, 3, points=100, workers=1)
+    for index in range(3):
+        spec = run_spec(index, points=100)
+        scalars = tensorboard_scalars(tmp_path / spec.name)
+        assert set(scalars) == {"train/loss", "train/accuracy", "val/loss"}
+        columns = series_columns(spec, 0.0)
+        assert len(scalars["val/loss"]) == spec.steps
+        assert math.isclose(scalars["val/loss"][spec.steps - 1], columns[2][5][-1], rel_tol=1e-6)
+
+
+QUICK = Pace(start_cap=60.0, settle=0.5, cpu=1.0, memory_idle=2.0, exit_cap=15.0)
+
+
+@pytest.mark.integration
+def test_measures_run_end_to_end_on_five_runs(tmp_path):
+    """The visualizer and TensorBoard on 5 runs each: every figure is there, rows are made."""
+    write_runs(tmp_path / "runs", 5, points=100, workers=1)
+    write_tensorboard_runs(tmp_path / "tb", 5, points=100, workers=1)
+    ours = measure_visualizer(str(tmp_path / "runs"), tmp_path / "work", QUICK)
+    assert ours["url_s"] is not None, (tmp_path / "work" / "visualizer.log").read_text()
+    assert ours["cpu"] is not None and ours["rss_idle"] > 0 and ours["peak"] >= ours["rss_url"]
+    assert ours["exit_s"] is not None and not ours["left"]
+    tb = measure_tensorboard(tmp_path / "tb", 5, tmp_path / "tb-work", points=100, pace=QUICK)
+    assert None not in (tb["runs_s"], tb["first_s"], tb["last_s"], tb["cpu"]), tb
+    rows = scale_rows(5, ours, tb, QUICK)
+    assert all(rows[i]["ratio"] for i in (0, 1, 3))  # TensorBoard's CPU over 1 s may read 0
+    assert rows[2]["ours"].endswith("% of a core")
