@@ -112,11 +112,12 @@ def _packed(*columns: np.ndarray) -> tuple[array, array, array, array]:
 
 
 def write_run(store: Path, spec: RunSpec, started: float) -> None:
-    """One finished store: meta, one scalar segment, the final status."""
+    """One finished store: meta, one scalar segment, the final status with its summary."""
     documents = RunDocuments(store, heartbeat_seconds=5.0)
     documents.open(spec.options, world_size=1, hosts=None)
     documents.set_fields({"total_steps": spec.total_steps})
     columns = series_columns(spec, started)
+    documents.summary.add(columns)  # the run summary the writer thread keeps in status
     segments = SegmentWriter(store, fmt.SCALARS, max_bytes=1 << 20, max_age=math.inf)
     segments.append(encode_scalar_batch(columns))
     segments.close()

@@ -16,11 +16,12 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from visualizer.model.decimate import check_max_points
-from visualizer.panes.compare import Selection
+from visualizer.panes.compare import DEFAULT_COMPARE, Selection
 from visualizer.panes.display import DEFAULT_MAX_POINTS
 from visualizer.panes.screen import OnSent, Screen
 from visualizer.panes.view import ViewSettings
@@ -32,7 +33,7 @@ from visualizer.sources.s3 import S3ReadError
 from visualizer.sources.watch import FileEvents
 
 from .feeds import PAGE_BYTES, Feed, PollSchedule
-from .runset import DEFAULT_COMPARE, DEFAULT_MEMORY_BUDGET_MB, RunSet
+from .runset import DEFAULT_MEMORY_BUDGET_MB, RunSet
 
 __all__ = ["PAGE_BYTES", "Follower", "NoRunsError", "PollSchedule"]
 
@@ -97,7 +98,8 @@ class Follower:
         self.max_idle_interval = max_idle_interval
         self.downloads = downloads
         self.catalog = Catalog(self.runs, poll_interval, max_idle_interval, compare)
-        selection = selection if selection is not None else Selection()
+        # --compare: how many runs are overlaid (the comparison page may change it).
+        selection = replace(selection if selection is not None else Selection(), count=compare)
         self.screen = Screen(
             client,
             str(self.runs),
@@ -151,11 +153,6 @@ class Follower:
         """Every run known (by its summary) that ``--runs`` selects, by name."""
         return self.runset.known
 
-    @property
-    def unmatched(self) -> set[str]:
-        """The runs found that ``--runs`` leaves out."""
-        return self.runset.unmatched
-
     # --- public -------------------------------------------------------------------
 
     def run_once(self) -> None:
@@ -181,8 +178,8 @@ class Follower:
         if not any(f.data.has_data for f in self.feeds.values()):
             if self.source_error is not None:
                 raise self.source_error
-            if not self.known and self.unmatched:
-                raise NoRunsError(self.selection.none_match(self.runs, self.unmatched))
+            if not self.known and self.runset.unmatched:
+                raise NoRunsError(self.selection.none_match(self.runs, self.runset.unmatched))
             if not self.known:
                 raise NoRunsError(f"no snapshot store found: waiting for {self.runs.waiting_for()}")
             raise NoRunsError(f"nothing to show yet at {self.runs}: the store is empty")

@@ -10,11 +10,11 @@ from visualizer.alerts.options import add_alert_arguments
 from visualizer.follower import DEFAULT_POLL_INTERVAL
 from visualizer.model.decimate import MIN_POINTS
 from visualizer.model.smoothing import DEFAULT_SMOOTHING, check_smoothing
-from visualizer.panes.compare import compile_runs, parse_sort_by
+from visualizer.panes.compare import DEFAULT_COMPARE, compile_runs, parse_sort_by
 from visualizer.panes.display import DEFAULT_MAX_POINTS
 from visualizer.panes.groups import DEFAULT_GROUP_BY, parse_group_by
 from visualizer.panes.view import X_AXES
-from visualizer.runset import DEFAULT_COMPARE, DEFAULT_MEMORY_BUDGET_MB
+from visualizer.runset import DEFAULT_MEMORY_BUDGET_MB
 from visualizer.server.endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS
 
 

@@ -22,7 +22,7 @@ from dataclasses import replace
 from snapshot_store.reader import StoreReader
 from visualizer.model.rundata import RunData
 from visualizer.model.summary import RunSummary, higher_is_better
-from visualizer.panes.compare import Selection
+from visualizer.panes.compare import DEFAULT_COMPARE, Selection
 from visualizer.panes.run_rows import RunsTableState
 from visualizer.panes.screen import Screen
 from visualizer.sources.catalog import Catalog, Entry
@@ -31,7 +31,6 @@ from .feeds import Feed, PollSchedule
 
 log = logging.getLogger(__name__)
 
-DEFAULT_COMPARE = 20  # runs overlaid at once, and followed whole when there are no more
 DEFAULT_MEMORY_BUDGET_MB = 300.0
 PROGRESS_LOG_INTERVAL = 5.0  # while many runs are read, a line this often
 READING_TABLE_S = 1.0  # while runs are read, the table's rows are listed again this often
@@ -131,20 +130,24 @@ class RunSet:
                 self.open(self.known[name])
 
     def _to_follow(self) -> list[str]:
-        """The runs to compare, which are followed too: every run while there are few."""
-        if not self.many:
-            self.screen.compared = None  # every followed run
-            return list(self.known)
-        if not self.catalog.complete:
+        """The runs to follow: every run while there are few, else the compared ones (the
+        comparison page's count of those its regex matches, best or most recent first)."""
+        self.screen.many = self.many
+        if self.many and not self.catalog.complete:
             self.screen.compared = []  # chosen once every summary is in: none opened, then let go
             return []
         compare = self.screen.compare
         selection = compare.selection if compare is not None else self.selection
         if self._chosen != (self.catalog.version, selection) or self.screen.compared is None:
             self._chosen = (self.catalog.version, selection)
-            summaries = [e.summary for e in self.known.values() if e.summary is not None]
-            self.screen.compared = [s.name for s in compared(summaries, selection, self.compare)]
-        return self.screen.compared
+            summaries = [
+                e.summary
+                for e in self.known.values()
+                if e.summary is not None and selection.matches(e.summary.name)
+            ]
+            chosen = compared(summaries, selection, selection.count)
+            self.screen.compared = [s.name for s in chosen]
+        return self.screen.compared if self.many else list(self.known)
 
     def _log_progress(self) -> None:
         """One line every few seconds while many runs are read, and one when all are."""
@@ -185,7 +188,7 @@ class RunSet:
         reading = not self.catalog.complete and now - self._table_at < READING_TABLE_S
         if table is None or (table.version != self.catalog.version and not reading):
             summaries = [e.summary for e in self.known.values() if e.summary is not None]
-            compared = frozenset(self.screen.compared or ())
+            compared = frozenset(self.screen.compared or ()) if self.many else frozenset()
             table = RunsTableState(summaries, read, total, self.catalog.version, compared)
             self._table, self._table_at = table, now
         return replace(table, read=read, total=total)

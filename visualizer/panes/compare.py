@@ -37,7 +37,9 @@ log = logging.getLogger(__name__)
 
 SELECT_WIN = "compare_select"
 TABLE_WIN = "runs"
-_RUNS_ROW, _SORT_ROW, _ORDER_ROW, _GROUP_ROW = 0, 1, 2, 3
+_RUNS_ROW, _SORT_ROW, _ORDER_ROW, _GROUP_ROW, _COUNT_ROW = 0, 1, 2, 3, 4
+DEFAULT_COMPARE = 20  # runs overlaid at once: the most recent, or the best by the sort series
+MAX_COMPARE = 500  # however many the page asks for
 ORDERS = ("ascending", "descending")
 _BY_NAME = "run name"
 _NO_GROUPS = "none"
@@ -71,6 +73,7 @@ class Selection:
     sort_by: SeriesKey | None = None
     descending: bool = False
     group_by: str = DEFAULT_GROUP_BY
+    count: int = DEFAULT_COMPARE  # how many runs are overlaid, of those the regex matches
 
     def matches(self, name: str) -> bool:
         """True when run ``name`` is compared."""
@@ -239,7 +242,10 @@ class CompareDisplay(EnvDisplay):
                 return replace(
                     self.selection, group_by=self._group_keys[index - 1] if index else ""
                 )
-        except (ValueError, IndexError) as err:
+            if row == _COUNT_ROW:
+                count = max(1, min(MAX_COMPARE, int(float(value))))
+                return replace(self.selection, count=count)
+        except (ValueError, IndexError, OverflowError) as err:
             log.warning("ignoring the page's comparison change %r: %s", value, err)
         return self.selection
 
@@ -277,6 +283,7 @@ class CompareDisplay(EnvDisplay):
                 "value": groupings.index(group_by) + 1 if group_by else 0,
                 "values": [_NO_GROUPS, *groupings],
             },
+            {"type": "number", "name": "runs compared", "value": self.selection.count},
         ]
         message = {
             "data": [{"content": rows, "type": "properties"}],

@@ -150,7 +150,8 @@ class RunsTable:
         self, state: RunsTableState, kept: int, first: int, shown: int, page: int, pages: int
     ) -> Html:
         """What the rows are of: '1,000 runs: rows 101-200 (page 2 of 10)', reading, compared."""
-        counts = f"{len(state.summaries):,} runs"
+        runs = len(state.summaries)
+        counts = f"{runs:,} run" + ("" if runs == 1 else "s")
         if kept != len(state.summaries):
             counts += f", {kept:,} match the filter"
         counts += f": rows {first + 1:,}-{first + shown:,} (page {page + 1} of {pages})"

@@ -69,6 +69,7 @@ class Screen:
         self.runs: dict[str, RunDisplay] = {}
         self.compare: CompareDisplay | None = None
         self.compared: list[str] | None = None  # the runs overlaid (None: every one drawn)
+        self.many = False  # more runs than are compared: the runs table is the page to look at
         # In visdom's main env: every run, each linked to its page.
         self.index = RunsTable(client, index_name, link or self._env_link)
         self._announced: str | None = None
@@ -110,7 +111,7 @@ class Screen:
 
         None until a run is found (a store that does not exist yet).
         """
-        if self.compared is not None:
+        if self.many:
             return INDEX_ENV
         if self.compare is not None:
             return self.compare.env

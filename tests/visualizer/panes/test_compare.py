@@ -7,7 +7,17 @@ import re
 import pytest
 
 from visualizer.layout import PLOT_SIZE, window_for_group
-from visualizer.panes.compare import Selection, compile_runs, parse_sort_by, run_color, window_spec
+from visualizer.panes.compare import (
+    MAX_COMPARE,
+    CompareDisplay,
+    Selection,
+    compile_runs,
+    parse_sort_by,
+    run_color,
+    window_spec,
+)
+from visualizer.server.client import VisdomClient
+from visualizer.server.endpoint import VisdomEndpoint
 
 
 def test_a_regex_that_does_not_compile_is_named_with_the_reason():
@@ -46,3 +56,14 @@ def test_a_comparison_window_per_series_placed_as_its_group_and_taller_with_more
     assert (spec.win, spec.title, spec.ylabel) == ("compare_val_loss", "val/loss: all runs", "loss")
     assert spec.order == window_for_group("val").order
     assert window_spec(("val", "loss"), runs=40).height > spec.height >= PLOT_SIZE[1]
+
+
+@pytest.mark.parametrize(
+    ("value", "count"),
+    [("7", 7), ("7.9", 7), ("0", 1), ("-3", 1), ("1e12", MAX_COMPARE), ("x", 20), ("nan", 20)],
+)
+def test_the_page_sets_how_many_runs_are_compared_within_bounds(value, count):
+    client = VisdomClient(VisdomEndpoint.parse("127.0.0.1", 9))  # never asked here
+    display = CompareDisplay(client, "sweep_compare", 1000, selection=Selection(count=20))
+    event = {"event_type": "PropertyUpdate", "propertyId": 4, "value": value}
+    assert display._changed(event).count == count

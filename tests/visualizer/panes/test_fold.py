@@ -69,8 +69,6 @@ def test_ten_thousand_groups_make_a_page_that_loads_and_says_what_it_folded(
     assert folded["title"] == f"g* ({GROUPS:,} groups)"
     assert len(folded["content"]["data"]) == MAX_FOLDED_SERIES
     assert f"{GROUPS + 1:,} plot windows are too many" in windows["options"]["content"]
-    index = [w["content"] for w in reader.windows("main").values() if run_name in w["content"]]
-    assert index and f"finished; {GROUPS + 1:,} plot windows folded" in index[0]
 
     started = time.monotonic()
     chromium_driver.get(f"{visdom_server.url}/env/{run_name}")
