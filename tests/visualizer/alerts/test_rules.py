@@ -1,9 +1,9 @@
 """Alerts, end to end: real stores being written, the real visualizer CLI, a real HTTP receiver.
 
-The receiver is a loopback HTTP server in a thread of the test; the visualizer
-follows a directory of runs into the session's visdom server, with its state
-dir (where sent alerts are remembered) in the test's tmp dir. The helpers here
-serve tests/visualizer/alerts/test_options.py and test_notify.py too.
+The receiver is a loopback HTTP server in a thread of the test
+(tests/fixtures/alerting.py); the visualizer follows a directory of runs into
+the session's visdom server, with its state dir (where sent alerts are
+remembered) in the test's tmp dir.
 """
 
 from __future__ import annotations
@@ -15,15 +15,13 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
-from tests.fixtures.alerting import POLL_S, SECRET, TIMEOUT, stop, visualizer
+from tests.fixtures.alerting import POLL_S, SECRET, TIMEOUT, Receiver, stop, visualizer
 from tests.fixtures.processes import first_line, reap
 from tests.fixtures.waiting import wait_until
 from tests.visualizer.sources.test_s3 import upload
@@ -32,47 +30,6 @@ from visualizer.alerts.rules import parse_rule
 from visualizer.server.endpoint import VisdomEndpoint
 
 SILENT_MIN = 0.1  # --alert-silent-after: 6 s
-
-
-class Receiver:
-    """A webhook receiver: every JSON body POSTed to it, with when it arrived."""
-
-    def __init__(self) -> None:
-        self.got: list[tuple[float, dict[str, Any]]] = []
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                with receiver.lock:
-                    receiver.got.append((time.time(), json.loads(body)))
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook?token={SECRET}"
-
-    def alerts(self) -> list[tuple[float, dict[str, Any]]]:
-        with self.lock:
-            return list(self.got)
-
-    def of(self, run: str) -> list[tuple[float, dict[str, Any]]]:
-        return [(t, a) for t, a in self.alerts() if a["run"] == run]
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    receiver = Receiver()
-    thread = threading.Thread(target=receiver.server.serve_forever, daemon=True)
-    thread.start()
-    yield receiver
-    receiver.server.shutdown()
-    receiver.server.server_close()
-    thread.join(5)
 
 
 @contextmanager
