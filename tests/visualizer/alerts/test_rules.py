@@ -8,6 +8,7 @@ remembered) in the test's tmp dir.
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import math
@@ -162,14 +163,16 @@ def test_a_run_that_ended_before_alerts_watched_it_is_history_not_news(
 def test_a_webhook_from_the_environment_is_used_and_kept_off_the_command_line(
     tmp_path, visdom_server, receiver
 ):
-    """$ALERT_WEBHOOK_URL stands for --alert-webhook: a secret other users' ps can not read."""
+    """$ALERT_WEBHOOK_URL stands for --alert-webhook: a secret other users' ps can not read.
+    Its login is sent as Basic authentication, and shown nowhere."""
     runs, log = tmp_path / "runs", tmp_path / "visualizer.log"
+    url = receiver.url.replace("http://", f"http://alerts:{SECRET}@")
     rec = Recorder(runs / "exp" / "pickle", flush_interval=0.05)
     rec.log({"loss": 1.0}, step=0)
     rec.flush()
     try:
         proc = visualizer(runs, visdom_server.endpoint, tmp_path / "state", log,
-                          env={WEBHOOK_VAR: receiver.url})  # fmt: skip
+                          env={WEBHOOK_VAR: url})  # fmt: skip
         try:
             assert first_line(proc, log, TIMEOUT).startswith("visdom: ")
             command_line = (Path("/proc") / str(proc.pid) / "cmdline").read_bytes()
@@ -181,8 +184,10 @@ def test_a_webhook_from_the_environment_is_used_and_kept_off_the_command_line(
             stop(proc, log)
     finally:
         rec.close()
-    ((_, alert),) = receiver.of("exp")
-    assert alert["event"] == "non-finite"
+    ((_, _, headers, alert),) = receiver.requests()
+    assert alert["run"] == "exp" and alert["event"] == "non-finite"
+    login = base64.b64encode(f"alerts:{SECRET}".encode()).decode()
+    assert headers["Authorization"] == f"Basic {login}"
     assert SECRET.encode() not in command_line and SECRET not in log.read_text()
 
 
