@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 
 from snapshot_store import Recorder
-from snapshot_store.exit_codes import ExitCode
-from tests.fixtures.alerting import POLL_S, SECRET, TIMEOUT, Receiver, stop, visualizer
-from tests.fixtures.processes import first_line, reap
+from tests.fixtures.alerting import POLL_S, SECRET, TIMEOUT, Receiver, once, stop, visualizer
+from tests.fixtures.processes import first_line
 from tests.fixtures.waiting import wait_until
 from tests.visualizer.sources.test_s3 import upload
 from visualizer.alerts.options import WEBHOOK_VAR
@@ -135,6 +134,43 @@ def test_each_alert_kind_is_sent_once_in_two_polls_and_never_again_after_a_resta
     assert list((state / "remote-train-monitor" / "alerts").glob("*.json"))
 
 
+def sent_keys(state: Path, run: str) -> list[str] | None:
+    """What the memory in ``state`` says was sent of ``run``; None while it does not know it."""
+    for memory in (state / "remote-train-monitor" / "alerts").glob("*.json"):
+        return json.loads(memory.read_text())["runs"].get(run)
+    return None
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(180)
+def test_each_session_of_a_resumed_run_alerts_its_end_once_across_restarts(
+    tmp_path, visdom_server, receiver
+):
+    runs, state, log = tmp_path / "runs", tmp_path / "state", tmp_path / "visualizer.log"
+    store = runs / "exp" / "pickle"
+    rec = Recorder(store, flush_interval=0.05)
+    rec.log({"loss": 1.0}, step=0)
+    rec.flush()
+    proc = visualizer(runs, visdom_server.endpoint, state, log, "--alert-webhook", receiver.url)
+    try:
+        try:
+            assert first_line(proc, log, TIMEOUT).startswith("visdom: ")
+            wait_until(lambda: sent_keys(state, "exp") is not None, TIMEOUT)  # seen running
+            rec.close()
+            wait_until(lambda: len(receiver.of("exp")) == 1, 30)
+            with Recorder(store, flush_interval=0.05) as rec:  # resumed: a second session
+                rec.log({"loss": 0.5}, step=1)
+            wait_until(lambda: len(receiver.of("exp")) == 2, 30)
+        finally:
+            stop(proc, log)
+    finally:
+        rec.close()
+    assert [a["event"] for _, a in receiver.of("exp")] == ["finished", "finished"]
+    assert len(sent_keys(state, "exp") or []) == 2  # one key per session
+    once(runs, visdom_server.endpoint, state, log, "--alert-webhook", receiver.url)
+    assert len(receiver.alerts()) == 2  # a restart sends neither again
+
+
 @pytest.mark.integration
 def test_a_run_that_ended_before_alerts_watched_it_is_history_not_news(
     tmp_path, visdom_server, receiver
@@ -144,12 +180,7 @@ def test_a_run_that_ended_before_alerts_watched_it_is_history_not_news(
     for name in ("old-1", "old-2"):
         with Recorder(runs / name / "pickle") as rec:
             rec.log({"loss": math.nan}, step=0)
-    proc = visualizer(runs, visdom_server.endpoint, tmp_path / "state", log, "--once",
-                      "--alert-webhook", receiver.url)  # fmt: skip
-    try:
-        assert proc.wait(timeout=TIMEOUT) == ExitCode.OK, log.read_text()
-    finally:
-        reap(proc)
+    once(runs, visdom_server.endpoint, tmp_path / "state", log, "--alert-webhook", receiver.url)
     assert receiver.alerts() == []
     assert "run 'old-1' had ended before alerts watched it: no alert" in log.read_text()
     (memory,) = (tmp_path / "state" / "remote-train-monitor" / "alerts").glob("*.json")
@@ -214,12 +245,7 @@ def test_an_s3_run_is_alerted_once_and_remembered_outside_the_bucket(
             stop(proc, log)
     finally:
         rec.close()
-    proc = visualizer(url, visdom_server.endpoint, state, log, "--once",
-                      "--alert-webhook", receiver.url)  # fmt: skip
-    try:
-        assert proc.wait(timeout=TIMEOUT) == ExitCode.OK, log.read_text()
-    finally:
-        reap(proc)
+    once(url, visdom_server.endpoint, state, log, "--alert-webhook", receiver.url)
     ((_, alert),) = receiver.alerts()  # once: not again after the restart
     assert (alert["run"], alert["event"]) == ("exp1", "finished")
     assert all(key.startswith("team/exp1/pickle/") for key in s3_bucket.keys())
