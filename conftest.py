@@ -29,6 +29,7 @@ pytest_plugins = [
     "tests.fixtures.s3",
     "tests.fixtures.disk",
     "tests.fixtures.npm",
+    "tests.fixtures.alerting",
 ]
 
 # Fixtures that start a real server, browser or process group.

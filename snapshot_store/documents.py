@@ -59,7 +59,8 @@ class RunDocuments:
         self.state = "running"
         self.step: int | None = None
         self.last_log_time: float | None = None
-        self.started = 0.0
+        self.started = 0.0  # the run's first start (a resumed run keeps it)
+        self.session_started = 0.0  # this session's start
         self._pid = os.getpid()
         self._fields: dict[str, Any] = {}
         self.summary = RunSummary()
@@ -103,7 +104,7 @@ class RunDocuments:
             sessions=[*meta.get("sessions", []), session],
         )
         write_atomic(self.meta_path, fmt.encode_document(meta))
-        self.started = meta["start_time"]
+        self.started, self.session_started = meta["start_time"], now
         self._resume_summary()
         try:
             self.reserve_path.write_bytes(bytes(RESERVE_BYTES))
@@ -179,6 +180,8 @@ class RunDocuments:
             "updated": now,
             "last_log_time": self.last_log_time,
             "start_time": self.started,
+            # A resumed run's sessions each end: what tells one end from another.
+            "session_start": self.session_started,
             "heartbeat_seconds": self.heartbeat_seconds,
             "host": socket.gethostname(),
             "pid": self._pid,

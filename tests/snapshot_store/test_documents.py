@@ -29,7 +29,10 @@ def test_resumed_run_appends_and_replaces_repeated_steps(tmp_path):
     history, _, update = read_store(tmp_path)
     steps, _, _, values = history.series(("train", "loss"))
     assert steps == list(range(15)) and values == [0.0] * 8 + [1.0] * 7
-    assert len(update.meta["sessions"]) == 2
+    first, second = update.meta["sessions"]
+    # The run started once; its status says when the session that wrote it started.
+    assert update.status["start_time"] == update.meta["start_time"] == first["start_time"]
+    assert update.status["session_start"] == second["start_time"] > first["start_time"]
 
 
 def test_unwritable_store_dir_is_a_clear_error(tmp_path):

@@ -12,8 +12,9 @@ from transfer_plugins.hooks import TransferSpecError, resolve_callable
 from visualizer.follower import Follower
 from visualizer.model.rundata import RunData
 
-from .notify import NTFY_EXAMPLE, AlertSender, check_plugin, check_webhook
+from .notify import AlertSender, check_plugin
 from .rules import DEFAULT_SILENT_AFTER_MINUTES, AlertMemory, AlertWatch, Rule, parse_rule
+from .webhook import NTFY_EXAMPLE, check_webhook
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,8 @@ document's state); it went **silent** (running, but no value logged for
 series logged a **non-finite** value (NaN, +/-inf); a **rule** on a series'
 last value holds (``--alert-rule 'val/loss>2.5'``).
 
-Each event fires once. What was sent is remembered per run in a small JSON file
+Each event fires once; a run's end once per session (a resumed run's end
+alerts again: the key is its status' ``session_start``). What was sent is remembered per run in a small JSON file
 in the user's state dir (:mod:`visualizer.userdirs`), one per followed location,
 so a restarted visualizer does not send it again. A run that had already ended
 before this visualizer started, and that no visualizer told about before, is
@@ -207,7 +208,10 @@ class AlertWatch:
         at_step = f" at step {step}" if isinstance(step, int) else ""
         if state in ENDED_STATES:
             verb = "was stopped" if state == "stopped" else state
-            yield alert(str(state), f"{verb}{at_step}", f"{state}@{status.get('start_time')}")
+            # Each session of a resumed run ends on its own; a first session's start is the
+            # run's (the same key as before stores said when their session started).
+            session = status.get("session_start", status.get("start_time"))
+            yield alert(str(state), f"{verb}{at_step}", f"{state}@{session}")
         elif state == "running" and self.silent_after is not None:
             last = last_activity(status)
             if last is not None and now - last >= self.silent_after:

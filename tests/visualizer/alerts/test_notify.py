@@ -1,19 +1,25 @@
-"""Delivering alerts: an unreachable webhook is logged and retried, its secret never shown."""
+"""Delivering alerts: an unreachable, slow or redirecting webhook is logged and retried, never
+remembered as sent undelivered, and holds up no other alert; its secret is never shown."""
 
 from __future__ import annotations
 
+import base64
+import logging
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 import pytest
 
 from snapshot_store import Recorder
-from tests.fixtures.alerting import POLL_S, SECRET, TIMEOUT, stop, visualizer
+from tests.fixtures.alerting import POLL_S, SECRET, TIMEOUT, Receiver, stop, visualizer
 from tests.fixtures.net import free_port
 from tests.fixtures.processes import first_line, reap
 from tests.fixtures.waiting import wait_until
-from visualizer.alerts.notify import describe_webhook, webhook_body
-from visualizer.alerts.rules import Alert
+from visualizer.alerts.notify import ATTEMPTS, AlertSender
+from visualizer.alerts.rules import Alert, AlertMemory
+from visualizer.alerts.webhook import TRY_DEADLINE_S, describe_webhook, post_webhook, webhook_body
 
 
 @pytest.mark.integration
@@ -68,3 +74,81 @@ def test_the_body_is_what_slack_discord_and_ntfy_templates_read():
     assert loud["text"].startswith("run '&lt;!channel&gt; &amp; @everyone' failed")
     assert loud["content"].startswith("run '<!channel> & @everyone' failed")
     assert loud["allowed_mentions"] == {"parse": []}  # Discord pings nobody
+
+
+def finished(run: str) -> Alert:
+    return Alert(
+        run, "finished", "finished at step 3", f"http://h/env/{run}", f"finished@{run}", 1.0
+    )
+
+
+@pytest.fixture
+def memory(tmp_path) -> AlertMemory:
+    return AlertMemory(tmp_path / "sent.json", "runs")
+
+
+@contextmanager
+def sending(memory: AlertMemory, *receivers: Receiver) -> Iterator[AlertSender]:
+    """An :class:`AlertSender` to ``receivers``' URLs; closed (and its threads ended) after."""
+    sender = AlertSender(memory)
+    for receiver in receivers:
+        sender.add_webhook(receiver.url)
+    try:
+        yield sender
+    finally:
+        for receiver in receivers:
+            receiver.closed.set()  # a try still trickling ends now, not at its deadline
+        sender.close(TIMEOUT)
+        assert not any(t.is_alive() for d in sender.destinations for t in d.threads)
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_a_slow_webhook_is_cut_at_its_deadline_and_holds_up_no_other_alert(
+    receivers: Callable[..., Receiver], memory, caplog
+):
+    """A receiver that trickles its answer a byte a second, beside a healthy one: every alert
+    reaches both at once, each slow try is abandoned at its deadline and retried."""
+    caplog.set_level(logging.INFO, "visualizer.alerts")
+    slow, healthy = receivers(trickle=1.0), receivers()
+    runs = [f"run{i}" for i in range(6)]
+    with sending(memory, slow, healthy) as sender:
+        for run in runs:
+            sender.send(finished(run))
+        # Within one try's deadline: before any of the slow receiver's tries could end.
+        wait_until(lambda: sorted(a["run"] for _, a in healthy.alerts()) == runs, TRY_DEADLINE_S)
+        wait_until(lambda: sorted(a["run"] for _, a in slow.alerts()) == runs, TRY_DEADLINE_S)
+        cut = f"run 'run0' to {describe_webhook(slow.url)} failed (attempt 1 of {ATTEMPTS}: "
+        cut += f"TimeoutError: no whole answer within {TRY_DEADLINE_S:g} s); retrying in 1 s"
+        wait_until(lambda: cut in caplog.text, TIMEOUT)
+        wait_until(lambda: len(slow.of("run0")) == 2, TIMEOUT)  # tried again
+    assert not any(memory.sent(run, f"finished@{run}") for run in runs)  # the slow one has none
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_a_redirect_is_a_failure_retried_and_never_remembered_as_sent(
+    receivers: Callable[..., Receiver], memory, caplog
+):
+    """A 302 to another host is not followed: the alert would arrive there a GET, without body."""
+    caplog.set_level(logging.INFO, "visualizer.alerts")
+    elsewhere = receivers()
+    moved = receivers(status=302, headers={"Location": elsewhere.url})
+    with sending(memory, moved) as sender:
+        sender.send(finished("exp1"))
+        wait_until(lambda: f"not delivered after {ATTEMPTS} attempts" in caplog.text, TIMEOUT)
+    assert [method for _, method, _, _ in moved.requests()] == ["POST"] * ATTEMPTS
+    assert elsewhere.requests() == []
+    assert "failed (attempt 1 of 5: HTTPError: HTTP Error 302: Found); retrying" in caplog.text
+    assert "sent to" not in caplog.text
+    assert not memory.sent("exp1", "finished@exp1")
+    assert not AlertMemory(memory.path, "runs").sent("exp1", "finished@exp1")  # nor on disk
+
+
+def test_a_login_in_a_webhook_url_is_sent_as_basic_authentication(receiver: Receiver):
+    with_login = receiver.url.replace("http://", "http://alerts:p%40ss:w@")
+    post_webhook(with_login, finished("exp1"))
+    ((_, method, headers, body),) = receiver.requests()
+    assert (method, body["run"]) == ("POST", "exp1")
+    assert headers["Authorization"] == "Basic " + base64.b64encode(b"alerts:p@ss:w").decode()
+    assert describe_webhook(with_login).startswith("http://alerts:***@127.0.0.1:")

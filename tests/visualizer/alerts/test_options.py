@@ -17,8 +17,8 @@ from tests.fixtures.alerting import POLL_S, ROOT, SECRET, TIMEOUT, stop, visuali
 from tests.fixtures.net import free_port
 from tests.fixtures.processes import first_line
 from tests.fixtures.waiting import wait_until
-from visualizer.alerts.notify import NTFY_EXAMPLE
 from visualizer.alerts.options import WEBHOOK_VAR
+from visualizer.alerts.webhook import NTFY_EXAMPLE
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import visdom_answers
 

@@ -1,13 +1,14 @@
 """Alerts, end to end: real stores being written, the real visualizer CLI, a real HTTP receiver.
 
-The receiver is a loopback HTTP server in a thread of the test; the visualizer
-follows a directory of runs into the session's visdom server, with its state
-dir (where sent alerts are remembered) in the test's tmp dir. The helpers here
-serve tests/visualizer/alerts/test_options.py and test_notify.py too.
+The receiver is a loopback HTTP server in a thread of the test
+(tests/fixtures/alerting.py); the visualizer follows a directory of runs into
+the session's visdom server, with its state dir (where sent alerts are
+remembered) in the test's tmp dir.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import math
@@ -15,16 +16,13 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from snapshot_store import Recorder
-from snapshot_store.exit_codes import ExitCode
-from tests.fixtures.alerting import POLL_S, SECRET, TIMEOUT, stop, visualizer
-from tests.fixtures.processes import first_line, reap
+from tests.fixtures.alerting import POLL_S, SECRET, TIMEOUT, Receiver, once, stop, visualizer
+from tests.fixtures.processes import first_line
 from tests.fixtures.waiting import wait_until
 from tests.visualizer.sources.test_s3 import upload
 from visualizer.alerts.options import WEBHOOK_VAR
@@ -32,47 +30,6 @@ from visualizer.alerts.rules import parse_rule
 from visualizer.server.endpoint import VisdomEndpoint
 
 SILENT_MIN = 0.1  # --alert-silent-after: 6 s
-
-
-class Receiver:
-    """A webhook receiver: every JSON body POSTed to it, with when it arrived."""
-
-    def __init__(self) -> None:
-        self.got: list[tuple[float, dict[str, Any]]] = []
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                with receiver.lock:
-                    receiver.got.append((time.time(), json.loads(body)))
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook?token={SECRET}"
-
-    def alerts(self) -> list[tuple[float, dict[str, Any]]]:
-        with self.lock:
-            return list(self.got)
-
-    def of(self, run: str) -> list[tuple[float, dict[str, Any]]]:
-        return [(t, a) for t, a in self.alerts() if a["run"] == run]
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    receiver = Receiver()
-    thread = threading.Thread(target=receiver.server.serve_forever, daemon=True)
-    thread.start()
-    yield receiver
-    receiver.server.shutdown()
-    receiver.server.server_close()
-    thread.join(5)
 
 
 @contextmanager
@@ -177,6 +134,43 @@ def test_each_alert_kind_is_sent_once_in_two_polls_and_never_again_after_a_resta
     assert list((state / "remote-train-monitor" / "alerts").glob("*.json"))
 
 
+def sent_keys(state: Path, run: str) -> list[str] | None:
+    """What the memory in ``state`` says was sent of ``run``; None while it does not know it."""
+    for memory in (state / "remote-train-monitor" / "alerts").glob("*.json"):
+        return json.loads(memory.read_text())["runs"].get(run)
+    return None
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(180)
+def test_each_session_of_a_resumed_run_alerts_its_end_once_across_restarts(
+    tmp_path, visdom_server, receiver
+):
+    runs, state, log = tmp_path / "runs", tmp_path / "state", tmp_path / "visualizer.log"
+    store = runs / "exp" / "pickle"
+    rec = Recorder(store, flush_interval=0.05)
+    rec.log({"loss": 1.0}, step=0)
+    rec.flush()
+    proc = visualizer(runs, visdom_server.endpoint, state, log, "--alert-webhook", receiver.url)
+    try:
+        try:
+            assert first_line(proc, log, TIMEOUT).startswith("visdom: ")
+            wait_until(lambda: sent_keys(state, "exp") is not None, TIMEOUT)  # seen running
+            rec.close()
+            wait_until(lambda: len(receiver.of("exp")) == 1, 30)
+            with Recorder(store, flush_interval=0.05) as rec:  # resumed: a second session
+                rec.log({"loss": 0.5}, step=1)
+            wait_until(lambda: len(receiver.of("exp")) == 2, 30)
+        finally:
+            stop(proc, log)
+    finally:
+        rec.close()
+    assert [a["event"] for _, a in receiver.of("exp")] == ["finished", "finished"]
+    assert len(sent_keys(state, "exp") or []) == 2  # one key per session
+    once(runs, visdom_server.endpoint, state, log, "--alert-webhook", receiver.url)
+    assert len(receiver.alerts()) == 2  # a restart sends neither again
+
+
 @pytest.mark.integration
 def test_a_run_that_ended_before_alerts_watched_it_is_history_not_news(
     tmp_path, visdom_server, receiver
@@ -186,12 +180,7 @@ def test_a_run_that_ended_before_alerts_watched_it_is_history_not_news(
     for name in ("old-1", "old-2"):
         with Recorder(runs / name / "pickle") as rec:
             rec.log({"loss": math.nan}, step=0)
-    proc = visualizer(runs, visdom_server.endpoint, tmp_path / "state", log, "--once",
-                      "--alert-webhook", receiver.url)  # fmt: skip
-    try:
-        assert proc.wait(timeout=TIMEOUT) == ExitCode.OK, log.read_text()
-    finally:
-        reap(proc)
+    once(runs, visdom_server.endpoint, tmp_path / "state", log, "--alert-webhook", receiver.url)
     assert receiver.alerts() == []
     assert "run 'old-1' had ended before alerts watched it: no alert" in log.read_text()
     (memory,) = (tmp_path / "state" / "remote-train-monitor" / "alerts").glob("*.json")
@@ -205,14 +194,16 @@ def test_a_run_that_ended_before_alerts_watched_it_is_history_not_news(
 def test_a_webhook_from_the_environment_is_used_and_kept_off_the_command_line(
     tmp_path, visdom_server, receiver
 ):
-    """$ALERT_WEBHOOK_URL stands for --alert-webhook: a secret other users' ps can not read."""
+    """$ALERT_WEBHOOK_URL stands for --alert-webhook: a secret other users' ps can not read.
+    Its login is sent as Basic authentication, and shown nowhere."""
     runs, log = tmp_path / "runs", tmp_path / "visualizer.log"
+    url = receiver.url.replace("http://", f"http://alerts:{SECRET}@")
     rec = Recorder(runs / "exp" / "pickle", flush_interval=0.05)
     rec.log({"loss": 1.0}, step=0)
     rec.flush()
     try:
         proc = visualizer(runs, visdom_server.endpoint, tmp_path / "state", log,
-                          env={WEBHOOK_VAR: receiver.url})  # fmt: skip
+                          env={WEBHOOK_VAR: url})  # fmt: skip
         try:
             assert first_line(proc, log, TIMEOUT).startswith("visdom: ")
             command_line = (Path("/proc") / str(proc.pid) / "cmdline").read_bytes()
@@ -224,8 +215,10 @@ def test_a_webhook_from_the_environment_is_used_and_kept_off_the_command_line(
             stop(proc, log)
     finally:
         rec.close()
-    ((_, alert),) = receiver.of("exp")
-    assert alert["event"] == "non-finite"
+    ((_, _, headers, alert),) = receiver.requests()
+    assert alert["run"] == "exp" and alert["event"] == "non-finite"
+    login = base64.b64encode(f"alerts:{SECRET}".encode()).decode()
+    assert headers["Authorization"] == f"Basic {login}"
     assert SECRET.encode() not in command_line and SECRET not in log.read_text()
 
 
@@ -252,12 +245,7 @@ def test_an_s3_run_is_alerted_once_and_remembered_outside_the_bucket(
             stop(proc, log)
     finally:
         rec.close()
-    proc = visualizer(url, visdom_server.endpoint, state, log, "--once",
-                      "--alert-webhook", receiver.url)  # fmt: skip
-    try:
-        assert proc.wait(timeout=TIMEOUT) == ExitCode.OK, log.read_text()
-    finally:
-        reap(proc)
+    once(url, visdom_server.endpoint, state, log, "--alert-webhook", receiver.url)
     ((_, alert),) = receiver.alerts()  # once: not again after the restart
     assert (alert["run"], alert["event"]) == ("exp1", "finished")
     assert all(key.startswith("team/exp1/pickle/") for key in s3_bucket.keys())

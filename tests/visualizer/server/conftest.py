@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
+from tests.fixtures.net import serving
 from visualizer.server.endpoint import VisdomEndpoint
 
 
@@ -35,12 +35,5 @@ class _NotVisdom(BaseHTTPRequestHandler):
 @pytest.fixture
 def plain_http() -> Iterator[VisdomEndpoint]:
     """A loopback endpoint held by a plain HTTP server that is not visdom."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _NotVisdom)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(_NotVisdom) as httpd:
         yield VisdomEndpoint("127.0.0.1", httpd.server_address[1])
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=10)

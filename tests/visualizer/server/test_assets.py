@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +25,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from snapshot_store import Recorder
 from snapshot_store.exit_codes import ExitCode
-from tests.fixtures.net import free_port
+from tests.fixtures.net import free_port, serving
 from tests.fixtures.npm import sri
 from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, plot_of
 from tests.fixtures.processes import first_line, reap
@@ -204,15 +203,8 @@ def test_the_session_server_serves_everything_its_page_loads(visdom_server):
 def static_site(root: Path) -> Iterator[VisdomEndpoint]:
     """A plain HTTP server for the files under ``root``."""
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(handler) as server:
         yield VisdomEndpoint("127.0.0.1", server.server_address[1])
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 def test_a_page_whose_scripts_or_styles_are_missing_is_reported(tmp_path):
