@@ -23,6 +23,7 @@ import numpy as np
 
 from snapshot_store.images import decode_png
 from snapshot_store.kinds import OWN_RUN_TAG
+from snapshot_store.schema import int64_step
 
 from .summary_payloads import hparams_data, wav_samples
 
@@ -59,9 +60,14 @@ class FileWriter:
     def add_summary(
         self, summary: Any, global_step: int | None = None, walltime: float | None = None
     ) -> None:
-        """Record each value of a ``Summary`` as the matching ``add_*`` method would."""
+        """Record each value of a ``Summary`` as the matching ``add_*`` method would.
+
+        A step outside int64 raises TensorBoard's ValueError, recording nothing.
+        """
         if not self._writer.recorder.is_rank_zero:  # another rank: decode nothing
             return
+        if global_step is not None:
+            global_step = int64_step(global_step)
         for value in summary.value:
             try:
                 self._add_value(value, global_step, walltime)

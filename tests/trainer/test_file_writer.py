@@ -183,3 +183,16 @@ def test_a_value_that_does_not_decode_is_one_warning_per_tag_and_the_rest_is_kep
     assert extras == [] and images == []
     warned = [r.getMessage() for r in caplog.records if repr(hostile.tag) in r.getMessage()]
     assert len(warned) == 1, caplog.text
+
+
+def test_a_step_outside_int64_raises_tensorboards_error_and_records_nothing(tmp_path):
+    tb = TBWriter(str(tmp_path / "tb"))
+    with pytest.raises(ValueError) as theirs:
+        tb.file_writer.add_summary(summary.scalar("acc", 0.5), 2**63)
+    tb.close()
+    with SummaryWriter(tmp_path / "ours") as writer:
+        with pytest.raises(ValueError) as ours:
+            writer.file_writer.add_summary(summary.scalar("acc", 0.5), 2**63)
+        assert str(ours.value) == str(theirs.value) == f"Value out of range: {2**63}"
+        writer.file_writer.add_summary(summary.scalar("acc", 0.75), 3)
+    assert _stored(tmp_path / "ours")[0] == {key_of("acc"): ([3], [0.75])}
