@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from snapshot_store.rank import read_launch_env
+from snapshot_store.schema import INT64_MAX, int64_step
 from snapshot_store.values import plain
 from trainer.interrupts import close_at_exit, outcome_of
 
@@ -94,13 +95,16 @@ class Run:
 
         Each call without ``step`` or ``commit`` is a step of its own; ``commit=False``
         adds to the current step; ``step=N`` moves to step N (a lower N is dropped with
-        one warning, as W&B drops it) and, without ``commit=True``, stays there.
+        one warning, as W&B drops it; one outside int64 raises ValueError) and, without
+        ``commit=True``, stays there.
         """
         if not isinstance(data, Mapping):
             raise TypeError("wandb.log must be passed a dictionary")
         if any(not isinstance(key, str) for key in data):
             raise TypeError("Key values passed to `wandb.log` must be strings.")
+        flat = flatten(data)  # a ValueError past MAX_DEPTH levels, before anything changes
         if step is not None:
+            step = int64_step(step)  # TensorBoard's ValueError past int64, before any change
             if step < self.step:
                 log_.warning(
                     "Tried to log to step %d that is less than the current step %d. Steps must "
@@ -109,9 +113,9 @@ class Run:
                     self.step,
                 )
                 return
-            self.step = int(step)
+            self.step = step
         writer = self._writer
-        for key, value in flatten(data).items():
+        for key, value in flat.items():
             scalar = number(value)  # the common case, stored without store_value's dispatch
             if writer is not None and scalar is not None:
                 writer.add_scalar(key, scalar, self.step)
@@ -212,7 +216,8 @@ class Run:
         summary = flatten(self.summary.as_dict())  # define_metric's {"min": ...} as "key.min"
         metrics = {k: float(v) for k, v in summary.items() if number(v) is not None}
         config = flatten(self.config.as_dict())
-        writer.add_hparams_row(config, metrics, run_name=self.name, global_step=self.step)
+        last_step = min(self.step, INT64_MAX)  # one past a last step of INT64_MAX
+        writer.add_hparams_row(config, metrics, run_name=self.name, global_step=last_step)
         self.finished = True
         self._monitor.send([p for p in self._saved if p.exists()])  # type: ignore[union-attr]
         self._monitor.close(state)  # type: ignore[union-attr]

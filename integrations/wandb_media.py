@@ -23,6 +23,10 @@ from trainer import SummaryWriter
 log = logging.getLogger(__name__)
 
 TABLE_ROWS_SHOWN = 200  # rows of a Table stored as text; the rest are counted
+# Levels of nested dicts one logged dict may have: protobuf's default nesting limit, far
+# past any real metrics dict and well within Python's stack (W&B 0.31 takes some hundred
+# levels, then ends in RecursionError near Python's 1,000 frames).
+MAX_DEPTH = 100
 
 
 class AlertLevel(enum.StrEnum):
@@ -149,12 +153,21 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested dicts' keys joined with ``.``, as W&B shows them."""
+def flatten(data: Mapping[str, Any], prefix: str = "", depth: int = 1) -> dict[str, Any]:
+    """Nested dicts' keys joined with ``.``, as W&B shows them.
+
+    Raises ValueError for dicts nested more than :data:`MAX_DEPTH` deep (a dict
+    holding itself included), before Python's stack would end in RecursionError.
+    """
+    if depth > MAX_DEPTH:
+        raise ValueError(
+            f"a dict nested more than {MAX_DEPTH} levels deep (under {prefix[:60]!r}...); "
+            "nothing of it is logged"
+        )
     flat: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, Mapping):
-            flat.update(flatten(value, f"{prefix}{key}."))
+            flat.update(flatten(value, f"{prefix}{key}.", depth + 1))
         else:
             flat[f"{prefix}{key}"] = value
     return flat

@@ -42,6 +42,10 @@ def to_hwc_uint8(image: np.ndarray, dataformats: str = "CHW") -> np.ndarray:
     return np.clip(image, 0, 255).round().astype(np.uint8)
 
 
+# The most pixels a PNG to decode may claim: Pillow's bound, past which it only
+# warns up to twice the bound, where decoding the claim takes gigabytes.
+MAX_PNG_PIXELS = Image.MAX_IMAGE_PIXELS or 89_478_485
+
 # TensorBoard's add_images: 8 images per row, no padding, black where the last row ends.
 GRID_COLUMNS = 8
 
@@ -107,9 +111,15 @@ def encode_png(image: np.ndarray) -> bytes:
 
 
 def decode_png(data: bytes) -> np.ndarray:
-    """HWC uint8 array of PNG bytes (for readers and tests)."""
-    with Image.open(io.BytesIO(data)) as img:
-        if img.format != "PNG":
-            raise ValueError(f"not a PNG image ({img.format})")
-        arr = np.asarray(img.convert("RGBA" if img.mode in ("RGBA", "LA", "P") else "RGB"))
-    return arr
+    """HWC uint8 array of PNG bytes; ValueError for other bytes or a size past MAX_PNG_PIXELS."""
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            if img.format != "PNG":
+                raise ValueError(f"not a PNG image ({img.format})")
+            width, height = img.size
+            if width * height > MAX_PNG_PIXELS:
+                raise ValueError(f"a PNG of {width}x{height} pixels, more than {MAX_PNG_PIXELS:,}")
+            return np.asarray(img.convert("RGBA" if img.mode in ("RGBA", "LA", "P") else "RGB"))
+    except (OSError, SyntaxError, EOFError, Image.DecompressionBombError) as err:
+        # Pillow's errors for bytes it can not read (UnidentifiedImageError is an OSError).
+        raise ValueError(f"not a readable PNG image: {err}") from err

@@ -26,7 +26,7 @@ from .frame_sink import PendingLimitError
 from .images import to_pixels
 from .rank import global_rank
 from .scalar_columns import ScalarColumns
-from .schema import SCHEMAS
+from .schema import INT64_MAX, INT64_MIN, SCHEMAS, int64_step
 from .tensor_values import TENSOR_TYPES, held, is_tensor
 from .writer_thread import OnFile, Queues, WriterThread
 
@@ -148,15 +148,15 @@ class Recorder:
         each). Pass ``t.detach().clone()`` (or ``t.item()``, which syncs) to log
         the value of a tensor you go on changing.
 
-        ``epoch`` is fractional (2.5 = half way through the third epoch); when
-        omitted the last one given is used. A value that is not a number, has
-        more than one element or is complex is dropped with one warning per
-        name. Raises :class:`RecorderError` once the writer thread has failed
-        (a failed device copy included: its message names the values) or the
-        values waiting to be written reach ``max_pending_bytes``.
+        ``epoch`` is fractional (2.5 = half way through the third epoch); when omitted the last one
+        given is used. A value that is not a number, has more than one element or is complex is
+        dropped with one warning per name. Raises TensorBoard's ``ValueError: Value out of range``
+        for a step outside int64, recording nothing; :class:`RecorderError` once the writer thread
+        has failed (a failed device copy included: its message names the values) or the values
+        waiting to be written reach ``max_pending_bytes``.
         """
-        if type(step) is not int:
-            step = int(step)
+        if type(step) is not int or not INT64_MIN <= step <= INT64_MAX:
+            step = int64_step(step)  # an int, or the ValueError; a plain int costs two compares
         if epoch is None:
             epoch = self._epoch
         else:
@@ -181,11 +181,11 @@ class Recorder:
         self, name: str, value: Any, step: int, group: str = "train", wall_time: float | None = None
     ) -> None:
         """:meth:`log` of one value, at the last epoch given: the cheapest call (the
-        ``SummaryWriter.add_scalar`` drop-in uses it). Same contract for tensors."""
+        ``SummaryWriter.add_scalar`` drop-in uses it). Same contract for tensors and steps."""
+        if type(step) is not int or not INT64_MIN <= step <= INT64_MAX:
+            step = int64_step(step)
         if type(value) is not float:
             value = self._held(group, name, value)
-        if type(step) is not int:
-            step = int(step)
         self._push((group, name, step, self._epoch, wall_time or _now(), value))
         if len(self._scalars) > self._max_queued:
             self._queue_full()
@@ -219,7 +219,7 @@ class Recorder:
         The pixels are copied now; PNG encoding happens on the writer thread.
         ``image`` may also be PNG bytes already.
         """
-        pixels = to_pixels(image, dataformats)
+        step, pixels = int64_step(step), to_pixels(image, dataformats)
         if epoch is not None:
             self._epoch = float(epoch)
         self._images.append((group, name, step, self._epoch, wall_time or _now(), pixels))
@@ -243,7 +243,7 @@ class Recorder:
         """
         if kind != "image" and kind not in SCHEMAS:
             raise ValueError(f"unknown record kind {kind!r}; expected one of {sorted(SCHEMAS)}")
-        self._extras.append((kind, tag, int(step), wall_time or _now(), value, encode))
+        self._extras.append((kind, tag, int64_step(step), wall_time or _now(), value, encode))
 
     def set_status(self, **fields: Any) -> None:
         """Add fields to the status document (e.g. ``total_steps`` for an ETA)."""

@@ -10,6 +10,7 @@ can build: builtins, never a subclass (``bool`` is not a number here).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from . import packed
 
@@ -49,6 +50,26 @@ SECTION_WORDS = {**GROUP_WORDS, "training": "train", "eval": "validation", "test
 def is_int64(value: object) -> bool:
     """An int (bool excluded) within int64: what a step may be."""
     return type(value) is int and INT64_MIN <= value <= INT64_MAX
+
+
+class StepRangeError(ValueError):
+    """A step outside int64, refused where it is logged: TensorBoard's error and message."""
+
+    def __init__(self, step: int) -> None:
+        super().__init__(f"Value out of range: {step}")
+
+
+def int64_step(step: Any) -> int:
+    """``step`` as an int (``int(step)``, as TensorBoard takes it); StepRangeError outside int64.
+
+    Refused at the call because the reader drops such a record, and with it a
+    W&B-style run's every later step.
+    """
+    if type(step) is not int:
+        step = int(step)
+    if not INT64_MIN <= step <= INT64_MAX:
+        raise StepRangeError(step)
+    return step
 
 
 def is_number(value: object) -> bool:

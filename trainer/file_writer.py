@@ -16,29 +16,22 @@ shows the last value of that scalar (see :mod:`snapshot_store.kinds`).
 
 from __future__ import annotations
 
-import io
 import logging
-import wave
 from typing import Any
 
 import numpy as np
 
 from snapshot_store.images import decode_png
 from snapshot_store.kinds import OWN_RUN_TAG
+from snapshot_store.schema import int64_step
+
+from .summary_payloads import hparams_data, wav_samples
 
 log = logging.getLogger(__name__)
 
 HPARAMS_PREFIX = "_hparams_/"
 TEXT_SUFFIX = "/text_summary"  # torch's text() adds it; add_text's tag is without
 UNKNOWN = float("nan")  # an hparams metric whose value is its scalar's (TensorBoard's rule)
-
-
-def _wav_samples(data: bytes) -> tuple[np.ndarray, int]:
-    """Mono float samples in [-1, 1] and the rate of 16-bit PCM WAV bytes."""
-    with wave.open(io.BytesIO(data)) as wav:
-        frames = wav.readframes(wav.getnframes())
-        rate = wav.getframerate()
-    return np.frombuffer(frames, "<i2").astype(np.float64) / np.iinfo(np.int16).max, rate
 
 
 class FileWriter:
@@ -51,7 +44,7 @@ class FileWriter:
         self._bool_hparams: set[str] = set()
         self._session: dict[str, Any] | None = None  # a started session, not yet a row
         self._session_at: tuple[int | None, float | None] = (None, None)
-        self._unknown: set[str] = set()
+        self._warned: set[str] = set()  # tags warned about: one warning each, not one per call
 
     def get_logdir(self) -> str:
         """The directory the writer writes to."""
@@ -67,14 +60,24 @@ class FileWriter:
     def add_summary(
         self, summary: Any, global_step: int | None = None, walltime: float | None = None
     ) -> None:
-        """Record each value of a ``Summary`` as the matching ``add_*`` method would."""
+        """Record each value of a ``Summary`` as the matching ``add_*`` method would.
+
+        A step outside int64 raises TensorBoard's ValueError, recording nothing.
+        """
         if not self._writer.recorder.is_rank_zero:  # another rank: decode nothing
             return
+        if global_step is not None:
+            global_step = int64_step(global_step)
         for value in summary.value:
             try:
                 self._add_value(value, global_step, walltime)
             except (ValueError, TypeError) as err:
-                log.warning("add_summary(%r): %s; that value is not recorded", value.tag, err)
+                self._warn(value.tag, f"{err}; that value is not recorded")
+
+    def _warn(self, tag: str, what: str) -> None:
+        if tag not in self._warned:
+            self._warned.add(tag)
+            log.warning("add_summary(%r): %s (warned once per tag)", tag, what)
 
     def _add_value(self, value: Any, step: int | None, walltime: float | None) -> None:
         writer, tag = self._writer, value.tag
@@ -94,7 +97,7 @@ class FileWriter:
             pixels = decode_png(value.image.encoded_image_string)
             writer.add_image(tag, pixels, step, walltime, dataformats="HWC")
         elif field == "audio":
-            samples, rate = _wav_samples(value.audio.encoded_audio_string)
+            samples, rate = wav_samples(value.audio.encoded_audio_string)
             writer.add_audio(tag, samples, step, rate, walltime)
         elif field == "tensor" and plugin == "text":
             text = b"\n".join(value.tensor.string_val).decode("utf-8", "replace")
@@ -106,9 +109,8 @@ class FileWriter:
             writer.add_scalar(tag, numbers[0], step, walltime)
         elif field == "tensor" and plugin == "pr_curves":
             self._pr_curve(tag, value.tensor, step, walltime)
-        elif tag not in self._unknown:
-            self._unknown.add(tag)
-            log.warning("add_summary(%r): a %s summary is not stored", tag, plugin or field)
+        else:
+            self._warn(tag, f"a {plugin or field} summary is not stored")
 
     def _pr_curve(self, tag: str, tensor: Any, step: int | None, walltime: float | None) -> None:
         """torch's pr_curve(): a (6, thresholds) tensor: tp, fp, tn, fn, precision, recall."""
@@ -124,12 +126,9 @@ class FileWriter:
     def _hparams(self, tag: str, content: bytes, step: int | None, walltime: float | None) -> None:
         """One of the hparams plugin's summaries: experiment, session start or session end."""
         # Only reached with a summary torch's hparams() built, so tensorboard is installed.
-        from tensorboard.plugins.hparams import (  # type: ignore[import-untyped]
-            api_pb2,
-            plugin_data_pb2,
-        )
+        from tensorboard.plugins.hparams import api_pb2  # type: ignore[import-untyped]
 
-        data = plugin_data_pb2.HParamsPluginData.FromString(content)
+        data = hparams_data(content)
         which = data.WhichOneof("data")
         if which == "experiment":
             self._metric_names = [m.name.tag for m in data.experiment.metric_infos]

@@ -22,10 +22,11 @@ from snapshot_store import Recorder
 from snapshot_store.encoders import DEFAULT_BINS
 from snapshot_store.tags import key_of
 
+from .bad_input import skips_bad_input
 from .file_writer import FileWriter
 from .image_formats import tensorboard_pixels
 from .interrupts import close_at_exit, outcome_of
-from .writer_extras import WriterExtras, skips_bad_input
+from .writer_extras import WriterExtras
 
 log = logging.getLogger(__name__)
 

@@ -9,12 +9,11 @@ calling thread, as TensorBoard does (matplotlib is not thread-safe).
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -24,30 +23,10 @@ from snapshot_store.recorder import Encoder, Recorder
 from snapshot_store.tags import key_of
 from snapshot_store.values import plain, redact
 
+from .bad_input import skips_bad_input
 from .image_formats import figure_pixels, tensorboard_pixels
 
 log = logging.getLogger(__name__)
-
-F = TypeVar("F", bound=Callable[..., None])
-
-
-def skips_bad_input(method: F) -> F:
-    """Turn a ValueError or TypeError of ``method`` into one warning naming the tag: the run goes on.
-
-    On a rank other than 0 the method does nothing at all.
-    """
-
-    @functools.wraps(method)
-    def guarded(self: Any, *args: Any, **kwargs: Any) -> None:
-        if not self.recorder.is_rank_zero:  # another rank writes nothing: copy and convert nothing
-            return
-        try:
-            method(self, *args, **kwargs)
-        except (ValueError, TypeError) as err:
-            tag = args[0] if args and isinstance(args[0], str) else kwargs.get("tag", "")
-            log.warning("%s(%r): %s; that value is not recorded", method.__name__, tag, err)
-
-    return guarded  # type: ignore[return-value]
 
 
 def private_copy(value: Any) -> Any:

@@ -214,18 +214,6 @@ def test_wandbs_step_and_commit_rules_summaries_and_media_are_wandbs(tmp_path):
     }  # fmt: skip
 
 
-@pytest.fixture
-def wandb(tmp_path, monkeypatch):
-    """The module as a script imports it, in ``tmp_path``; no run left behind."""
-    import remote_train_monitor.wandb as module
-
-    for name in ("WANDB_PROJECT", "WANDB_NAME", "WANDB_DIR", "WANDB_MODE", "RANK", "WORLD_SIZE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
-    yield module
-    module.finish()
-
-
 def test_calls_before_init_name_the_missing_init(wandb):
     with pytest.raises(wandb.Error, match=r"wandb\.init\(\)"):
         wandb.log({"loss": 1.0})
@@ -354,3 +342,22 @@ def test_under_torchrun_every_rank_may_call_init_and_rank_zero_alone_writes(tmp_
     ours = stored_run(store)
     assert store.parent.name == "n" and ours["status"]["state"] == "finished"
     assert sorted(ours["history"]["Test Loss"]) == [4]  # one process's steps, not two
+
+
+@pytest.mark.parametrize("bad", [{"step": 2**63}, {"step": -(2**63) - 1}, "nested"])
+def test_a_step_past_int64_or_a_dict_past_the_depth_limit_raises_and_the_run_goes_on(
+    wandb, tmp_path, bad
+):
+    deep = current = {}
+    for _ in range(5000):
+        current["k"] = current = {}
+    run = wandb.init(project="p", name="n", config={"lr": 0.1})
+    run.log({"a": 1.0})
+    call, error = ({"data": deep}, "more than 100 levels") if bad == "nested" else (bad, "range")
+    with pytest.raises(ValueError, match=error):
+        run.log(**{"data": {"a": 2.0}, **call})
+    run.log({"a": 3.0})
+    run.finish()
+    ours = stored_run(tmp_path / "wandb" / "p" / "n" / "pickle")  # the reader warned of nothing
+    assert ours["history"] == {"a": {0: 1.0, 1: 3.0}} and ours["options"] == {"lr": 0.1}
+    assert [(kind, step) for kind, _tag, step, _data in ours["extras"]] == [("hparams", 2)]

@@ -210,3 +210,27 @@ def test_the_context_manager_marks_how_the_run_ended(tmp_path, error, state):
         if error:
             raise error()
     assert read_store(tmp_path)[2].status["state"] == state
+
+
+@pytest.mark.parametrize("step", [2**63, -(2**63) - 1, np.uint64(2**63), 2.0**63])
+def test_a_step_outside_int64_is_refused_at_the_call_and_the_run_goes_on(tmp_path, step):
+    # The reader drops a record whose step is past int64: it is refused where it is logged,
+    # with TensorBoard's error ("Value out of range"), and nothing of it is written.
+    message = f"^Value out of range: {int(step)}$"
+    with Recorder(tmp_path, rank=0) as rec:
+        for call in (
+            lambda: rec.log({"loss": 1.0}, step=step),
+            lambda: rec.log_scalar("loss", 1.0, step),
+            lambda: rec.log_image("img", np.zeros((4, 4, 3), np.uint8), step, dataformats="HWC"),
+            lambda: rec.log_record("text", "note", {"text": "x"}, step),
+        ):
+            with pytest.raises(ValueError, match=message):
+                call()
+        rec.log({"loss": 2.0}, step=2**63 - 1)  # the bounds themselves are steps
+        rec.log_scalar("loss", 3.0, -(2**63))
+        rec.log_record("text", "note", {"text": "y"}, 5)
+    history, reader, update = read_store(tmp_path)
+    assert reader.warnings == []
+    assert history.series(("train", "loss"))[::3] == ([-(2**63), 2**63 - 1], [3.0, 2.0])
+    assert [(tag, step) for _kind, tag, step, _w, _d in update.extras] == [("note", 5)]
+    assert update.images == []

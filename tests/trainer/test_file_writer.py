@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
@@ -145,3 +146,53 @@ def test_another_rank_decodes_nothing(tmp_path):
         for part in summary.hparams(HPARAMS, METRICS):
             writer.file_writer.add_summary(part)
     assert not (tmp_path / "run").exists()
+
+
+def _hostile(kind):
+    """A Summary value whose payload is garbage, built with tensorboard's own classes."""
+    from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
+
+    from tests.fixtures.images import png_claiming
+
+    if kind == "hparams":
+        plugin = SummaryMetadata.PluginData(plugin_name="hparams", content=b"\xff\xff\xff")
+        return Summary.Value(
+            tag="_hparams_/session_start_info", metadata=SummaryMetadata(plugin_data=plugin)
+        )
+    if kind == "audio":
+        return Summary.Value(
+            tag="not_wav", audio=Summary.Audio(encoded_audio_string=b"OggS" + bytes(60))
+        )
+    data = b"GIF89a..." if kind == "image" else png_claiming(10**5, 10**5)  # 10^10 pixels
+    return Summary.Value(tag=kind, image=Summary.Image(encoded_image_string=data))
+
+
+@pytest.mark.parametrize("kind", ["hparams", "image", "bomb", "audio"])
+def test_a_value_that_does_not_decode_is_one_warning_per_tag_and_the_rest_is_kept(
+    tmp_path, caplog, kind
+):
+    from tensorboard.compat.proto.summary_pb2 import Summary
+
+    hostile = _hostile(kind)
+    with caplog.at_level(logging.WARNING), SummaryWriter(tmp_path) as writer:
+        for step in (1, 2):  # twice: still one warning for the tag
+            after = Summary.Value(tag="after", simple_value=0.5)
+            writer.file_writer.add_summary(Summary(value=[hostile, after]), step)
+    scalars, extras, images = _stored(tmp_path)
+    assert scalars == {key_of("after"): ([1, 2], [0.5, 0.5])}
+    assert extras == [] and images == []
+    warned = [r.getMessage() for r in caplog.records if repr(hostile.tag) in r.getMessage()]
+    assert len(warned) == 1, caplog.text
+
+
+def test_a_step_outside_int64_raises_tensorboards_error_and_records_nothing(tmp_path):
+    tb = TBWriter(str(tmp_path / "tb"))
+    with pytest.raises(ValueError) as theirs:
+        tb.file_writer.add_summary(summary.scalar("acc", 0.5), 2**63)
+    tb.close()
+    with SummaryWriter(tmp_path / "ours") as writer:
+        with pytest.raises(ValueError) as ours:
+            writer.file_writer.add_summary(summary.scalar("acc", 0.5), 2**63)
+        assert str(ours.value) == str(theirs.value) == f"Value out of range: {2**63}"
+        writer.file_writer.add_summary(summary.scalar("acc", 0.75), 3)
+    assert _stored(tmp_path / "ours")[0] == {key_of("acc"): ([3], [0.75])}

@@ -157,3 +157,27 @@ def test_the_tutorials_tags_are_exported_as_tensorboard_wrote_them(tmp_path):
         tag: sorted(steps) for tag, steps in exported_records(tmp_path / "ours", "image").items()
     }
     assert images == tensorboard_images(tmp_path / "tb") == {"sample": [2]}
+
+
+@pytest.mark.parametrize("step", [2**63, -(2**63) - 1])
+def test_a_step_outside_int64_raises_tensorboards_error_and_writes_nothing(tmp_path, step):
+    from torch.utils.tensorboard import SummaryWriter as TBWriter
+
+    tb = TBWriter(str(tmp_path / "tb"))
+    with pytest.raises(ValueError) as theirs:
+        tb.add_scalar("loss", 1.0, step)
+    tb.close()
+    with SummaryWriter(tmp_path / "ours") as writer:
+        for call in (
+            lambda: writer.add_scalar("loss", 1.0, step),
+            lambda: writer.add_text("note", "x", step),  # a method that skips bad values
+            lambda: writer.add_image("img", np.zeros((3, 4, 4)), step),
+        ):
+            with pytest.raises(ValueError) as ours:
+                call()
+            assert isinstance(ours.value, type(theirs.value))
+            assert str(ours.value) == str(theirs.value) == f"Value out of range: {step}"
+        writer.add_scalar("loss", 2.0, 7)  # the run goes on
+    history, reader, update = read_store(tmp_path / "ours")
+    assert reader.warnings == [] and update.extras == [] and update.images == []
+    assert history.series(("", "loss"))[::3] == ([7], [2.0])
