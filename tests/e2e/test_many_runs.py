@@ -20,9 +20,10 @@ from tests.fixtures.processes import REPO, first_line, reap
 from tests.fixtures.visdom_reading import VisdomReader
 from tests.fixtures.waiting import wait_until
 from visualizer.layout import safe_id
+from visualizer.panes.compare import DEFAULT_COMPARE
 from visualizer.panes.runs_table import INDEX_ENV, PAGE_ROWS
-from visualizer.runset import DEFAULT_COMPARE
 from visualizer.server.endpoint import VisdomEndpoint
+from visualizer.sources.runs import env_name
 
 pytestmark = pytest.mark.integration  # starts the visualizer and its visdom
 
@@ -71,7 +72,9 @@ def test_a_thousand_runs_are_a_table_a_comparison_and_links_that_open_a_run(
 
     wait_until(lambda: f"{RUNS:,} runs" in html(), timeout=60)
     assert html().count("<tr>") == PAGE_ROWS + 1, "a header and a page of rows"
-    compare = url.split("/env/")[1]
+    assert url.endswith(f"/env/{INDEX_ENV}"), "many runs: the page to look at is the runs table"
+    compare = env_name("compare", thousand_runs.name, True)
+    assert f'href="{endpoint.env_url(compare)}"' in html(), "the table links the comparison"
     wait_until(
         lambda: len(reader.traces(compare, "compare_train_loss")) == DEFAULT_COMPARE, timeout=60
     )

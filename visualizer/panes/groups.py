@@ -55,8 +55,12 @@ def varying_keys(configs: Sequence[dict[str, Any]]) -> list[str]:
     return [k for k in keys if len({repr(c.get(k, missing)) for c in configs}) > 1]
 
 
+_NO_KEY = "\x00no key"  # what a run without the grouping key holds there
+
+
 def group_runs(runs: Sequence[RunData], key: str) -> list[Group]:
-    """``runs`` in groups by every config value but ``key``'s; no key: a group per run."""
+    """``runs`` in groups by every config value but ``key``'s, where ``key``'s values differ
+    within the group; no key: a group per run."""
     configs = {run.name: run_config(run) for run in sorted(runs, key=lambda r: r.name)}
     found: dict[object, list[str]] = {}
     for name, config in configs.items():
@@ -65,8 +69,11 @@ def group_runs(runs: Sequence[RunData], key: str) -> list[Group]:
     named = varying_keys(list(configs.values()))
     groups, labels = [], set(configs)
     for members in found.values():
-        if len(members) == 1:
-            groups.append(Group(members[0], (members[0],)))
+        # Seeds of one config differ in the key (or lack it); runs that all hold the same
+        # value of it are alike in every way, not its replicas: each keeps its own curve.
+        seeds = {repr(configs[name].get(key, _NO_KEY)) for name in members}
+        if len(members) == 1 or (len(seeds) == 1 and seeds != {repr(_NO_KEY)}):
+            groups += [Group(name, (name,)) for name in members]
             continue
         shared = options_text({k: configs[members[0]].get(k, "-") for k in named if k != key})
         base = ", ".join(f"{k}={v}" for k, v in shared.items()) or "every run"

@@ -81,18 +81,17 @@ class RunsTable:
         """Apply the page's choices and re-send the table if it changed; True when sent."""
         now = time.time() if now is None else now
         self._apply_page_events()
-        sent = self._sync_controls()
         built = (state.version, self.view, self.compare_env)
         if not force and now - self._built_at < REFRESH_S and self._html is not None:
-            return sent  # 10,000 rows are filtered and sorted at most this often
+            return self._sync_controls()  # 10,000 rows are sorted at most this often
         if self._live_at != state.version:  # a running run's row may fall silent
             self._live_at = state.version
             self._live = any(s.state == "running" for s in state.summaries)
         if not force and built == self._built and not self._live:
-            return sent
+            return self._sync_controls()
         self._built, self._built_at = built, now
-        self._count(state)
-        sent |= self._sync_controls()
+        self._count(state)  # the series to choose from, before the controls show them
+        sent = self._sync_controls()
         page = self.html(state, now)
         if page == self._html:
             return sent

@@ -117,3 +117,8 @@ def test_a_followed_sweep_draws_a_curve_and_band_per_group_and_parallel_coordina
     (trace,) = parcoords["content"]["data"]
     assert trace["type"] == "parcoords"
     assert [d["label"] for d in trace["dimensions"]] == ["lr", "seed", "train/loss (last)"]
+
+
+def test_runs_alike_in_every_key_the_grouping_one_included_keep_their_own_curves():
+    runs = [run("a", {"lr": 1, "seed": 7}), run("b", {"lr": 1, "seed": 7}), run("c", {"lr": 2})]
+    assert [g.runs for g in group_runs(runs, "seed")] == [("a",), ("b",), ("c",)]
