@@ -71,6 +71,28 @@ def _start_row(runs: int, ours: dict, tb: dict | None) -> dict:
     }
 
 
+def _read_row(runs: int, ours: dict) -> dict:
+    return {
+        "benchmark": f"{runs:,} local runs: every run's summary read (the table whole), "
+        "after the URL (the table, every run counted, is drawn before the URL is printed)",
+        "ours": seconds(ours["read_s"], "not read"),
+        "reference": "",
+        "ratio": "",
+        **_target(runs, "<= 3 s", ours["read_s"] is not None and ours["read_s"] <= 3.0),
+    }
+
+
+def _open_row(runs: int, ours: dict) -> dict:
+    return {
+        "benchmark": f"{runs:,} local runs: a run not compared opened from the table's link, "
+        "until its page is drawn",
+        "ours": seconds(ours["open_s"], "no link"),
+        "reference": "",
+        "ratio": "",
+        **_target(runs, "<= 1 s", ours["open_s"] is not None and ours["open_s"] <= 1.0),
+    }
+
+
 def _memory_row(runs: int, ours: dict, tb: dict | None) -> dict:
     idle = "not reached" if ours["rss_idle"] is None else f"{ours['rss_idle'] / MB:,.0f} MB"
     at = "at the URL" if ours["url_s"] is not None else "at the cap"
@@ -133,6 +155,8 @@ def scale_rows(runs: int, ours: dict, tb: dict | None, pace: Pace = PACE) -> lis
     """The rows of one scale; ``tb`` is TensorBoard on the same runs, if it was measured."""
     return [
         _start_row(runs, ours, tb),
+        _read_row(runs, ours),
+        _open_row(runs, ours),
         _memory_row(runs, ours, tb),
         _cpu_row(runs, ours, tb, pace),
         _exit_row(runs, ours, tb, pace),
@@ -153,7 +177,7 @@ def run(pace: Pace = PACE) -> list[dict]:
         for runs in counts:
             store = root / f"runs-{runs}"
             generated.append((runs, timed(write_runs, store, runs)))
-            ours = measure_visualizer(str(store), root / f"work-{runs}", pace)
+            ours = measure_visualizer(str(store), root / f"work-{runs}", runs, pace)
             rows += scale_rows(runs, ours, tb if runs == tb_runs else None, pace)
             shutil.rmtree(store)  # 10,000 runs hold about 1 GB
         rows += [_generator_row(runs, took, tb_runs, tb_took) for runs, took in generated]

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
@@ -23,9 +25,12 @@ from typing import Any
 from bench.many_runs import run_name, run_spec
 from bench.process_tree import PeakRss, cpu_share, terminate_tree, tree_rss
 from tests.fixtures.net import free_port
+from visualizer.panes.compare import DEFAULT_COMPARE
 
 ROOT = Path(__file__).resolve().parent.parent
 URL_PREFIX = "visdom: "
+READ_ALL = "visualizer.runset: read "  # the log's line once every run's summary is read
+LINKS = re.compile(r"CSV downloads at http://127\.0\.0\.1:(\d+)/")
 TB_POINTS = 1000  # TensorBoard serves at most this many points of a scalar series by default
 
 
@@ -93,18 +98,23 @@ def _sleep_until(moment: float) -> None:
     time.sleep(max(0.0, moment - time.perf_counter()))
 
 
-def measure_visualizer(source: str, work: Path, pace: Pace = PACE) -> dict[str, Any]:
+def measure_visualizer(source: str, work: Path, runs: int, pace: Pace = PACE) -> dict[str, Any]:
     """Start -> URL, memory at the URL and after ``pace.memory_idle`` s, idle CPU, SIGTERM -> exit."""
     work.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
     proc = visualizer(source, work)
-    out: dict[str, Any] = {"cpu": None, "rss_idle": None}
+    out: dict[str, Any] = {"cpu": None, "rss_idle": None, "read_s": None, "open_s": None}
     try:
         with PeakRss(proc.pid) as peak:
             out["url_s"], out["why"] = wait_url(proc, began, pace.start_cap)
             out["rss_url"] = tree_rss(proc.pid)  # at the cap when there is no URL
             if out["url_s"] is not None:
                 started = time.perf_counter()
+                # Up to --compare runs are all read before the URL; past it, this line says when.
+                many = runs > DEFAULT_COMPARE
+                read = (lambda: READ_ALL in _log(work)) if many else (lambda: True)
+                out["read_s"] = _until(read, started, pace.start_cap)
+                out["open_s"] = _open_a_run(work)
                 time.sleep(pace.settle)
                 out["cpu"] = cpu_share(proc.pid, pace.cpu)
                 _sleep_until(started + pace.memory_idle)
@@ -113,6 +123,33 @@ def measure_visualizer(source: str, work: Path, pace: Pace = PACE) -> dict[str, 
         out["exit_s"], out["left"] = terminate_tree(proc, pace.exit_cap)
     out["peak"] = peak.peak
     return out
+
+
+def _log(work: Path) -> str:
+    return (work / "visualizer.log").read_text(errors="replace")
+
+
+def _open_a_run(work: Path) -> float | None:
+    """Seconds the runs table's link of the oldest run (not compared, so not read yet) takes to
+    answer: it answers once the run is read and its page drawn. None without a link server."""
+    found = LINKS.search(_log(work))
+    if found is None:
+        return None
+    url = f"http://127.0.0.1:{found.group(1)}/open/{run_name(0)}"
+    began = time.perf_counter()
+    request = urllib.request.Request(url)
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        opener.open(request, timeout=60).close()
+    except urllib.error.HTTPError as err:
+        if err.code != 303:
+            return None
+    return time.perf_counter() - began
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # the 303 itself is the answer timed: the page is drawn by then
 
 
 def _json(url: str) -> Any:

@@ -69,12 +69,20 @@ def test_measures_run_end_to_end_on_five_runs(tmp_path):
     """The visualizer and TensorBoard on 5 runs each: every figure is there, rows are made."""
     write_runs(tmp_path / "runs", 5, points=100, workers=1)
     write_tensorboard_runs(tmp_path / "tb", 5, points=100, workers=1)
-    ours = measure_visualizer(str(tmp_path / "runs"), tmp_path / "work", QUICK)
+    ours = measure_visualizer(str(tmp_path / "runs"), tmp_path / "work", 5, QUICK)
     assert ours["url_s"] is not None, (tmp_path / "work" / "visualizer.log").read_text()
     assert ours["cpu"] is not None and ours["rss_idle"] > 0 and ours["peak"] >= ours["rss_url"]
     assert ours["exit_s"] is not None and not ours["left"]
     tb = measure_tensorboard(tmp_path / "tb", 5, tmp_path / "tb-work", points=100, pace=QUICK)
     assert None not in (tb["runs_s"], tb["first_s"], tb["last_s"], tb["cpu"]), tb
-    rows = scale_rows(5, ours, tb, QUICK)
-    assert all(rows[i]["ratio"] for i in (0, 1, 3))  # TensorBoard's CPU over 1 s may read 0
-    assert rows[2]["ours"].endswith("% of a core")
+    assert ours["read_s"] is not None and ours["open_s"] is not None, ours
+    rows = {row["benchmark"].split(": ", 1)[1]: row for row in scale_rows(5, ours, tb, QUICK)}
+    assert len(rows) == 6
+
+    def row(start: str) -> dict:
+        return next(row for text, row in rows.items() if text.startswith(start))
+
+    for start in ("start ->", "RSS of", "SIGTERM"):  # TensorBoard's idle CPU over 1 s may read 0
+        assert row(start)["ratio"], start
+    assert row("CPU over")["ours"].endswith("% of a core")
+    assert row("a run not compared")["ours"].endswith(" s"), "the link answered"
