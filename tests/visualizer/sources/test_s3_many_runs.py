@@ -55,4 +55,4 @@ def test_idle_finished_runs_cost_the_discovery_listing_and_a_new_run_shows(
         upload(s3_bucket, tmp_path / "late" / names[0] / "pickle", f"{run_name}/late-run/pickle/")
         wait_until(lambda: "late-run" in follower.known, timeout=S3_DISCOVERY_INTERVAL + 30)
         table = follower.screen.index.win
-        wait_until(lambda: ">late-run<" in reader.windows(INDEX_ENV)[table]["content"])
+        wait_until(lambda: "late-run</a>" in reader.windows(INDEX_ENV)[table]["content"])
