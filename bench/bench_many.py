@@ -84,8 +84,8 @@ def _read_row(runs: int, ours: dict) -> dict:
 
 def _open_row(runs: int, ours: dict) -> dict:
     return {
-        "benchmark": f"{runs:,} local runs: a run not compared opened from the table's link, "
-        "until its page is drawn",
+        "benchmark": f"{runs:,} local runs: a run not compared opened from the table's link "
+        "(5 s after every run was read), until its page is drawn",
         "ours": seconds(ours["open_s"], "no link"),
         "reference": "",
         "ratio": "",

@@ -94,7 +94,7 @@ def wait_url(proc: subprocess.Popen, began: float, cap: float) -> tuple[float | 
     return None, f"> {cap:.0f} s"
 
 
-def _sleep_until(moment: float) -> None:
+def _sleepuntil(moment: float) -> None:
     time.sleep(max(0.0, moment - time.perf_counter()))
 
 
@@ -112,12 +112,12 @@ def measure_visualizer(source: str, work: Path, runs: int, pace: Pace = PACE) ->
                 started = time.perf_counter()
                 # Up to --compare runs are all read before the URL; past it, this line says when.
                 many = runs > DEFAULT_COMPARE
-                read = (lambda: READ_ALL in _log(work)) if many else (lambda: True)
-                out["read_s"] = _until(read, started, pace.start_cap)
-                out["open_s"] = _open_a_run(work)
+                read = (lambda: READ_ALL in log_text(work)) if many else (lambda: True)
+                out["read_s"] = until(read, started, pace.start_cap)
                 time.sleep(pace.settle)
+                out["open_s"] = _open_a_run(work)  # on a settled viewer, as a person clicks
                 out["cpu"] = cpu_share(proc.pid, pace.cpu)
-                _sleep_until(started + pace.memory_idle)
+                _sleepuntil(started + pace.memory_idle)
                 out["rss_idle"] = tree_rss(proc.pid)
     finally:
         out["exit_s"], out["left"] = terminate_tree(proc, pace.exit_cap)
@@ -125,14 +125,15 @@ def measure_visualizer(source: str, work: Path, runs: int, pace: Pace = PACE) ->
     return out
 
 
-def _log(work: Path) -> str:
+def log_text(work: Path) -> str:
+    """What the visualizer started in ``work`` logged so far."""
     return (work / "visualizer.log").read_text(errors="replace")
 
 
 def _open_a_run(work: Path) -> float | None:
     """Seconds the runs table's link of the oldest run (not compared, so not read yet) takes to
     answer: it answers once the run is read and its page drawn. None without a link server."""
-    found = LINKS.search(_log(work))
+    found = LINKS.search(log_text(work))
     if found is None:
         return None
     url = f"http://127.0.0.1:{found.group(1)}/open/{run_name(0)}"
@@ -161,7 +162,7 @@ def _json(url: str) -> Any:
         return None
 
 
-def _until(done: Callable[[], bool], began: float, cap: float) -> float | None:
+def until(done: Callable[[], bool], began: float, cap: float) -> float | None:
     """Seconds from ``began`` until ``done()``, polled every 0.2 s; None past ``cap``."""
     while not done():
         if time.perf_counter() - began > cap:
@@ -192,11 +193,11 @@ def measure_tensorboard(
     base, out = f"http://127.0.0.1:{port}", {"cpu": None, "rss_idle": None}
     try:
         with PeakRss(proc.pid) as peak:
-            out["runs_s"] = _until(
+            out["runs_s"] = until(
                 lambda: len(_json(f"{base}/data/runs") or []) >= runs, began, pace.start_cap
             )
-            out["first_s"] = _until(_scalars_served(base, 0, points), began, pace.start_cap)
-            out["last_s"] = _until(_scalars_served(base, runs - 1, points), began, pace.start_cap)
+            out["first_s"] = until(_scalars_served(base, 0, points), began, pace.start_cap)
+            out["last_s"] = until(_scalars_served(base, runs - 1, points), began, pace.start_cap)
             out["rss_loaded"] = tree_rss(proc.pid)
             if out["last_s"] is not None:
                 time.sleep(pace.settle)

@@ -161,6 +161,8 @@ class VisdomEvents:
     """
 
     IDLE_STOP_S = 10.0
+    BUSY_S = 30.0  # this long after a page's last event, it is listened to less often
+    QUIET_INTERVAL = 1.0
 
     def __init__(self, client: VisdomClient, interval: float = 0.25) -> None:
         self.client = client
@@ -199,6 +201,7 @@ class VisdomEvents:
 
     def _run(self) -> None:
         listener: str | None = None
+        heard = time.monotonic()  # the last event filed
         while not self._stop.is_set() and not self._idle():
             try:
                 if listener is None:
@@ -216,9 +219,14 @@ class VisdomEvents:
                 continue
             messages = reply.get("messages")
             # visdom hands queued messages over newest first.
-            if isinstance(messages, list) and self._file(reversed(messages)) and self.on_event:
-                self.on_event()
-            self._stop.wait(self.interval)
+            if isinstance(messages, list) and self._file(reversed(messages)):
+                heard = time.monotonic()
+                if self.on_event:
+                    self.on_event()
+            # A page in use is heard every ``interval``; a quiet one, once a second: an
+            # idle viewer's listening is most of its CPU, on both sides.
+            quiet = time.monotonic() - heard > self.BUSY_S
+            self._stop.wait(max(self.interval, self.QUIET_INTERVAL) if quiet else self.interval)
 
     def _file(self, messages: Any) -> bool:
         filed = False

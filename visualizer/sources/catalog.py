@@ -29,12 +29,12 @@ from visualizer.model.rundata import RunData
 from visualizer.model.summary import RunSummary, from_documents, from_run
 
 from .runs import Found, LocalRuns, RunSpec, S3Runs, name_in
-from .s3 import S3ReadError
+from .s3 import FETCHES_AT_ONCE, S3ReadError
 
 log = logging.getLogger(__name__)
 
 LOCAL_WORKERS = 2  # decoding is Python: more threads only fight the loop for the GIL
-S3_WORKERS = 16  # requests in flight to a bucket on the first read
+
 ENDED_RECHECK_S = 60.0  # a local run that ended, without file events: a stat a minute
 S3_CHANGES_S = 300.0  # an S3 prefix listed whole this often: a resumed run shows then
 PAGE_BYTES = 2 << 20  # an older store is read whole this many bytes at a time
@@ -141,7 +141,7 @@ class Catalog:
         self.version = 0  # bumped whenever a summary changes
         remote = isinstance(runs, S3Runs)
         self._pool = ThreadPoolExecutor(
-            S3_WORKERS if remote else LOCAL_WORKERS, thread_name_prefix="run-summaries"
+            FETCHES_AT_ONCE if remote else LOCAL_WORKERS, thread_name_prefix="run-summaries"
         )
         self._done: queue.SimpleQueue[tuple[str, Read]] = queue.SimpleQueue()
         self._pending: list[str] = []  # found, not named yet, in the order found

@@ -138,6 +138,7 @@ class LocalRuns(_RunNames):
         super().__init__()
         self.root = Path(root)
         self.multi = False  # True once the root turned out to be a directory of runs
+        self._by_folder: dict[str, Found] = {}  # each run folder's store, once found
 
     def __str__(self) -> str:
         return str(self.root)
@@ -152,29 +153,37 @@ class LocalRuns(_RunNames):
         """The stores there now, in folder order; a folder seen before is not looked into again
         (10,000 runs cost one directory listing, not 10,000)."""
         root = self.root
-        if is_store(root):
-            return [self._store(root.parent.name if root.name == "pickle" else root.name, root)]
-        if is_store(root / "pickle"):
-            return [self._store(root.name, root / "pickle")]
+        if not self.multi:  # a directory of runs does not turn into a store
+            if is_store(root):
+                return [self._store(root.parent.name if root.name == "pickle" else root.name, root)]
+            if is_store(root / "pickle"):
+                return [self._store(root.name, root / "pickle")]
         try:
-            children = sorted(
-                e.path for e in os.scandir(root) if e.is_dir() and not e.name.startswith(".")
-            )
+            with os.scandir(root) as entries:
+                children = sorted(
+                    e.path for e in entries if not e.name.startswith(".") and e.is_dir()
+                )
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             return []
         found = []
-        for child in map(Path, children):
-            store = child / "pickle"
-            known = self._found.get(str(store)) or self._found.get(str(child))
-            if known is not None:
-                found.append(known)
-            elif _has_documents(store) or is_store(store):
-                found.append(self._store(child.name, store))
-            elif is_store(child):
-                found.append(self._store(child.name, child))
+        for child in children:
+            known = self._by_folder.get(child)
+            if known is None:
+                known = self._look_into(Path(child))
+                if known is None:
+                    continue
+                self._by_folder[child] = known
+            found.append(known)
         if found:
             self.multi = True
         return found
+
+    def _look_into(self, child: Path) -> Found | None:
+        """The store in folder ``child`` (``child/pickle`` or ``child`` itself), if any."""
+        store = child / "pickle"
+        if _has_documents(store) or is_store(store):
+            return self._store(child.name, store)
+        return self._store(child.name, child) if is_store(child) else None
 
     def _store(self, folder: str, store: Path) -> Found:
         return self._known(

@@ -34,6 +34,9 @@ def is_s3_url(text: str) -> bool:
     return str(text).startswith(SCHEME)
 
 
+FETCHES_AT_ONCE = 32  # requests in flight to a bucket on its first read
+
+
 def make_client() -> Any:
     """A boto3 S3 client for reading, from the standard credential chain and ``AWS_ENDPOINT_URL``."""
     from botocore.config import Config
@@ -45,6 +48,8 @@ def make_client() -> Any:
         Config(
             s3={"addressing_style": "path"},
             retries={"max_attempts": 3},
+            # A bucket's first read fetches this many runs' documents at once.
+            max_pool_connections=FETCHES_AT_ONCE,
             connect_timeout=5,
             read_timeout=30,
         )
