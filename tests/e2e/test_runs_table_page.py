@@ -38,7 +38,7 @@ def test_the_runs_pane_filters_sorts_and_pages_and_a_link_opens_the_run(
     root = tmp_path / run_name
     write_runs(root, RUNS, varied=True)
     driver, wait = chromium_driver, WebDriverWait(chromium_driver, BROWSER_WAIT_S)
-    table, pane = f"runs: {root}", f"filter, sort, page: {root}"
+    table, pane = f"runs: {root}", f"filter, sort, page ({root.name})"
 
     def shown(*needles: str) -> dict:
         """The table once its text holds every one of ``needles``."""

@@ -54,6 +54,8 @@ class RunsTable:
         self.name = name
         self.link = link  # a run's name -> the URL that opens its page
         self.win = f"runs_{safe_id(name)}"
+        # A short title a pane's bar can show (a whole path is cut off there).
+        self._short = name.rstrip("/").rsplit("/", 1)[-1] or name
         self.controls_win = f"runs_controls_{safe_id(name)}"
         self.view = TableView()
         self.compare_env: str | None = None  # linked above the rows
@@ -241,7 +243,7 @@ class RunsTable:
             "data": [{"content": rows, "type": "properties"}],
             "win": self.controls_win,
             "eid": INDEX_ENV,
-            "opts": {"title": f"filter, sort, page: {self.name}", "width": 300, "height": 300},
+            "opts": {"title": f"filter, sort, page ({self._short})", "width": 300, "height": 300},
         }
         self.client.post("events", message)
         self._controls = drawn
