@@ -169,10 +169,6 @@ class Catalog:
         """Whether every store found has been read once."""
         return not self._pending
 
-    def specs(self) -> list[RunSpec]:
-        """The named runs, in the order found."""
-        return [entry.spec for entry in self.entries.values() if entry.spec is not None]
-
     def prefetch(self) -> None:
         """Start the first :meth:`scan` on a pool thread (while visdom starts, say): the next
         call of :meth:`scan` takes its result."""
