@@ -55,7 +55,8 @@ class RunsTable:
         self.link = link  # a run's name -> the URL that opens its page
         self.win = f"runs_{safe_id(name)}"
         # A short title a pane's bar can show (a whole path is cut off there).
-        self._short = name.rstrip("/").rsplit("/", 1)[-1] or name
+        parts = [part for part in name.rstrip("/").split("/") if part and part != "pickle"]
+        self._short = parts[-1] if parts else name  # a store's run, not its "pickle" folder
         self.controls_win = f"runs_controls_{safe_id(name)}"
         self.view = TableView()
         self.compare_env: str | None = None  # linked above the rows
