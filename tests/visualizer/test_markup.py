@@ -15,7 +15,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from snapshot_store import Recorder, atomic
 from snapshot_store import frames as fmt
-from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, ROOT, console_errors, panes
+from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, ROOT, console_errors, pane_count
 from tests.fixtures.processes import reap
 from tests.fixtures.visdom_reading import VisdomReader
 from tests.fixtures.waiting import wait_until
@@ -179,7 +179,7 @@ def _open_every_env(driver: Any, reader: VisdomReader, url: str, envs: list[str]
     for env in envs:
         driver.get(f"{url}/env/{env}")
         want = len(reader.windows(env))
-        WebDriverWait(driver, BROWSER_WAIT_S).until(lambda d, n=want: len(panes(d)) >= n)
+        WebDriverWait(driver, BROWSER_WAIT_S).until(lambda d, n=want: pane_count(d) >= n)
         time.sleep(1.0)  # an onerror or onload fires once its image has failed to load
         page = driver.execute_script(PAGE_JS)
         assert page["pwned"] is None, f"script ran on env {env!r}: {page['pwned']}"
