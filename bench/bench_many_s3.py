@@ -66,7 +66,8 @@ def measure_s3(server: Any, work: Path, pace: Pace = PACE) -> dict[str, Any]:
         began = time.perf_counter()
         proc = visualizer(f"s3://{BUCKET}/{PREFIX}/", work, env)
         try:
-            out["url_s"], out["why"] = wait_url(proc, began, pace.start_cap)
+            printed = wait_url(proc, began, pace.start_cap)
+            out["url_s"], out["why"] = printed.seconds, printed.why
             out["start"] = proxy.snapshot()
             if out["url_s"] is not None:
                 # Idle is once every run's summary is in: the first read is not idle.

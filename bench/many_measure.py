@@ -22,15 +22,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.many_pages import comparison_drawn, table_drawn
 from bench.many_runs import run_name, run_spec
 from bench.process_tree import PeakRss, cpu_share, terminate_tree, tree_rss
 from tests.fixtures.net import free_port
 from visualizer.panes.compare import DEFAULT_COMPARE
+from visualizer.sources.runs import env_name
 
 ROOT = Path(__file__).resolve().parent.parent
 URL_PREFIX = "visdom: "
 READ_ALL = "visualizer.runset: read "  # the log's line once every run's summary is read
 LINKS = re.compile(r"CSV downloads at http://127\.0\.0\.1:(\d+)/")
+COMPARED = 100  # runs compared by the comparison measure: the issue's "100 best runs"
 TB_POINTS = 1000  # TensorBoard serves at most this many points of a scalar series by default
 
 
@@ -49,14 +52,17 @@ class Pace:
 PACE = Pace()
 
 
-def visualizer(source: str, work: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """``python run_visualizer_local.py --pickle-dir SOURCE --port FREE``, starting its own visdom.
+def visualizer(
+    source: str, work: Path, env: dict[str, str] | None = None, flags: tuple[str, ...] = ()
+) -> subprocess.Popen:
+    """``python run_visualizer_local.py --pickle-dir SOURCE --port FREE [FLAGS]``, starting its
+    own visdom.
 
     ``env`` replaces this process's environment; the alert state goes to ``work`` (a
     user's would be left with 10,000 runs' worth).
     """
     command = [sys.executable, "run_visualizer_local.py", "--pickle-dir", source]
-    command += ["--port", str(free_port())]
+    command += ["--port", str(free_port()), *flags]
     env = {**(os.environ if env is None else env), "XDG_STATE_HOME": str(work / "state")}
     with (work / "visualizer.log").open("ab") as err:
         return subprocess.Popen(
@@ -79,8 +85,23 @@ def _stdout_lines(proc: subprocess.Popen) -> queue.Queue[str | None]:
     return lines
 
 
-def wait_url(proc: subprocess.Popen, began: float, cap: float) -> tuple[float | None, str]:
-    """Seconds from ``began`` to the ``visdom: <url>`` line (None past ``cap``), and why not."""
+@dataclass(frozen=True)
+class Printed:
+    """When the ``visdom: <url>`` line came (seconds from the start; None past the cap), its
+    URL, and why there is none."""
+
+    seconds: float | None
+    url: str = ""
+    why: str = ""
+
+    @property
+    def base(self) -> str:
+        """The visdom server's URL (the printed one is an env's page)."""
+        return self.url.split("/env/", 1)[0]
+
+
+def wait_url(proc: subprocess.Popen, began: float, cap: float) -> Printed:
+    """When ``proc`` printed its ``visdom: <url>`` line, counted from ``began``."""
     lines = _stdout_lines(proc)
     while (left := began + cap - time.perf_counter()) > 0:
         try:
@@ -88,32 +109,38 @@ def wait_url(proc: subprocess.Popen, began: float, cap: float) -> tuple[float | 
         except queue.Empty:
             break
         if line is None:
-            return None, f"exited ({proc.wait()}) before printing its URL"
+            return Printed(None, why=f"exited ({proc.wait()}) before printing its URL")
         if line.startswith(URL_PREFIX):
-            return time.perf_counter() - began, ""
-    return None, f"> {cap:.0f} s"
+            return Printed(time.perf_counter() - began, line[len(URL_PREFIX) :].strip())
+    return Printed(None, why=f"> {cap:.0f} s")
 
 
 def _sleepuntil(moment: float) -> None:
     time.sleep(max(0.0, moment - time.perf_counter()))
 
 
-def measure_visualizer(source: str, work: Path, runs: int, pace: Pace = PACE) -> dict[str, Any]:
-    """Start -> URL, memory at the URL and after ``pace.memory_idle`` s, idle CPU, SIGTERM -> exit."""
+def measure_visualizer(
+    source: str, work: Path, runs: int, pace: Pace = PACE, driver: Any = None
+) -> dict[str, Any]:
+    """Start -> URL, the runs table drawn in ``driver`` (a Chromium, when given), memory at the
+    URL and after ``pace.memory_idle`` s, idle CPU, SIGTERM -> exit."""
     work.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
     proc = visualizer(source, work)
     out: dict[str, Any] = {"cpu": None, "rss_idle": None, "read_s": None, "open_s": None}
+    out["table_s"] = None
     try:
         with PeakRss(proc.pid) as peak:
-            out["url_s"], out["why"] = wait_url(proc, began, pace.start_cap)
+            printed = wait_url(proc, began, pace.start_cap)
+            out["url_s"], out["why"] = printed.seconds, printed.why
             out["rss_url"] = tree_rss(proc.pid)  # at the cap when there is no URL
-            if out["url_s"] is not None:
+            if printed.seconds is not None:
                 started = time.perf_counter()
+                if driver is not None:  # a person opens the page as the URL shows
+                    out["table_s"] = table_drawn(driver, printed.base, runs, pace.start_cap)
+                    driver.get("about:blank")  # an open page is not the viewer's idle
                 # Up to --compare runs are all read before the URL; past it, this line says when.
-                many = runs > DEFAULT_COMPARE
-                read = (lambda: READ_ALL in log_text(work)) if many else (lambda: True)
-                out["read_s"] = until(read, started, pace.start_cap)
+                out["read_s"] = until(_all_read(work, runs), started, pace.start_cap)
                 time.sleep(pace.settle)
                 out["open_s"] = _open_a_run(work)  # on a settled viewer, as a person clicks
                 out["cpu"] = cpu_share(proc.pid, pace.cpu)
@@ -122,6 +149,37 @@ def measure_visualizer(source: str, work: Path, runs: int, pace: Pace = PACE) ->
     finally:
         out["exit_s"], out["left"] = terminate_tree(proc, pace.exit_cap)
     out["peak"] = peak.peak
+    return out
+
+
+def _all_read(work: Path, runs: int) -> Callable[[], bool]:
+    """Whether the visualizer in ``work`` has read every run's summary."""
+    return (lambda: READ_ALL in log_text(work)) if runs > DEFAULT_COMPARE else (lambda: True)
+
+
+def measure_comparison(
+    source: str, work: Path, runs: int, driver: Any, pace: Pace = PACE
+) -> dict[str, Any]:
+    """The ``COMPARED`` best runs by train/loss, each drawn alone (``--group-by ''``): seconds
+    from every summary read until the server holds the comparison, and from asking for the
+    comparison page in ``driver`` until every plot draws every one of them."""
+    work.mkdir(parents=True, exist_ok=True)
+    compared = min(COMPARED, runs)
+    flags = ("--compare", str(compared), "--sort-by", "train/loss", "--group-by", "")
+    began = time.perf_counter()
+    proc = visualizer(source, work, flags=flags)
+    out: dict[str, Any] = {"compared": compared, "page_s": None}
+    try:
+        printed = wait_url(proc, began, pace.start_cap)
+        out["why"] = printed.why
+        if printed.seconds is not None:
+            out["read_s"] = until(_all_read(work, runs), began, pace.start_cap)
+            # The page the runs table links as "compared" (the URL printed is the table's).
+            page = f"{printed.base}/env/{env_name('compare', Path(source).name, True)}"
+            out["page_s"] = comparison_drawn(driver, page, compared, pace.start_cap)
+            driver.get("about:blank")
+    finally:
+        terminate_tree(proc, pace.exit_cap)
     return out
 
 

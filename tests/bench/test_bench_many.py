@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from bench.bench_many import scale_rows
-from bench.many_measure import Pace, measure_tensorboard, measure_visualizer
+from bench.bench_many import compare_row, scale_rows
+from bench.many_measure import Pace, measure_comparison, measure_tensorboard, measure_visualizer
 from bench.many_runs import run_spec, series_columns, write_runs, write_tensorboard_runs
 from snapshot_store.reader import read_store
 
@@ -65,11 +65,11 @@ QUICK = Pace(start_cap=60.0, settle=0.5, cpu=1.0, memory_idle=2.0, exit_cap=15.0
 
 
 @pytest.mark.integration
-def test_measures_run_end_to_end_on_five_runs(tmp_path):
+def test_measures_run_end_to_end_on_five_runs(tmp_path, chromium_driver):
     """The visualizer and TensorBoard on 5 runs each: every figure is there, rows are made."""
     write_runs(tmp_path / "runs", 5, points=100, workers=1)
     write_tensorboard_runs(tmp_path / "tb", 5, points=100, workers=1)
-    ours = measure_visualizer(str(tmp_path / "runs"), tmp_path / "work", 5, QUICK)
+    ours = measure_visualizer(str(tmp_path / "runs"), tmp_path / "work", 5, QUICK, chromium_driver)
     assert ours["url_s"] is not None, (tmp_path / "work" / "visualizer.log").read_text()
     assert ours["cpu"] is not None and ours["rss_idle"] > 0 and ours["peak"] >= ours["rss_url"]
     assert ours["exit_s"] is not None and not ours["left"]
@@ -77,7 +77,7 @@ def test_measures_run_end_to_end_on_five_runs(tmp_path):
     assert None not in (tb["runs_s"], tb["first_s"], tb["last_s"], tb["cpu"]), tb
     assert ours["read_s"] is not None and ours["open_s"] is not None, ours
     rows = {row["benchmark"].split(": ", 1)[1]: row for row in scale_rows(5, ours, tb, QUICK)}
-    assert len(rows) == 6
+    assert len(rows) == 7
 
     def row(start: str) -> dict:
         return next(row for text, row in rows.items() if text.startswith(start))
@@ -86,3 +86,12 @@ def test_measures_run_end_to_end_on_five_runs(tmp_path):
         assert row(start)["ratio"], start
     assert row("CPU over")["ours"].endswith("% of a core")
     assert row("a run not compared")["ours"].endswith(" s"), "the link answered"
+    assert row("runs table drawn")["ours"].endswith(" s"), "the table drawn in Chromium"
+
+
+@pytest.mark.integration
+def test_the_comparison_is_timed_until_every_run_is_drawn(tmp_path, chromium_driver):
+    write_runs(tmp_path / "runs", 3, points=100, workers=1)
+    compared = measure_comparison(str(tmp_path / "runs"), tmp_path / "work", 3, chromium_driver)
+    assert compared["compared"] == 3 and compared["page_s"] is not None, compared
+    assert compare_row(3, compared)["ours"].endswith(" s")
