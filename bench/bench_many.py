@@ -78,51 +78,41 @@ def _start_row(runs: int, ours: dict, tb: dict | None) -> dict:
     }
 
 
-def _read_row(runs: int, ours: dict) -> dict:
+def _timed_row(runs: int, benchmark: str, value: float | None, why: str, cap: float) -> dict:
+    """A row of seconds with no reference, its target ``<= cap`` s at the issue's scale."""
     return {
-        "benchmark": f"{runs:,} local runs: every run's summary read (the table whole), "
-        "after the URL (the table, every run counted, is drawn before the URL is printed)",
-        "ours": seconds(ours["read_s"], "not read"),
+        "benchmark": f"{runs:,} local runs: {benchmark}",
+        "ours": seconds(value, why),
         "reference": "",
         "ratio": "",
-        **_target(runs, "<= 3 s", ours["read_s"] is not None and ours["read_s"] <= 3.0),
+        **_target(runs, f"<= {cap:.0f} s", value is not None and value <= cap),
     }
+
+
+def _read_row(runs: int, ours: dict) -> dict:
+    what = "every run's summary read (the table whole), after the URL"
+    return _timed_row(runs, what, ours["read_s"], "not read", 3.0)
 
 
 def _table_row(runs: int, ours: dict) -> dict:
-    return {
-        "benchmark": f"{runs:,} local runs: runs table drawn in Chromium (its first page of rows, "
-        "every run counted), the page asked for as the URL is printed",
-        "ours": seconds(ours["table_s"], "not drawn"),
-        "reference": "",
-        "ratio": "",
-        **_target(runs, "<= 3 s", ours["table_s"] is not None and ours["table_s"] <= 3.0),
-    }
+    what = "runs table drawn in Chromium (its first page of rows, every run counted), "
+    what += "the page asked for as the URL is printed"
+    return _timed_row(runs, what, ours["table_s"], "not drawn", 3.0)
 
 
 def compare_row(runs: int, compared: dict) -> dict:
     """The comparison of the best runs, drawn in Chromium."""
-    count = compared["compared"]
-    return {
-        "benchmark": f"{runs:,} local runs: comparison of the {count} best by train/loss "
-        f"(`--compare {count} --sort-by train/loss --group-by ''`, each run its own trace), "
-        "its page drawn in Chromium once every summary is read",
-        "ours": seconds(compared["page_s"], compared["why"] or "not drawn"),
-        "reference": "",
-        "ratio": "",
-        **_target(runs, "<= 3 s", compared["page_s"] is not None and compared["page_s"] <= 3.0),
-    }
+    n = compared["compared"]
+    what = f"comparison of the {n} best by train/loss (`--compare {n} --sort-by train/loss "
+    what += "--group-by ''`, each run its own trace), its page drawn in Chromium once every "
+    what += "summary is read"
+    return _timed_row(runs, what, compared["page_s"], compared["why"] or "not drawn", 3.0)
 
 
 def _open_row(runs: int, ours: dict) -> dict:
-    return {
-        "benchmark": f"{runs:,} local runs: a run not compared opened from the table's link "
-        "(5 s after every run was read), until its page is drawn",
-        "ours": seconds(ours["open_s"], "no link"),
-        "reference": "",
-        "ratio": "",
-        **_target(runs, "<= 1 s", ours["open_s"] is not None and ours["open_s"] <= 1.0),
-    }
+    what = "a run not compared opened from the table's link (5 s after every run was read), "
+    what += "until its page is drawn"
+    return _timed_row(runs, what, ours["open_s"], "no link", 1.0)
 
 
 def _memory_row(runs: int, ours: dict, tb: dict | None) -> dict:
