@@ -32,6 +32,7 @@ class CountingProxy:
         parts = urlsplit(upstream)
         self.upstream = (parts.hostname or "127.0.0.1", parts.port or 80)
         self.counts: Counter[str] = Counter()
+        self.paths: list[str] = []  # every request's path and query, in order
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -50,9 +51,15 @@ class CountingProxy:
         with self._lock:
             return Counter(self.counts)
 
-    def _count(self, kind: str) -> None:
+    def _count(self, kind: str, path: str) -> None:
         with self._lock:
             self.counts[kind] += 1
+            self.paths.append(path)
+
+    def paths_since(self, first: int) -> list[str]:
+        """The paths asked for since the ``first``-th request (``len(proxy.paths)`` then)."""
+        with self._lock:
+            return self.paths[first:]
 
     def __enter__(self) -> CountingProxy:
         self._thread.start()
@@ -76,7 +83,7 @@ class CountingProxy:
                 pass  # thousands of lines of nothing new
 
             def _forward(self) -> None:
-                proxy._count(request_kind(self.command, self.path))
+                proxy._count(request_kind(self.command, self.path), self.path)
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}

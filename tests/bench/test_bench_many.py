@@ -95,3 +95,17 @@ def test_the_comparison_is_timed_until_every_run_is_drawn(tmp_path, chromium_dri
     compared = measure_comparison(str(tmp_path / "runs"), tmp_path / "work", 3, chromium_driver)
     assert compared["compared"] == 3 and compared["page_s"] is not None, compared
     assert compare_row(3, compared)["ours"].endswith(" s")
+
+
+@pytest.mark.integration
+def test_the_s3_measures_time_live_points_a_new_run_and_idle_requests(tmp_path, monkeypatch):
+    """Three finished runs and the live ones in SeaweedFS: every S3 figure is there."""
+    from bench import bench_many_s3
+
+    monkeypatch.setenv("BENCH_MANY_RUNS", "3")
+    pace = Pace(start_cap=60.0, settle=0.5, cpu=1.0, memory_idle=2.0, exit_cap=15.0, s3_idle=3.0)
+    rows = {row["benchmark"]: row for row in bench_many_s3.run(pace)}
+    timed = [row for text, row in rows.items() if "new point" in text or "new run" in text]
+    assert len(timed) == 2 and all(row["ours"].endswith(" s") for row in timed), timed
+    idle = next(row for text, row in rows.items() if "every finished run together" in text)
+    assert idle["ours"].isdigit(), idle
