@@ -4,8 +4,9 @@
 visualizer [follow]`` run :func:`main`; ``python -m visualizer export`` runs
 :func:`export_main`. Exit statuses come from :class:`ExitCode`: USAGE for bad
 options, NO_DATA when there is nothing to show, UNAVAILABLE when visdom does not
-answer (or its port is held by something else, or its page's JS/CSS files are
-missing and can not be fetched), INTERRUPTED on Ctrl-C, and OK
+answer (or its port is held by something else, or by the visdom another
+visualizer started, unless ``--no-start-server`` shares it on purpose, or its
+page's JS/CSS files are missing and can not be fetched), INTERRUPTED on Ctrl-C, and OK
 when following ends on SIGTERM or with ``--parent-pid``'s process, after a last
 pass over the stores.
 

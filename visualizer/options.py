@@ -281,7 +281,8 @@ def _add_mode_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-start-server",
         action="store_true",
-        help="never start a visdom server; wait for one instead (--once: fail)",
+        help="never start a visdom server; wait for one instead (--once: fail); "
+        "also: share the visdom another visualizer started on this port",
     )
     parser.add_argument(
         "--once", action="store_true", help="read everything, update visdom once, and exit"

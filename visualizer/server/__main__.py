@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--parent-pid", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--login", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--owned", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--static-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:

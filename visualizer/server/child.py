@@ -38,6 +38,10 @@ left open for a whole run:
   must come from the page's own host and port.
 * **Private files**: the cookie secret and the env files are created for the
   user alone (umask 077); an existing cookie secret is made private.
+* **Its owner named.** A server a visualizer started for itself (``--owned``) sends
+  that visualizer's pid in every answer (:data:`~visualizer.server.probes.OWNER_HEADER`):
+  it stops when that visualizer exits, so another visualizer asked to start a server
+  on its port refuses rather than draw into it.
 * **No ``last_read_time`` error every 15 s**: the polling-socket monitor visdom
   starts reads that attribute from websocket handlers too, which have none.
 * **The page's side** (:mod:`visualizer.server.page`): visdom's page script mended,
@@ -62,6 +66,7 @@ from visualizer.parent import watch_parent
 
 from .endpoint import VisdomEndpoint
 from .page import page_hash, serve_static_files
+from .probes import OWNER_HEADER
 
 # How long after the server closed a window a page's "close" of it is taken as its echo.
 ECHO_WINDOW_S = 10.0
@@ -228,14 +233,30 @@ def _own_origin_only(loopback: bool) -> None:
     RequestHandler.prepare = checked_prepare  # type: ignore[method-assign]
 
 
+def _name_owner(pid: int) -> None:
+    """Every answer, an error's too, carries the pid of the visualizer this server stops with."""
+    from tornado.web import RequestHandler
+
+    set_default_headers = RequestHandler.set_default_headers
+
+    def with_owner(self: RequestHandler) -> None:
+        set_default_headers(self)
+        self.set_header(OWNER_HEADER, str(pid))
+
+    RequestHandler.set_default_headers = with_owner  # type: ignore[method-assign]
+
+
 def _private_files(cookie_secret: Path) -> None:
     os.umask(0o077)
     if cookie_secret.is_file():
         cookie_secret.chmod(0o600)
 
 
-def patch_visdom(host: str, static_dir: str | None) -> None:
-    """Apply every patch in the module docstring to visdom, before its Application is built."""
+def patch_visdom(host: str, static_dir: str | None, owner_pid: int | None) -> None:
+    """Apply every patch in the module docstring to visdom, before its Application is built.
+
+    ``owner_pid``: the visualizer that started this server for itself, if one did.
+    """
     from visdom.server import app as visdom_app
     from visdom.server.handlers import socket_handlers, web_handlers
 
@@ -249,6 +270,8 @@ def patch_visdom(host: str, static_dir: str | None) -> None:
     _websockets_never_stale(socket_handlers)
     web_handlers.hash_md_window = page_hash
     _own_origin_only(VisdomEndpoint(host).is_loopback)
+    if owner_pid is not None:
+        _name_owner(owner_pid)
     _private_files(Path(visdom_app.DEFAULT_ENV_PATH) / "COOKIE_SECRET")
 
 
@@ -266,7 +289,7 @@ def run_child(args: argparse.Namespace) -> None:
     # its server never uses it. A None entry makes that optional import fail fast.
     sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
     endpoint = args.endpoint
-    patch_visdom(endpoint.host, args.static_dir)
+    patch_visdom(endpoint.host, args.static_dir, args.parent_pid if args.owned else None)
     argv = ["visdom.server", "-port", str(endpoint.port), "--hostname", endpoint.host]
     argv += ["-logging_level", "INFO"]
     if args.env_path:

@@ -19,15 +19,24 @@ from .endpoint import VisdomEndpoint
 _VISDOM_TITLE = re.compile(rb"<title>\s*visdom\b", re.IGNORECASE)
 
 
+# Sent by a visdom that a visualizer started for itself (and stops when it exits): its pid.
+OWNER_HEADER = "X-Visualizer-Pid"
+
+
 def _http(
-    endpoint: VisdomEndpoint, method: str, path: str, body: bytes | None, timeout: float
+    endpoint: VisdomEndpoint,
+    method: str,
+    path: str,
+    body: bytes | None,
+    timeout: float,
+    header: str = "Server",
 ) -> tuple[int, str, bytes]:
-    """One HTTP request; returns (status, Server header, first 64 KiB of the body)."""
+    """One HTTP request; returns (status, ``header``'s value, first 64 KiB of the body)."""
     conn = http.client.HTTPConnection(endpoint.host, endpoint.port, timeout=timeout)
     try:
         conn.request(method, path, body=body)
         resp = conn.getresponse()
-        return resp.status, resp.getheader("Server", ""), resp.read(64 * 1024)
+        return resp.status, resp.getheader(header, ""), resp.read(64 * 1024)
     finally:
         conn.close()
 
@@ -56,6 +65,16 @@ def visdom_answers(endpoint: VisdomEndpoint, timeout: float = 1.0) -> bool:
     except (OSError, http.client.HTTPException):
         return False
     return status == 200 and bool(_VISDOM_TITLE.search(body))
+
+
+def owning_visualizer(endpoint: VisdomEndpoint, timeout: float = 1.0) -> int | None:
+    """The pid of the visualizer that started the visdom answering at ``endpoint`` for itself
+    (it stops that visdom when it exits); None for a visdom no visualizer owns."""
+    try:
+        _, owner, _ = _http(endpoint, "POST", "/env_state", b"{}", timeout, OWNER_HEADER)
+    except (OSError, http.client.HTTPException):
+        return None
+    return int(owner) if owner.isdigit() else None
 
 
 def port_open(endpoint: VisdomEndpoint, timeout: float = 1.0) -> bool:

@@ -46,7 +46,7 @@ from visualizer.userdirs import user_state_dir
 
 from .assets import ProvisionError, served_static_dir
 from .endpoint import PASSWORD_VAR, USERNAME_VAR, VisdomEndpoint
-from .probes import port_open, visdom_answers
+from .probes import owning_visualizer, port_open, visdom_answers
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,9 @@ class VisdomServer:
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`. On a
     non-loopback host visdom's login is enabled with the endpoint's username
-    and password; without them :meth:`start` refuses.
+    and password; without them :meth:`start` refuses. ``owned``: a server this
+    process starts for itself (not to share): its answers name this process
+    (:func:`~visualizer.server.probes.owning_visualizer`).
     """
 
     def __init__(
@@ -81,10 +83,12 @@ class VisdomServer:
         endpoint: VisdomEndpoint | None = None,
         env_path: Path | None = None,
         log_path: Path | None = None,
+        owned: bool = False,
     ) -> None:
         self.endpoint = endpoint if endpoint is not None else VisdomEndpoint()
         self.env_path = Path(env_path) if env_path is not None else None
         self.log_path = Path(log_path) if log_path is not None else None
+        self.owned = owned
         self._proc: subprocess.Popen[bytes] | None = None
         self._static_dir: Path | None = None
 
@@ -185,6 +189,8 @@ class VisdomServer:
             cmd += ["--static-dir", str(self._static_dir)]
         if self.login_enabled:
             cmd.append("--login")
+        if self.owned:
+            cmd.append("--owned")
         return cmd
 
     def _child_env(self) -> dict[str, str]:
@@ -256,9 +262,18 @@ def ensure_server(
 
     Returns None when one already answers; otherwise starts one (stopped at
     interpreter exit) and returns it. With ``start=False`` raises
-    VisdomServerError explaining how to start one instead.
+    VisdomServerError explaining how to start one instead. With ``start=True``
+    a visdom another visualizer started for itself is refused: it stops when that
+    visualizer exits, and would leave this one drawing into nothing.
     """
     if visdom_answers(endpoint):
+        owner = owning_visualizer(endpoint) if start else None
+        if owner is not None:
+            raise VisdomServerError(
+                f"port {endpoint.port} is served by the visdom of another visualizer "
+                f"(pid {owner}), which stops it when it exits: give this one another port "
+                "(--port N), or share that visdom on purpose with --no-start-server"
+            )
         log.info("using the visdom server already answering at %s", endpoint.url)
         return None
     if not start:
@@ -267,7 +282,7 @@ def ensure_server(
             f"`python -m visualizer.server --host {endpoint.host} --port {endpoint.port}` "
             "(offline-safe, unlike `python -m visdom.server`), or allow this program to start it"
         )
-    server = VisdomServer(endpoint, env_path=env_path)
+    server = VisdomServer(endpoint, env_path=env_path, owned=True)
     server.start()
     atexit.register(server.stop)
     return server

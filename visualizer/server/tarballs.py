@@ -12,12 +12,22 @@ from ``HTTPS_PROXY``/``https_proxy`` as for every urllib request. When the
 registry can not be reached, the ``npm`` command, if installed, is tried (its own
 cache may hold the package); otherwise one error names the URL and the cache
 path where the tarball may be put by hand.
+
+A download is streamed to disk, hashed as it comes, and never held whole in
+memory; a body past :data:`MAX_TARBALL_BYTES` is refused (the registry publishes
+no tarball size: ``dist.unpackedSize`` is the unpacked files', not the archive's).
+The digest a tarball was checked against is recorded beside it
+(``<tarball>.integrity``) and checked again each time the cached tarball is used:
+a changed one (tampered, truncated) is deleted and fetched again. One put in the
+cache by hand has no record: it is checked against the registry's integrity, or,
+when the registry can not be reached, used unchecked with a warning.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import http.client
 import json
 import logging
 import os
@@ -27,6 +37,8 @@ import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Generator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +48,10 @@ DEFAULT_REGISTRY = "https://registry.npmjs.org/"
 HTTP_TIMEOUT_S = 60
 NPM_TIMEOUT_S = 300
 CHUNK = 1 << 20
+# visdom's largest package, mathjax 2.7.5, is a 21 MB tarball: room to spare, and a bound.
+MAX_TARBALL_BYTES = 64 << 20
+MAX_DOCUMENT_BYTES = 4 << 20  # a version's document is a few KB
+RECORD_SUFFIX = ".integrity"
 # Strongest first: an SRI string may list several digests; the strongest known one is checked.
 _ALGORITHMS = ("sha512", "sha384", "sha256")
 
@@ -70,7 +86,7 @@ def fetch_tarball(spec: str, cache_dir: Path) -> Path:
     """The cached tarball of ``spec`` (``name@version``); downloaded and verified when missing."""
     package, version = spec.rsplit("@", 1)
     cached = cache_dir / tarball_name(package, version)
-    if cached.is_file():
+    if cached.is_file() and _intact(package, version, cached):
         log.debug("cached: %s", cached)
         return cached
     try:
@@ -90,22 +106,79 @@ def fetch_tarball(spec: str, cache_dir: Path) -> Path:
             raise ProvisionError(f"{err}; {npm_err}") from None
 
 
-def download(package: str, version: str, cached: Path) -> Path:
-    """Download ``package@version``'s tarball to ``cached`` once its digest matches the registry's."""
+def _intact(package: str, version: str, cached: Path) -> bool:
+    """Whether the cached tarball has the digest recorded beside it, else the registry's.
+
+    One that does not is deleted (with its record), to be fetched again.
+    """
+    expected, whose = _recorded(cached), "the integrity recorded when it was fetched"
+    unrecorded = expected is None
+    if expected is None:
+        try:
+            expected, whose = published(package, version, cached)[1], "the registry's integrity"
+        except ProvisionError as err:
+            # Put there by hand because the registry can not give it (offline, a mirror without it).
+            offline = isinstance(err, OfflineError)
+            why = f"{metadata_url(package, version)} can not be reached" if offline else str(err)
+            log.warning(
+                "cached %s has no recorded integrity and can not be checked (%s): used unchecked",
+                cached,
+                why,
+            )
+            return True
+    actual = _file_digest(cached, expected[0])
+    if actual == expected[1]:
+        if unrecorded:
+            record(cached, expected)
+        return True
+    log.warning(
+        "cached %s does not match %s (%s, got %s): fetching it again",
+        cached,
+        whose,
+        sri(expected),
+        sri((expected[0], actual)),
+    )
+    cached.unlink(missing_ok=True)
+    _record_path(cached).unlink(missing_ok=True)
+    return False
+
+
+def published(package: str, version: str, cached: Path) -> tuple[str, tuple[str, bytes]]:
+    """The tarball's URL, and the (algorithm, digest) the registry publishes for it."""
     url = metadata_url(package, version)
-    document = json.loads(_get(url, cached, "application/json"))
+    with closing(_chunks(url, cached, "application/json", MAX_DOCUMENT_BYTES)) as chunks:
+        body = b"".join(chunks)
+    try:
+        document = json.loads(body)
+    except ValueError:
+        raise ProvisionError(f"{url} is not a JSON document") from None
     dist = document.get("dist") if isinstance(document, dict) else None
     if not isinstance(dist, dict) or not isinstance(dist.get("tarball"), str):
         raise ProvisionError(f"{url} does not name a tarball (no dist.tarball)")
-    expected = expected_digest(dist, url)
-    log.info("downloading %s", dist["tarball"])
-    data = _get(dist["tarball"], cached, "application/octet-stream")
-    verify(data, expected, dist["tarball"])
+    return dist["tarball"], expected_digest(dist, url)
+
+
+def download(package: str, version: str, cached: Path) -> Path:
+    """Download ``package@version``'s tarball to ``cached`` once its digest matches the registry's."""
+    url, expected = published(package, version, cached)
+    log.info("downloading %s", url)
     fd, name = tempfile.mkstemp(prefix=f".{cached.name}.", suffix=".tmp", dir=cached.parent)
     tmp = Path(name)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        digest = hashlib.new(expected[0])
+        with (
+            os.fdopen(fd, "wb") as f,
+            closing(_chunks(url, cached, "application/octet-stream", MAX_TARBALL_BYTES)) as chunks,
+        ):
+            for chunk in chunks:
+                f.write(chunk)
+                digest.update(chunk)
+        if digest.digest() != expected[1]:
+            raise ProvisionError(
+                f"{url} does not match the registry's integrity ({sri(expected)}, got "
+                f"{sri((expected[0], digest.digest()))}): refused, nothing cached"
+            )
+        record(cached, expected)  # first: a tarball in the cache always has its record
         tmp.replace(cached)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -130,30 +203,62 @@ def expected_digest(dist: dict[str, Any], url: str) -> tuple[str, bytes]:
     raise ProvisionError(f"{url} publishes no usable digest of its tarball (dist.integrity)")
 
 
-def verify(data: bytes, expected: tuple[str, bytes], url: str) -> None:
-    """ProvisionError unless ``data`` has the published digest."""
+def sri(expected: tuple[str, bytes]) -> str:
+    """``algorithm-<base64 digest>``, as ``dist.integrity`` writes a digest."""
     algorithm, digest = expected
-    actual = hashlib.new(algorithm, data).digest()
-    if actual != digest:
-        raise ProvisionError(
-            f"{url} does not match the registry's integrity ({algorithm}-"
-            f"{base64.b64encode(digest).decode()}, got {algorithm}-"
-            f"{base64.b64encode(actual).decode()}): refused, nothing cached"
-        )
+    return f"{algorithm}-{base64.b64encode(digest).decode()}"
 
 
-def _get(url: str, cached: Path, accept: str) -> bytes:
-    """The body at ``url``; OfflineError (naming the URL and where to put the tarball) if unreachable."""
+def _record_path(cached: Path) -> Path:
+    return cached.with_name(cached.name + RECORD_SUFFIX)
+
+
+def record(cached: Path, expected: tuple[str, bytes]) -> None:
+    """Keep beside ``cached`` the digest its content was checked against."""
+    _record_path(cached).write_text(sri(expected) + "\n")
+
+
+def _recorded(cached: Path) -> tuple[str, bytes] | None:
+    """The digest recorded beside ``cached``; None when there is none (or it is unreadable)."""
+    try:
+        text = _record_path(cached).read_text()
+        return expected_digest({"integrity": text}, str(_record_path(cached)))
+    except (OSError, ValueError, ProvisionError):
+        return None
+
+
+def _file_digest(path: Path, algorithm: str) -> bytes:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, algorithm).digest()
+
+
+def _chunks(url: str, cached: Path, accept: str, cap: int) -> Generator[bytes, None, None]:
+    """The body at ``url``, :data:`CHUNK` bytes at a time, refused past ``cap`` bytes.
+
+    OfflineError (naming the URL and where to put the tarball) when ``url`` can not
+    be reached. Close it (``contextlib.closing``) to end the request early.
+    """
     scheme = urllib.parse.urlsplit(url).scheme
     if scheme not in ("https", "http"):
         raise ProvisionError(f"{url} is not an https:// URL")
     request = urllib.request.Request(url, headers={"Accept": accept})
+    too_large = ProvisionError(
+        f"{url} sends more than {cap >> 20} MiB, the most taken from it: refused, nothing cached"
+    )
     try:
         with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as answer:
-            return bytes(answer.read())
+            declared = answer.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > cap:
+                raise too_large  # refused before a byte of it is read
+            size = 0
+            while chunk := answer.read(CHUNK):
+                size += len(chunk)
+                if size > cap:
+                    raise too_large
+                yield chunk
     except urllib.error.HTTPError as err:
         raise ProvisionError(f"{url} answered HTTP {err.code} {err.reason}") from None
-    except (urllib.error.URLError, OSError) as err:
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
         reason = getattr(err, "reason", err)
         raise OfflineError(
             f"can not reach {url} ({reason}): connect to the network (or set npm_config_registry "
@@ -182,5 +287,7 @@ def npm_pack(npm: str, spec: str, cached: Path) -> Path:
                 f"npm could not fetch package {spec} either (exit {proc.returncode}): "
                 + " | ".join(detail)
             )
+        # npm checked it against the registry; the record lets later uses check it again.
+        record(cached, ("sha512", _file_digest(packed, "sha512")))
         packed.replace(cached)
     return cached

@@ -16,7 +16,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.fixtures.net import free_port
 from visualizer.server.endpoint import VisdomEndpoint
-from visualizer.server.probes import visdom_answers
+from visualizer.server.probes import owning_visualizer, visdom_answers
 from visualizer.server.process import VisdomServer, VisdomServerError, ensure_server
 
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
@@ -132,6 +132,11 @@ def test_its_log_is_one_file_per_port_in_the_users_state_dir(
 def test_ensure_server_reuses_a_running_visdom(visdom_server: VisdomServer) -> None:
     assert ensure_server(visdom_server.endpoint) is None
     assert ensure_server(visdom_server.endpoint, start=False) is None
+
+
+def test_a_visdom_no_visualizer_started_names_no_owner(visdom_server: VisdomServer) -> None:
+    """Shared on purpose (``python -m visualizer.server``): others may use it (test_one_port.py)."""
+    assert owning_visualizer(visdom_server.endpoint) is None
 
 
 def test_ensure_server_without_start_says_how_to_start_one() -> None:
