@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import _thread
 import logging
-import threading
 
 import pytest
 
@@ -12,6 +10,7 @@ from integrations._run import MonitorRun, UnsupportedVersionError, require_versi
 from snapshot_store import StoreError, read_store
 from snapshot_store.tags import key_of, tag_of
 from tests.fixtures.examples import read
+from tests.fixtures.waiting import CtrlCWhenIn
 
 
 def test_every_name_is_kept_and_two_names_never_merge(tmp_path):
@@ -103,8 +102,8 @@ def test_close_drains_as_the_trainer_does_and_names_what_was_not_sent(
     run.log({"loss": 1.0}, 0)
     caplog.set_level(logging.INFO, logger="trainer.sync")
     # Ctrl-C as the terminal sends it: KeyboardInterrupt in the main thread, mid-drain.
-    threading.Timer(0.5, _thread.interrupt_main).start()
-    run.close()
+    with CtrlCWhenIn("drain"):
+        run.close()
     messages = [r.getMessage() for r in caplog.records if r.name == "trainer.sync"]
     assert any("Ctrl-C skips" in m for m in messages), messages
     assert any("Ctrl-C: no longer waiting for downhook.save" in m for m in messages), messages

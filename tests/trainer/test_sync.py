@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import _thread
 import os
 import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import pytest
 
 from snapshot_store import ExitCode, Recorder
 from tests.fixtures.training import clean_env, train_args, trainer_cmd
+from tests.fixtures.waiting import CtrlCWhenIn
 from trainer.sync import send_remaining
 from transfer_plugins.runner import TransferRunner
 
@@ -121,8 +120,8 @@ def test_ctrl_c_skips_the_drain_and_leaves_the_list_and_the_command(tmp_path, ca
         runner.submit(f)
     caplog.set_level("INFO", logger="trainer.sync")
     # Ctrl-C as the terminal sends it: KeyboardInterrupt in the main thread, mid-drain.
-    threading.Timer(0.5, _thread.interrupt_main).start()
-    left = send_remaining(runner, run, timeout=600)
+    with CtrlCWhenIn("drain"):
+        left = send_remaining(runner, run, timeout=600)
     assert left == files == runner.unsent
     messages = [r.getMessage() for r in caplog.records]
     assert any("2 file(s)" in m and "Ctrl-C skips" in m for m in messages), messages
