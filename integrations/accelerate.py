@@ -120,7 +120,8 @@ class MonitorTracker(GeneralTracker):
 
     @on_main_process
     def finish(self) -> None:
-        """Close the store (Accelerate calls this from ``end_training``)."""
+        """Close the store (Accelerate calls this from ``end_training``). A script that raises
+        before it is closed at exit, as the writer's :func:`~snapshot_store.ended_state` of it."""
         if self.run is not None:
             run, self.run = self.run, None
             run.close("finished")

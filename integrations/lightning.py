@@ -12,6 +12,8 @@ also becomes the points' epoch).
 from __future__ import annotations
 
 import logging
+import signal
+import sys
 from argparse import Namespace
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,8 +24,10 @@ from lightning.pytorch.callbacks import Checkpoint
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.loggers.logger import rank_zero_experiment
 from lightning.pytorch.loggers.utilities import _scan_checkpoints
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from lightning.pytorch.utilities.rank_zero import rank_zero_only
 
+from snapshot_store import ExitCode, ended_state
 from trainer import SummaryWriter, distributed
 
 from ._run import MonitorRun, check_adapter
@@ -31,8 +35,6 @@ from ._run import MonitorRun, check_adapter
 log = logging.getLogger(__name__)
 
 SUPPORTED = ">=2.1,<3"
-# Lightning's finalize() statuses -> the store's run states.
-_STATES = {"success": "finished", "finished": "finished", "failed": "failed"}
 
 
 class MonitorLogger(Logger):
@@ -138,10 +140,10 @@ class MonitorLogger(Logger):
 
     @rank_zero_only
     def finalize(self, status: str) -> None:
-        """Close the store (``success`` -> finished); logging again later reopens it."""
+        """Close the store as the run ended (:func:`ended_state`); logging again later reopens it."""
         if self._run is not None:
             run, self._run = self._run, None
-            run.close(_STATES.get(status, "finished"))
+            run.close(_state_for(status))
 
     def _open(self) -> MonitorRun:
         if self._run is None:
@@ -160,6 +162,17 @@ class MonitorLogger(Logger):
         state = self.__dict__.copy()
         state["_run"] = None
         return state
+
+
+def _state_for(status: str) -> str:
+    """The store's state for Lightning's ``finalize`` status: Lightning says ``failed`` for
+    every exception, Ctrl-C included, so the exception it is handling then tells which."""
+    if status != "failed":
+        return ended_state(None)
+    error = sys.exc_info()[1]
+    if isinstance(error, SIGTERMException):  # its SIGTERM handler's: a SystemExit without a code
+        return ended_state(signal.SIGTERM)
+    return ended_state(ExitCode.FAILED if error is None else error)
 
 
 def _next_version(root: Path) -> int:

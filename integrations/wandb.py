@@ -26,10 +26,11 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from snapshot_store.endings import ended_state
 from snapshot_store.rank import read_launch_env
 from snapshot_store.schema import INT64_MAX, int64_step
 from snapshot_store.values import plain
-from trainer.interrupts import close_at_exit, outcome_of
+from trainer.interrupts import close_at_exit
 
 from . import wandb_watch
 from ._run import MonitorRun
@@ -203,8 +204,9 @@ class Run:
         return [str(p) for p in saved]
 
     def finish(self, exit_code: int | None = None, quiet: bool | None = None) -> None:
-        """Store the summary, close the store (failed for a non-zero ``exit_code``)."""
-        self._close("failed" if exit_code else "finished")
+        """Store the summary, close the store as ``exit_code`` says (:func:`ended_state`:
+        None and 0 finished, 130 and 143 stopped, any other failed)."""
+        self._close(ended_state(exit_code))
 
     def _close(self, state: str) -> None:
         global run
@@ -228,7 +230,7 @@ class Run:
         return self
 
     def __exit__(self, exc_type: Any, exc_val: BaseException | None, exc_tb: Any) -> None:
-        self._close(outcome_of(exc_val))
+        self._close(ended_state(exc_val))
 
 
 run: Run | None = None

@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each 
     from .atomic import atomic_file as atomic_file
     from .atomic import ensure_writable_dir as ensure_writable_dir
     from .atomic import write_atomic as write_atomic
+    from .endings import ended_state as ended_state
     from .exit_codes import ExitCode as ExitCode
     from .frames import CorruptFrameError as CorruptFrameError
     from .frames import StoreError as StoreError
@@ -42,6 +43,7 @@ _EXPORTS = {
     "ensure_writable_dir": "atomic",
     "write_atomic": "atomic",
     "ExitCode": "exit_codes",
+    "ended_state": "endings",
     "LaunchEnv": "rank",
     "LaunchError": "rank",
     "global_rank": "rank",

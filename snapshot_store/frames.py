@@ -67,7 +67,7 @@ _HEADER = struct.Struct("<QI")
 _FOOTER = struct.Struct("<I")
 FRAME_OVERHEAD = _HEADER.size + _FOOTER.size
 
-STATES = ("running", "finished", "stopped", "failed")  # stopped: Ctrl-C or SIGTERM
+STATES = ("running", "finished", "stopped", "failed")  # how a run gets each: endings.py
 ENDED_STATES = STATES[1:]  # how a run ends: it writes no more
 
 

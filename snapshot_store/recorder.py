@@ -22,6 +22,7 @@ from . import frames as fmt
 from .atomic import remove_leftover_tmp_files
 from .documents import RunDocuments
 from .encoders import Encoder
+from .endings import ended_state
 from .frame_sink import PendingLimitError
 from .images import to_pixels
 from .rank import global_rank
@@ -262,7 +263,7 @@ class Recorder:
         return flushed
 
     def close(self, state: str = "finished") -> None:
-        """Write what is queued, close the segments and mark the run ``state``.
+        """Write what is queued, close the segments and mark the run ``state`` (:func:`.ended_state`).
 
         Safe to call more than once; later calls do nothing. After a writer
         failure it still closes the segments and marks the run ``failed`` where
@@ -292,14 +293,11 @@ class Recorder:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc_type is None:
-            self.close("finished")
-            return
-        # Ctrl-C ends a run someone chose to stop; anything else failed it.
-        outcome = "stopped" if issubclass(exc_type, KeyboardInterrupt) else "failed"
         try:
-            self.close(outcome)
+            self.close(ended_state(exc))
         except RecorderError as err:
+            if exc is None:
+                raise
             # The body's own exception (a Ctrl-C, a training error) must propagate unchanged.
             log.error("%s", err)
 

@@ -17,13 +17,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-from snapshot_store import ExitCode
+from snapshot_store import ExitCode, ended_state
 
 log = logging.getLogger(__name__)
 
 
 class Terminated(SystemExit):
-    """SIGTERM arrived (torchrun, Slurm or Kubernetes stopping the job): unwind and exit 143."""
+    """SIGTERM arrived (torchrun, Slurm or Kubernetes stopping the job): unwind and exit 143
+    (so the run ends ``stopped``, as :func:`~snapshot_store.ended_state` reads that status)."""
 
 
 # Set by the SIGTERM handler, which also raises at once. Python prints and drops an
@@ -62,21 +63,16 @@ def terminate_as_exit() -> Iterator[None]:
         _terminating.clear()
 
 
-def outcome_of(error: BaseException | None) -> str:
-    """The state a run ends in: ``finished``, ``stopped`` (Ctrl-C, SIGTERM) or ``failed``."""
-    if error is None:
-        return "finished"
-    return "stopped" if isinstance(error, (KeyboardInterrupt, Terminated)) else "failed"
-
-
 def close_at_exit(owner: object, close: Callable[[str], object]) -> None:
-    """Call ``close(outcome)`` when ``owner`` is collected or the interpreter exits, once.
+    """Call ``close(state)`` when ``owner`` is collected or the interpreter exits, once.
 
-    The outcome is :func:`outcome_of` the uncaught exception the program is ending on, if any.
+    The state is :func:`~snapshot_store.ended_state` of the uncaught exception the program
+    is ending on, if any. A process SIGTERM kills (no handler) runs no exit code at all:
+    its store stays ``running`` and the viewer tells it by its silent heartbeat.
     """
-    weakref.finalize(owner, _close_with_outcome, close)
+    weakref.finalize(owner, _close_as_ended, close)
 
 
-def _close_with_outcome(close: Callable[[str], object]) -> None:
+def _close_as_ended(close: Callable[[str], object]) -> None:
     # The interpreter sets sys.last_value when it prints an uncaught exception, before atexit.
-    close(outcome_of(getattr(sys, "last_value", None)))
+    close(ended_state(getattr(sys, "last_value", None)))

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from snapshot_store import LaunchEnv, Recorder
+from snapshot_store import LaunchEnv, Recorder, ended_state
 from snapshot_store.run_lock import RunLock
 from snapshot_store.values import redact
 from transfer_plugins.runner import Hook, TransferRunner
@@ -27,7 +27,6 @@ from transfer_plugins.runner import Hook, TransferRunner
 from . import checkpoint, console, distributed
 from .config import RunConfig
 from .distributed import Devices
-from .interrupts import outcome_of
 from .live import LiveView
 from .sampling import Loaders
 from .state import RunState
@@ -136,7 +135,7 @@ class RunSession:
             distributed.barrier()  # no barrier after a failure: peers may be gone
         gc.collect()  # DDP's gloo work is freed while the group lives (see Trainer.train)
         try:
-            self._close_outputs(outcome_of(exc))
+            self._close_outputs(ended_state(exc))
         finally:
             self._stack.close()
 
@@ -296,11 +295,11 @@ class RunSession:
             log.warning("live plots unavailable (%s); the store is still written", err)
             return None
 
-    def _close_outputs(self, outcome: str) -> None:
+    def _close_outputs(self, state: str) -> None:
         if self.system is not None:
             self.system.stop()  # before the recorder closes: no sample is lost or refused
         if self.recorder is not None:
-            self.recorder.close(outcome)
+            self.recorder.close(state)
         if self.transfer is not None:
             # Shows progress, Ctrl-C skips; what is left stays in transfer.unsent for the exit
             # status. loss_log.txt is complete now: its final copy, after what the wait logs.

@@ -18,14 +18,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from snapshot_store import Recorder
+from snapshot_store import Recorder, ended_state
 from snapshot_store.encoders import DEFAULT_BINS
 from snapshot_store.tags import key_of
 
 from .bad_input import skips_bad_input
 from .file_writer import FileWriter
 from .image_formats import tensorboard_pixels
-from .interrupts import close_at_exit, outcome_of
+from .interrupts import close_at_exit
 from .writer_extras import WriterExtras
 
 log = logging.getLogger(__name__)
@@ -198,5 +198,5 @@ class SummaryWriter(WriterExtras):
 
     def __exit__(self, exc_type, exc_val, exc_tb) -> None:
         self._end_hparams_session()
-        self.recorder.close(outcome_of(exc_val))
+        self.recorder.close(ended_state(exc_val))
         self._log_scalar = self._log_scalar_reopening  # type: ignore[assignment]

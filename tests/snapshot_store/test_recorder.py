@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from snapshot_store import REDACTED, Recorder, RecorderError, StoreError, read_store
+from snapshot_store import REDACTED, ExitCode, Recorder, RecorderError, StoreError, read_store
 from snapshot_store.images import decode_png
 from tests.fixtures.net import free_port
 from tests.fixtures.processes import REPO
@@ -201,14 +201,22 @@ def test_a_failure_inside_a_with_block_does_not_hide_the_blocks_own_error(tmp_pa
 
 
 @pytest.mark.parametrize(
-    ("error", "state"), [(KeyboardInterrupt, "stopped"), (ValueError, "failed"), (None, "finished")]
+    ("error", "state"),
+    [
+        (KeyboardInterrupt(), "stopped"),
+        (SystemExit(ExitCode.TERMINATED), "stopped"),  # SIGTERM unwinding (trainer.interrupts)
+        (SystemExit(0), "finished"),  # sys.exit(0) in the block: the program ends well
+        (SystemExit("bad config"), "failed"),  # Python exits 1 for a message
+        (ValueError(), "failed"),
+        (None, "finished"),
+    ],
 )
 def test_the_context_manager_marks_how_the_run_ended(tmp_path, error, state):
-    expected = pytest.raises(error) if error else contextlib.nullcontext()
+    expected = pytest.raises(type(error)) if error else contextlib.nullcontext()
     with expected, Recorder(tmp_path, world_size=1) as rec:
         rec.log({"train/loss": 1.0}, step=0)
         if error:
-            raise error()
+            raise error
     assert read_store(tmp_path)[2].status["state"] == state
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ import torch
 from remote_train_monitor import SummaryWriter
 from snapshot_store import read_store
 from snapshot_store.images import decode_png
+from tests.fixtures.processes import reap
 from tests.fixtures.tensorboard import (
     exported_records,
     exported_scalars,
@@ -20,6 +23,10 @@ from tests.fixtures.tensorboard import (
     tensorboard_scalars,
 )
 from tests.fixtures.training import clean_env
+from visualizer.alerts.rules import Alert, AlertMemory, AlertWatch
+from visualizer.model.rundata import RunData
+from visualizer.model.status import last_activity, status_view
+from visualizer.model.summary import from_documents
 
 
 def test_scalar_and_image_methods_write_the_store_in_log_dir(tmp_path):
@@ -108,6 +115,7 @@ def test_exception_inside_the_context_marks_the_run_failed(tmp_path):
 
 
 UNCLOSED = """
+import signal
 import sys
 from remote_train_monitor import SummaryWriter
 
@@ -115,24 +123,66 @@ writer = SummaryWriter(sys.argv[1])
 writer.add_scalar("loss", 1.0, 0)
 if sys.argv[2] == "crash":
     raise RuntimeError("diverged")
+if sys.argv[2] == "interrupt":
+    raise KeyboardInterrupt
+if sys.argv[2] == "wait":  # until a signal ends it: SIGTERM, without a handler, kills it
+    writer.flush()
+    print("logged", flush=True)
+    signal.pause()
 """
 
 
-@pytest.mark.integration
-@pytest.mark.parametrize("ending, state", [("exit", "finished"), ("crash", "failed")])
-def test_a_writer_left_open_is_closed_when_the_program_ends(tmp_path, ending, state):
+def _unclosed(tmp_path: Path, ending: str) -> subprocess.Popen[str]:
     script = tmp_path / "unclosed.py"
     script.write_text(UNCLOSED)
-    proc = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "run"), ending],
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == (0 if ending == "exit" else 1), proc.stderr
+    cmd = [sys.executable, str(script), str(tmp_path / "run"), ending]
+    return subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE, text=True)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "ending, state, code",
+    [("exit", "finished", 0), ("crash", "failed", 1), ("interrupt", "stopped", -signal.SIGINT)],
+)
+def test_a_writer_left_open_is_closed_when_the_program_ends(tmp_path, ending, state, code):
+    proc = _unclosed(tmp_path, ending)
+    try:
+        assert proc.wait(timeout=120) == code
+    finally:
+        reap(proc)
     history, reader, update = read_store(tmp_path / "run")
     assert update.status["state"] == state and history.series(("", "loss"))[3] == [1.0]
+
+
+@pytest.mark.integration
+def test_a_writer_killed_by_sigterm_stays_running_and_the_viewer_tells_it_silent(tmp_path):
+    """No handler: SIGTERM ends Python with no exit code run, so nothing can close the store.
+    The viewer tells it by its heartbeat: ``running (silent)`` 15 s after the last one
+    (docs/viewer.md), and one ``silent`` alert once nothing was logged for the alert's time."""
+    proc = _unclosed(tmp_path, "wait")
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "logged\n"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == -signal.SIGTERM
+    finally:
+        reap(proc)
+    _, _, update = read_store(tmp_path / "run")
+    status = update.status
+    assert status["state"] == "running"
+    beat = status["updated"]
+    summary = from_documents("run", update.meta, status)
+    assert summary.state_at(beat + 14.9) == "running"
+    assert summary.state_at(beat + 15.1) == "running (silent)"
+    assert status_view(status, update.meta, now=beat + 15.1).stale
+
+    sent: list[Alert] = []
+    watch = AlertWatch(AlertMemory(tmp_path / "sent.json", "test"), sent.append, silent_after=600)
+    run = RunData("run")
+    run.apply(update)
+    quiet_from = last_activity(status)  # its last value, or its start if none was written yet
+    for now in (quiet_from + 599, quiet_from + 600, quiet_from + 601, quiet_from + 3600):
+        watch.check([(run, "http://viewer/run")], now)
+    assert [alert.event for alert in sent] == ["silent"]
 
 
 def test_the_tutorials_tags_are_exported_as_tensorboard_wrote_them(tmp_path):
