@@ -157,7 +157,7 @@ def test_a_writer_left_open_is_closed_when_the_program_ends(tmp_path, ending, st
 @pytest.mark.integration
 def test_a_writer_killed_by_sigterm_stays_running_and_the_viewer_tells_it_silent(tmp_path):
     """No handler: SIGTERM ends Python with no exit code run, so nothing can close the store.
-    The viewer tells it by its heartbeat: ``running (silent)`` 15 s after the last one
+    The viewer tells it by its heartbeat: ``running (stale)`` 15 s after the last one
     (docs/viewer.md), and one ``silent`` alert once nothing was logged for the alert's time."""
     proc = _unclosed(tmp_path, "wait")
     try:
@@ -172,7 +172,7 @@ def test_a_writer_killed_by_sigterm_stays_running_and_the_viewer_tells_it_silent
     beat = status["updated"]
     summary = from_documents("run", update.meta, status)
     assert summary.state_at(beat + 14.9) == "running"
-    assert summary.state_at(beat + 15.1) == "running (silent)"
+    assert summary.state_at(beat + 15.1) == "running (stale)"
     assert status_view(status, update.meta, now=beat + 15.1).stale
 
     sent: list[Alert] = []

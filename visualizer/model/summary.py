@@ -58,9 +58,9 @@ class RunSummary:
         return self.state in ENDED_STATES
 
     def state_at(self, now: float) -> str:
-        """The state as shown: a running run whose heartbeat stopped is ``running (silent)``."""
+        """The state as shown: a running run whose heartbeat stopped is ``running (stale)``."""
         if self.status is not None and is_stale(self.status, now):
-            return f"{self.state} (silent)"
+            return f"{self.state} (stale)"
         return self.state
 
     @property
