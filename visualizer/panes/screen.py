@@ -79,7 +79,11 @@ class Screen:
     def add_run(self, name: str, env: str, store: str) -> None:
         """Draw run ``name`` (read from ``store``) in visdom env ``env`` from now on."""
         display = RunDisplay(self.client, env, self.max_points, self.view)
-        display.download = download_link(self.downloads, name, store)
+        # Back to every run: the page a run's link came from, one click away as in W&B.
+        back = markup.link(self.client.endpoint.env_url(INDEX_ENV), "all runs")
+        display.download = markup.join(
+            markup.element("p", back), download_link(self.downloads, name, store)
+        )
         self.runs[name] = display
         if self.compare is not None:
             self.compare.links[name] = self.client.endpoint.env_url(env)
