@@ -20,7 +20,7 @@ from snapshot_store.reader import MAX_DOCUMENT_BYTES, LocalSource, Source
 from transfer_plugins.s3_location import S3Location
 from visualizer.layout import safe_id
 
-from .s3 import S3Source, call, is_s3_url, make_client
+from .s3 import S3ReadError, S3Source, call, is_s3_url, make_client
 
 # Longer stored names are not names a trainer wrote: the directory's is used.
 MAX_NAME_CHARS = 200
@@ -71,6 +71,7 @@ class _RunNames:
     """The runs found under one root, each named once and uniquely."""
 
     def __init__(self) -> None:
+        self.multi = False  # True once the root turned out to be a directory of runs
         self._specs: dict[str, RunSpec] = {}
         self._taken: set[str] = set()  # the names given
         self._found: dict[str, Found] = {}  # every store found, by key: never looked at again
@@ -82,9 +83,20 @@ class _RunNames:
     def discover(self) -> list[RunSpec]:
         """The runs there now, a new one named by its metadata (read here, one at a time)."""
         return [
-            self._specs.get(found.key) or self.name(found, stored_name(found.source))
+            self._specs.get(found.key) or self.name(found, self._stored_name(found))
             for found in self.found()
         ]
+
+    def _stored_name(self, found: Found) -> str | None:
+        """The name ``found``'s metadata records. One run of many that S3 will not give
+        (a bucket policy denying its prefix) is named after its folder: the root was
+        listed, so the others are readable, and reading the run tells what failed."""
+        try:
+            return stored_name(found.source)
+        except S3ReadError:
+            if not self.multi:
+                raise
+            return None
 
     def name(self, found: Found, stored: str | None) -> RunSpec:
         """The spec of the store ``found``: named ``stored`` (its metadata's name), else
@@ -137,7 +149,6 @@ class LocalRuns(_RunNames):
     def __init__(self, root: str | os.PathLike[str]) -> None:
         super().__init__()
         self.root = Path(root)
-        self.multi = False  # True once the root turned out to be a directory of runs
         self._by_folder: dict[str, Found] = {}  # each run folder's store, once found
 
     def __str__(self) -> str:
@@ -217,7 +228,6 @@ class S3Runs(_RunNames):
         self.location = S3Location.parse(url)
         self.client = client if client is not None else make_client()
         self.rediscover_interval = rediscover_interval
-        self.multi = False
         self._next_discovery = 0.0
 
     def __str__(self) -> str:
