@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -134,8 +135,29 @@ def is_store(path: Path) -> bool:
 
 
 def _has_documents(store: Path) -> bool:
-    """True when ``store`` holds a run's meta or status: one stat, where listing it costs more."""
-    return (store / fmt.META_FILE).is_file() or (store / fmt.STATUS_FILE).is_file()
+    """True when ``store`` holds a run's meta or status: one stat, where listing it costs more.
+
+    A store folder that may not be looked into counts: reading the run then says why,
+    where an error here would end the search for every run.
+    """
+    for name in (fmt.META_FILE, fmt.STATUS_FILE):
+        try:
+            mode = (store / name).stat().st_mode
+        except PermissionError:
+            return _is_folder(store)
+        except OSError:  # not written (yet)
+            continue
+        if stat.S_ISREG(mode):
+            return True
+    return False
+
+
+def _is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder: not where a folder above it is closed (a lost+found)."""
+    try:
+        return stat.S_ISDIR(path.stat().st_mode)
+    except OSError:
+        return False
 
 
 class LocalRuns(_RunNames):
