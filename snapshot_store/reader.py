@@ -103,6 +103,7 @@ class StoreReader:
         self._newer_warned = False
         self.more = False  # the last poll stopped at max_bytes: poll again at once
         self._listing: dict[str, tuple] | None = None
+        self._carried: Update | None = None  # read by a poll that raised: not handed out yet
 
     def poll(self, max_bytes: int | None = None) -> Update:
         """Read whatever is new since the last call.
@@ -111,7 +112,17 @@ class StoreReader:
         least one page) and set :attr:`more`, so a long history can be replayed
         a page at a time instead of sitting in memory whole.
         """
-        update = Update()
+        update, self._carried = self._carried or Update(), None
+        try:
+            self._poll_into(update, max_bytes)
+        except Exception:
+            # A read that raised (an S3 error) ends the poll, but the reads before it
+            # moved their offsets on: what they found comes with the next poll.
+            self._carried = update
+            raise
+        return update
+
+    def _poll_into(self, update: Update, max_bytes: int | None) -> None:
         # Going on with a history read a page at a time: the listing it started from
         # still holds (one LIST per page would be most of an S3 replay's requests).
         if not (self.more and self._listing is not None):
@@ -119,10 +130,12 @@ class StoreReader:
         listing = self._listing
         self.more = False
         budget = max_bytes
-        update.meta = self._read_document(fmt.META_FILE, listing)
-        if update.meta is not None:
-            self._check_version(update.meta.get("format_version"))
-        update.status = self._read_document(fmt.STATUS_FILE, listing)
+        meta = self._read_document(fmt.META_FILE, listing)
+        if meta is not None:
+            update.meta = meta
+            self._check_version(meta.get("format_version"))
+        status = self._read_document(fmt.STATUS_FILE, listing)
+        update.status = status if status is not None else update.status
         segments = sorted(
             (parsed, name) for name in listing if (parsed := fmt.parse_segment_name(name))
         )
@@ -146,7 +159,6 @@ class StoreReader:
                 break
             if not state.unreadable:
                 state.size_seen, state.closed_seen = size, closed
-        return update
 
     def _check_version(self, version: object) -> None:
         """Say once that a newer writer made the store: what this reader skips is not lost."""
@@ -166,22 +178,28 @@ class StoreReader:
         version = listing.get(name)
         if version is None or self._documents.get(name) == version:
             return None
-        self._documents[name] = version
         where = self.source.describe(name)
         if version[0] > MAX_DOCUMENT_BYTES:
+            self._documents[name] = version
             self._warn(f"skipped {where}: {version[0]:,} bytes, larger than any document")
             return None
         try:
-            return fmt.decode_document(self.source.read(name, 0, MAX_DOCUMENT_BYTES), where)
+            data = self.source.read(name, 0, MAX_DOCUMENT_BYTES)
         except FileNotFoundError:
-            self._documents.pop(name, None)
             return None
         except OSError as err:  # read again at the next poll; said once while it lasts
-            self._documents.pop(name, None)
             if name not in self._unreadable_documents:
                 self._unreadable_documents.add(name)
                 self._warn(f"skipped {where} for now: can not read it ({err}); trying again")
             return None
+        # Only a document read is taken as seen: one whose read raised (an S3 error
+        # ends the poll) is read again at the next, though it did not change.
+        self._documents[name] = version
+        if name in self._unreadable_documents:  # said again should it fail again
+            self._unreadable_documents.discard(name)
+            log.info("%s is readable again", where)
+        try:
+            return fmt.decode_document(data, where)
         except fmt.StoreError as err:
             self._warn(f"skipped {err}")
             return None

@@ -173,6 +173,7 @@ class RunSet:
         env = self.env_of(spec.name)
         data, reader = RunData(spec.name), StoreReader(spec.source)
         feed = Feed(spec, entry.found.key, reader, data, env, self.schedule(spec.remote))
+        feed.failing = entry.error  # told when its summary was read: not told again
         self.feeds[spec.name] = feed
         self.screen.add_run(spec.name, env, spec.source.describe(""))
         where = spec.source.describe("")

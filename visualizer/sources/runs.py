@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from snapshot_store.reader import MAX_DOCUMENT_BYTES, LocalSource, Source
 from transfer_plugins.s3_location import S3Location
 from visualizer.layout import safe_id
 
-from .s3 import S3Source, call, is_s3_url, make_client
+from .s3 import S3ReadError, S3Source, call, is_s3_url, make_client
 
 # Longer stored names are not names a trainer wrote: the directory's is used.
 MAX_NAME_CHARS = 200
@@ -71,6 +72,7 @@ class _RunNames:
     """The runs found under one root, each named once and uniquely."""
 
     def __init__(self) -> None:
+        self.multi = False  # True once the root turned out to be a directory of runs
         self._specs: dict[str, RunSpec] = {}
         self._taken: set[str] = set()  # the names given
         self._found: dict[str, Found] = {}  # every store found, by key: never looked at again
@@ -82,9 +84,20 @@ class _RunNames:
     def discover(self) -> list[RunSpec]:
         """The runs there now, a new one named by its metadata (read here, one at a time)."""
         return [
-            self._specs.get(found.key) or self.name(found, stored_name(found.source))
+            self._specs.get(found.key) or self.name(found, self._stored_name(found))
             for found in self.found()
         ]
+
+    def _stored_name(self, found: Found) -> str | None:
+        """The name ``found``'s metadata records. One run of many that S3 will not give
+        (a bucket policy denying its prefix) is named after its folder: the root was
+        listed, so the others are readable, and reading the run tells what failed."""
+        try:
+            return stored_name(found.source)
+        except S3ReadError:
+            if not self.multi:
+                raise
+            return None
 
     def name(self, found: Found, stored: str | None) -> RunSpec:
         """The spec of the store ``found``: named ``stored`` (its metadata's name), else
@@ -122,8 +135,29 @@ def is_store(path: Path) -> bool:
 
 
 def _has_documents(store: Path) -> bool:
-    """True when ``store`` holds a run's meta or status: one stat, where listing it costs more."""
-    return (store / fmt.META_FILE).is_file() or (store / fmt.STATUS_FILE).is_file()
+    """True when ``store`` holds a run's meta or status: one stat, where listing it costs more.
+
+    A store folder that may not be looked into counts: reading the run then says why,
+    where an error here would end the search for every run.
+    """
+    for name in (fmt.META_FILE, fmt.STATUS_FILE):
+        try:
+            mode = (store / name).stat().st_mode
+        except PermissionError:
+            return _is_folder(store)
+        except OSError:  # not written (yet)
+            continue
+        if stat.S_ISREG(mode):
+            return True
+    return False
+
+
+def _is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder: not where a folder above it is closed (a lost+found)."""
+    try:
+        return stat.S_ISDIR(path.stat().st_mode)
+    except OSError:
+        return False
 
 
 class LocalRuns(_RunNames):
@@ -137,7 +171,6 @@ class LocalRuns(_RunNames):
     def __init__(self, root: str | os.PathLike[str]) -> None:
         super().__init__()
         self.root = Path(root)
-        self.multi = False  # True once the root turned out to be a directory of runs
         self._by_folder: dict[str, Found] = {}  # each run folder's store, once found
 
     def __str__(self) -> str:
@@ -217,7 +250,6 @@ class S3Runs(_RunNames):
         self.location = S3Location.parse(url)
         self.client = client if client is not None else make_client()
         self.rediscover_interval = rediscover_interval
-        self.multi = False
         self._next_discovery = 0.0
 
     def __str__(self) -> str:

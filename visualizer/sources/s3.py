@@ -74,9 +74,9 @@ _READ_FAILURES: dict[S3Fault, tuple[str, ExitCode]] = {
         ExitCode.NO_DATA,
     ),
     S3Fault.DENIED: (
-        "access denied to {location} at {endpoint} ({answer}): check "
-        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) and that "
-        "they may list and read this bucket",
+        "access denied to {location} at {endpoint} ({answer}): these credentials may not "
+        "read it; check the bucket policy for that prefix (and the IAM policy of "
+        "AWS_ACCESS_KEY_ID or AWS_PROFILE)",
         ExitCode.USAGE,
     ),
     S3Fault.NOT_FOUND: (
@@ -85,6 +85,14 @@ _READ_FAILURES: dict[S3Fault, tuple[str, ExitCode]] = {
     ),
 }
 _READ_FAILURES[S3Fault.REFUSED] = _READ_FAILURES[S3Fault.NOT_FOUND]
+# Denied for keys the server does not know, or a signature a wrong secret made: whatever
+# the prefix, these credentials read nothing (AccessDenied is a policy's answer).
+_WRONG_CREDENTIALS = frozenset({"InvalidAccessKeyId", "SignatureDoesNotMatch"})
+_REJECTED = (
+    "access denied to {location} at {endpoint} ({answer}): check AWS_ACCESS_KEY_ID and "
+    "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE): the key is not known there, or the secret is wrong",
+    ExitCode.USAGE,
+)
 _READ_FAILED = ("reading {location} from {endpoint} failed: {message}", ExitCode.UNAVAILABLE)
 
 
@@ -92,6 +100,8 @@ def explain(err: Exception, location: S3Location, client: Any) -> S3ReadError:
     """The one-line :class:`S3ReadError` for a botocore error met reading ``location``."""
     failure = s3_client.classify(err)
     template, exit_code = _READ_FAILURES.get(failure.fault, _READ_FAILED)
+    if failure.code in _WRONG_CREDENTIALS:
+        template, exit_code = _REJECTED
     text = template.format(
         location=location,
         endpoint=_endpoint(client),

@@ -1,0 +1,93 @@
+"""One store's documents and summary, read on a pool thread for the catalog.
+
+A store is known by ``meta.pickle`` and ``status.pickle``; a store written before
+summaries (its status keeps none) is read whole, a page at a time, and its summary
+computed from its series.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from snapshot_store import frames as fmt
+from snapshot_store.reader import MAX_DOCUMENT_BYTES, LocalSource, Source, StoreReader
+from visualizer.model.rundata import RunData
+from visualizer.model.summary import RunSummary, from_documents, from_run
+
+log = logging.getLogger(__name__)
+
+PAGE_BYTES = 2 << 20  # an older store is read whole this many bytes at a time
+
+
+@dataclass
+class Read:
+    """What one read of a store found (on a pool thread)."""
+
+    meta: dict[str, Any] | None = None
+    status: dict[str, Any] | None = None
+    summary: RunSummary | None = None  # computed from the series: a store without one
+    version: object = None  # status.pickle's version when read
+    error: str | None = None
+
+
+def _document(source: Source, name: str) -> dict[str, Any] | None:
+    """A document of the store; None when absent or unreadable (S3 failures raise)."""
+    try:
+        data = source.read(name, 0, MAX_DOCUMENT_BYTES)
+    except OSError:
+        return None  # not written yet
+    try:
+        return fmt.decode_document(data, source.describe(name))
+    except fmt.StoreError as err:  # corrupt or hostile: its series may still be read
+        log.warning("%s", err)
+        return None
+
+
+def status_version(source: Source) -> object:
+    """A local store's status.pickle version (size and mtime), None where it has none."""
+    if not isinstance(source, LocalSource):
+        return None
+    try:
+        st = (source.root / fmt.STATUS_FILE).stat()
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
+
+
+class _QuietReader(StoreReader):
+    """A reader for a summary: a bad file is told of once the run is followed, not here too."""
+
+    def _warn(self, message: str) -> None:
+        log.debug("%s", message)
+        self.warnings.append(message)
+
+
+def read_store(
+    source: Source,
+    meta: dict[str, Any] | None = None,
+    whole: bool = True,
+    stopped: Callable[[], bool] = bool,
+) -> Read:
+    """The documents of a store (``meta`` when already known) and its summary: the one its
+    status keeps, else, when ``whole``, one computed from its series (``stopped``, asked
+    between pages, cuts that short). Run on a pool thread: the follow loop only takes it."""
+    version = status_version(source)
+    read = Read(
+        meta=meta if meta is not None else _document(source, fmt.META_FILE),
+        status=_document(source, fmt.STATUS_FILE),
+        version=version,
+    )
+    if not whole or (read.status is not None and "series" in read.status):
+        read.summary = from_documents("", read.meta, read.status)
+        return read
+    data = RunData("")
+    reader = _QuietReader(source)
+    data.apply(reader.poll(max_bytes=PAGE_BYTES))
+    while reader.more and not stopped():
+        data.apply(reader.poll(max_bytes=PAGE_BYTES))
+    read.summary = from_run(data)
+    read.meta = read.meta if read.meta is not None else data.meta
+    return read
