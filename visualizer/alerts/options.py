@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from transfer_plugins.hooks import TransferSpecError, resolve_callable
 from visualizer.follower import Follower
 from visualizer.model.rundata import RunData
+from visualizer.model.summary import SeriesStats
 
 from .notify import AlertSender, check_plugin
 from .rules import DEFAULT_SILENT_AFTER_MINUTES, AlertMemory, AlertWatch, Rule, parse_rule
@@ -104,8 +105,7 @@ def _webhook_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> st
 
 def _watched(follower: Follower) -> Callable[[], Iterator[tuple[RunData, str]]]:
     """Every known run with its page's URL: a followed run's data, else its status alone
-    (how a run ended and whether it went silent are told for every run; its series' rules
-    and non-finite values, for the followed runs)."""
+    (its series' rules and non-finite values then come from its summary)."""
     endpoint = follower.client.endpoint
     stubs: dict[str, RunData] = {}
 
@@ -132,10 +132,13 @@ def _checker(watch: AlertWatch, follower: Follower) -> Callable[[float], None]:
     failed: list[bool] = []
     watched = _watched(follower)
 
+    def summary_of(name: str) -> Mapping[str, SeriesStats] | None:
+        entry = follower.known.get(name)
+        return entry.summary.series if entry is not None and entry.summary is not None else None
+
     def check(now: float) -> None:
-        runs = watched()
         try:
-            watch.check(runs, now)
+            watch.check(watched(), now, summary_of)
         except Exception:
             if not failed:  # once: it would fail the same way on every pass
                 log.exception("checking the runs for alerts failed; following goes on")

@@ -1,6 +1,6 @@
 """Alerts: telling a person when a followed run needs them, once per event.
 
-Events, per run: it **failed**, was **stopped** or **finished** (its status
+Events, per run (a run not read whole is judged by its summary): it **failed**, was **stopped** or **finished** (its status
 document's state); it went **silent** (running, but no value logged for
 ``--alert-silent-after`` minutes: a killed trainer and a hung one alike); a
 series logged a **non-finite** value (NaN, +/-inf); a **rule** on a series'
@@ -23,7 +23,7 @@ import operator
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from snapshot_store.frames import ENDED_STATES
 from snapshot_store.tags import tag_of
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.status import format_duration, last_activity
+from visualizer.model.summary import SeriesStats
 from visualizer.panes.compare import parse_sort_by
 from visualizer.userdirs import user_state_dir, write_if_changed
 
@@ -172,11 +173,21 @@ class AlertWatch:
         # (run, series) -> (points checked for non-finite values, the series' rewinds then)
         self._checked: dict[tuple[str, SeriesKey], tuple[int, int]] = {}
 
-    def check(self, runs: Iterable[tuple[RunData, str]], now: float) -> None:
-        """Send each new event of ``runs``, given as (data, page URL) pairs."""
+    def check(
+        self,
+        runs: Iterable[tuple[RunData, str]],
+        now: float,
+        summary_of: Callable[[str], Mapping[str, SeriesStats] | None] = lambda name: None,
+    ) -> None:
+        """Send each new event of ``runs``, given as (data, page URL) pairs. A run whose series
+        are not read (not followed) is judged by ``summary_of(name)``, its summary's series
+        (tag -> stats), where it has one."""
         for run, url in runs:
+            summary = summary_of(run.name) if not run.series else None
             alerts = [
-                a for a in self._events(run, url, now) if (run.name, a.key) not in self._fired
+                a
+                for a in self._events(run, url, now, summary)
+                if (run.name, a.key) not in self._fired
             ]
             if not self.memory.knows(run.name):
                 if self._ended_before_start(run):
@@ -199,7 +210,9 @@ class AlertWatch:
             and updated < self.started
         )
 
-    def _events(self, run: RunData, url: str, now: float) -> Iterator[Alert]:
+    def _events(
+        self, run: RunData, url: str, now: float, summary: Mapping[str, SeriesStats] | None
+    ) -> Iterator[Alert]:
         def alert(event: str, detail: str, key: str) -> Alert:
             return Alert(run.name, event, detail, url, key, now)
 
@@ -218,14 +231,17 @@ class AlertWatch:
                 quiet = format_duration(now - last)
                 since = f", since step {step}" if isinstance(step, int) else ""
                 yield alert("silent", f"has logged nothing for {quiet}{since}", f"silent@{last}")
-        yield from self._non_finite(run, alert)
+        if summary is None:
+            yield from self._non_finite(run, alert)
+        else:
+            yield from _non_finite_summed(summary, alert)
         for rule in self.rules:
-            series = run.series.get(rule.key)
-            if series is None or not len(series):
+            found = _last_value(run, summary, rule.key)
+            if found is None:
                 continue
-            value = float(series.values(len(series) - 1)[0])
+            value, step = found
             if np.isfinite(value) and rule.holds(value):
-                detail = f"has {tag_of(*rule.key)} = {value:g} at step {series.step_at(-1)}"
+                detail = f"has {tag_of(*rule.key)} = {value:g} at step {step}"
                 yield alert("rule", f"{detail}, and the rule is {rule}", f"rule:{rule}")
 
     def _non_finite(self, run: RunData, alert: Callable[[str, str, str], Alert]) -> Iterator[Alert]:
@@ -243,3 +259,31 @@ class AlertWatch:
                 name = tag_of(*key)
                 detail = f"logged {name} = {value} at step {series.step_at(index)}"
                 yield alert("non-finite", detail, f"non-finite:{name}")
+
+
+def _last_value(
+    run: RunData, summary: Mapping[str, SeriesStats] | None, key: SeriesKey
+) -> tuple[float, int | None] | None:
+    """A series' last value and step: from its points when read, else from the run's summary."""
+    if summary is not None:
+        stats = summary.get(tag_of(*key))
+        return None if stats is None or stats.last is None else (stats.last, stats.step)
+    series = run.series.get(key)
+    if series is None or not len(series):
+        return None
+    return float(series.values(len(series) - 1)[0]), series.step_at(-1)
+
+
+def _non_finite_summed(
+    summary: Mapping[str, SeriesStats], alert: Callable[[str, str, str], Alert]
+) -> Iterator[Alert]:
+    """A non-finite value a summary shows: the last value, or an infinite extreme (a NaN
+    between finite values leaves no trace there; a followed run's points are each checked)."""
+    for name, stats in summary.items():
+        bad = next(
+            (v for v in (stats.last, stats.min, stats.max) if v is not None and not np.isfinite(v)),
+            None,
+        )
+        if bad is not None:
+            detail = f"logged {name} = {bad} (by step {stats.step})"
+            yield alert("non-finite", detail, f"non-finite:{name}")

@@ -23,6 +23,7 @@ import pytest
 from snapshot_store import Recorder
 from tests.fixtures.alerting import POLL_S, SECRET, TIMEOUT, Receiver, once, stop, visualizer
 from tests.fixtures.processes import first_line
+from tests.fixtures.visdom_reading import VisdomReader
 from tests.fixtures.waiting import wait_until
 from tests.visualizer.sources.test_s3 import upload
 from visualizer.alerts.options import WEBHOOK_VAR
@@ -274,3 +275,34 @@ def test_a_rule_compares_a_series_last_value(text, series, holds, fails):
 def test_a_bad_rule_says_what_a_rule_is(text):
     with pytest.raises(ValueError, match=r"e\.g\. (')?val/loss"):
         parse_rule(text)
+
+
+@pytest.mark.integration
+def test_runs_not_followed_are_alerted_from_their_summaries(tmp_path, visdom_server, receiver):
+    """Past --compare N only the compared runs are read whole: a rule and a non-finite value of
+    the others come from the summary their status carries."""
+    runs, log = tmp_path / "runs", tmp_path / "visualizer.log"
+    last = {"best": 0.1, "high": 3.0, "inf": 5.0}  # val/loss: only "best" is compared
+    names = {key: f"{tmp_path.name}-{key}" for key in last}
+    recs = [Recorder(runs / names[key] / "pickle", flush_interval=0.05) for key in last]
+    try:
+        for rec, value in zip(recs, last.values(), strict=True):
+            rec.log({"loss": value}, step=1, group="val")
+        recs[2].log({"loss": math.inf}, step=2)
+        options = ("--compare", "1", "--sort-by", "val/loss", "--alert-webhook", receiver.url,
+                   "--alert-rule", "val/loss>2.5")  # fmt: skip
+        proc = visualizer(runs, visdom_server.endpoint, tmp_path / "state", log, *options)
+        try:
+            wait_until(lambda: len(receiver.alerts()) >= 3, TIMEOUT)
+        finally:
+            stop(proc, log)
+    finally:
+        for rec in recs:
+            rec.close()
+    sent = sorted((a["run"], a["event"]) for _, a in receiver.alerts())
+    assert sent == sorted([(names["high"], "rule"), (names["inf"], "rule"),
+                           (names["inf"], "non-finite")])  # fmt: skip
+    [(_, infinite)] = [(t, a) for t, a in receiver.of(names["inf"]) if a["event"] == "non-finite"]
+    assert "train/loss = inf" in infinite["content"]
+    followed = set(VisdomReader(visdom_server.endpoint).envs())
+    assert names["best"] in followed and not {names["high"], names["inf"]} & followed
