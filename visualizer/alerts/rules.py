@@ -1,7 +1,8 @@
-"""Alerts: telling a person when a followed run needs them, once per event.
+"""Alerts: telling a person when a run needs them, once per event.
 
-Events, per run (a run not read whole is judged by its summary): it **failed**, was **stopped** or **finished** (its status
-document's state); it went **silent** (running, but no value logged for
+Events, per run (one not read whole is judged by its status' summary): it
+**failed**, was **stopped** or **finished** (its status document's state); it
+went **silent** (running, but no value logged for
 ``--alert-silent-after`` minutes: a killed trainer and a hung one alike); a
 series logged a **non-finite** value (NaN, +/-inf); a **rule** on a series'
 last value holds (``--alert-rule 'val/loss>2.5'``).
