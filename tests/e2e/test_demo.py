@@ -21,7 +21,7 @@ from tests.fixtures.checkout import checkout_copy
 from tests.fixtures.net import free_port
 from tests.fixtures.pages import ARTIFACTS, console_errors, differences, panes
 from tests.fixtures.visdom_reading import VisdomReader
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.waiting import EXIT_WAIT_S, wait_until
 from visualizer.server.endpoint import VisdomEndpoint
 
 # The demo's own knob: 3 epochs here; DEMO_EPOCHS=80 is the demo as `make demo` runs it.
@@ -68,7 +68,7 @@ def test_the_demo_page_opened_at_once_is_intact_at_the_end(tmp_path, chromium_dr
         assert "FINISHED" in chromium_driver.page_source
         assert console_errors(chromium_driver) == []
         os.killpg(demo.pid, signal.SIGINT)
-        assert demo.wait(30) == 0, log.read_text()[-2000:]
+        assert demo.wait(EXIT_WAIT_S) == 0, log.read_text()[-2000:]
     finally:
         if demo.poll() is None:
             os.killpg(demo.pid, signal.SIGKILL)

@@ -22,7 +22,7 @@ import pytest
 
 from snapshot_store.exit_codes import ExitCode
 from tests.fixtures.checkout import ROOT, checkout_copy
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.waiting import EXIT_WAIT_S, wait_until
 
 # (page, heading): the README's recipes link to these sections.
 SECTIONS = (
@@ -90,7 +90,9 @@ def _follow_until_its_url(command: str, repo: Path, env: dict[str, str], log: Pa
         assert "visdom: http://" in log.read_text(), f"{command}\n{log.read_text()[-3000:]}"
         proc.send_signal(signal.SIGINT)
         # Ctrl-C's documented exit status, after stopping the visdom it started.
-        assert proc.wait(30) == ExitCode.INTERRUPTED, f"{command}\n{log.read_text()[-3000:]}"
+        assert proc.wait(EXIT_WAIT_S) == ExitCode.INTERRUPTED, (
+            f"{command}\n{log.read_text()[-3000:]}"
+        )
         assert "stopping visdom" in log.read_text() or "visdom answers" not in log.read_text()
     finally:
         if proc.poll() is None:

@@ -14,7 +14,7 @@ import pytest
 
 from snapshot_store import ExitCode, Recorder
 from tests.fixtures.training import clean_env, train_args, trainer_cmd
-from tests.fixtures.waiting import CtrlCWhenIn
+from tests.fixtures.waiting import EXIT_WAIT_S, CtrlCWhenIn
 from trainer.sync import send_remaining
 from transfer_plugins.runner import TransferRunner
 
@@ -163,7 +163,7 @@ def test_a_hook_failing_on_every_file_is_said_during_training_and_the_run_exits_
             assert time.monotonic() < deadline, out.read_text()
             time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
-        code = proc.wait(60)
+        code = proc.wait(EXIT_WAIT_S)
     finally:
         if proc.poll() is None:
             proc.kill()
