@@ -18,7 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from snapshot_store import Recorder, ended_state
+from snapshot_store import Recorder, ended_state, global_rank
+from snapshot_store import frames as fmt
 from snapshot_store.encoders import DEFAULT_BINS
 from snapshot_store.tags import key_of
 
@@ -33,6 +34,28 @@ log = logging.getLogger(__name__)
 # Our writer thread writes at least this often whatever ``flush_secs`` says: the
 # point is a live view (TensorBoard's 120 s default only bounds the delay).
 _LIVE_SECONDS = 0.1
+
+
+def _say_if_appending(store: Path) -> None:
+    """One line when ``store`` holds a run that ended: this writer adds a session to it.
+
+    TensorBoard merges writers of one log_dir too; a second experiment given the first's
+    log_dir mixes two runs' curves and options, which a user should hear of at the start.
+    """
+    if global_rank() != 0:
+        return
+    try:
+        status = fmt.decode_document((store / fmt.STATUS_FILE).read_bytes(), store)
+    except (OSError, fmt.StoreError):
+        return  # a new store (or one the recorder will say is damaged)
+    state = status.get("state")
+    if state in fmt.ENDED_STATES:
+        log.warning(
+            "%s holds a run that %s: this writer appends to it as a new session, as "
+            "TensorBoard merges writers of one log_dir; give a new log_dir for a new run",
+            store,
+            "was stopped" if state == "stopped" else state,
+        )
 
 
 class SummaryWriter(WriterExtras):
@@ -78,6 +101,7 @@ class SummaryWriter(WriterExtras):
         recorder_kwargs.setdefault("flush_interval", min(float(flush_secs), _LIVE_SECONDS))
         self._recorder_kwargs = recorder_kwargs
         self._tags: dict[str, tuple[str, str]] = {}  # tag -> store key, split once
+        _say_if_appending(Path(self.log_dir))  # once: a reopen after close() is this run's own
         self.recorder = self._new_recorder()
 
     def _new_recorder(self) -> Recorder:
