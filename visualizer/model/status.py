@@ -130,7 +130,8 @@ def status_view(
         step_text += f" / {int(total)}"
     rows.append(("step", step_text))
     epoch = _number(status.get("epoch"))
-    rows.append(("epoch", "-" if epoch is None else f"{epoch:.2f}"))
+    # 0 is also what a writer says when no epoch was ever given (SummaryWriter, W&B-style).
+    rows.append(("epoch", f"{epoch:.2f}" if epoch else "-"))
     world_size = _step(meta.get("world_size", status.get("world_size")))
     rows.append(("world size", "-" if world_size is None else str(world_size)))
     host = status.get("host")

@@ -141,3 +141,10 @@ def test_the_panel_shows_what_a_full_disk_kept_from_the_store_and_checkpoints():
     assert not any("disk full" in key for key in clean)
     odd = {"state": "failed", "unwritten_records": ["<b>", 1], "checkpoints_skipped": "x"}
     assert not any("disk full" in key for key in dict(status_view(odd, {}, None, NOW).rows))
+
+
+def test_an_epoch_never_given_shows_as_none_not_zero():
+    """A SummaryWriter or W&B-style run gives no epoch: its writer's status says 0."""
+    epochs = {e: dict(status_view({"state": "running", "epoch": e}, {}, now=NOW).rows)["epoch"]
+              for e in (0.0, 0.25, 3)}  # fmt: skip
+    assert epochs == {0.0: "-", 0.25: "0.25", 3: "3.00"}
