@@ -55,6 +55,9 @@ class Run:
         self.dir = str(files)
         self._saved: list[Path] = []
         self._hooks: list[Any] = []  # watch()'s
+        # watch()'s histograms of the open step, by tag: W&B's history row keeps the last
+        # one a tag gets at a step, so a hook firing twice in a step replaces its first.
+        self._watched: dict[str, Any] = {}
         self.url: str | None = None
         self.config = Config(self._store_config)
         self.summary = Summary()
@@ -98,7 +101,7 @@ class Run:
                     self.step,
                 )
                 return
-            self.step = step
+            self._move_to(step)
         writer = self._writer
         for key, value in flat.items():
             scalar = number(value)  # the common case, stored without store_value's dispatch
@@ -108,7 +111,19 @@ class Run:
                 log_.warning("wandb.log(%r): a %s is not stored", key, type(value).__name__)
             self._summarize(key, value, scalar)
         if (step is None and commit is None) or commit:
-            self.step += 1
+            self._move_to(self.step + 1)
+
+    def _move_to(self, step: int) -> None:
+        """Make ``step`` the current step, storing watch()'s histograms at the step left."""
+        if step != self.step:
+            self._store_watched()
+        self.step = step
+
+    def _store_watched(self) -> None:
+        if self._writer is not None:
+            for tag, tensor in self._watched.items():
+                self._writer.add_histogram(tag, tensor, self.step, bins=wandb_watch.BINS)
+        self._watched.clear()
 
     def _summarize(self, key: str, value: Any, new: float | None) -> None:
         ops = None
@@ -145,8 +160,9 @@ class Run:
         self._hooks.clear()
 
     def _histogram(self, tag: str, tensor: Any) -> None:
+        """Keep ``tensor`` (a copy: training changes it) as ``tag``'s histogram of this step."""
         if self._writer is not None:
-            self._writer.add_histogram(tag, tensor.detach(), self.step, bins=wandb_watch.BINS)
+            self._watched[tag] = tensor.detach().clone()
 
     def alert(
         self,
@@ -194,6 +210,7 @@ class Run:
 
     def _close(self, state: str) -> None:
         self.unwatch()
+        self._store_watched()  # the open step's, as W&B's finish commits its last row
         writer = self._writer
         if writer is None:
             self.finished = True
