@@ -4,11 +4,42 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 
 class Error(Exception):
     """What W&B raises for a call out of order (``log`` before ``init``)."""
+
+
+def before_init(what: str) -> NoReturn:
+    """Raise W&B's error for ``what`` used before ``init``, in W&B's words."""
+    raise Error(f"You must call wandb.init() before {what}")
+
+
+class PreInitObject:
+    """``wandb.config`` and ``wandb.summary`` with no run, as W&B's: importable, listed by
+    ``dir`` and ``inspect``; reading or setting an item raises :class:`Error`."""
+
+    def __init__(self, name: str, destination: type) -> None:
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "__doc__", destination.__doc__)  # for help() and doc tools
+
+    def __getitem__(self, key: Any) -> NoReturn:
+        before_init(f"{self._name}[{key!r}]")
+
+    def __setitem__(self, key: Any, value: Any) -> NoReturn:
+        before_init(f"{self._name}[{key!r}]")
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if key.startswith("_"):
+            object.__setattr__(self, key, value)
+        else:
+            before_init(f"{self._name}.{key}")
+
+    def __getattr__(self, key: str) -> Any:
+        if key.startswith("_"):  # what copy, pickle and doc tools probe for: plainly absent
+            raise AttributeError(key)
+        before_init(f"{self._name}.{key}")
 
 
 class ConfigError(Error, ValueError):

@@ -3,8 +3,9 @@
 As W&B: a gradient hook per parameter counts backward passes and, on every
 ``log_freq``-th, stores the gradient's histogram (64 buckets) as
 ``gradients/<name>``; a forward hook on the model does the same for its
-parameters (``parameters/<name>``). Both land at the run's current step. A
-second watched model's names get W&B's ``graph_<n>`` prefix.
+parameters (``parameters/<name>``). Both land at the run's current step, one per
+tag and step: the run keeps the last until the step closes (``Run._histogram``), as
+W&B's history row does. A second watched model's names get W&B's ``graph_<n>`` prefix.
 """
 
 from __future__ import annotations

@@ -10,8 +10,11 @@ def wandb(tmp_path, monkeypatch):
     """The module as a script imports it, in ``tmp_path``; no run left behind."""
     import remote_train_monitor.wandb as module
 
-    for name in ("WANDB_PROJECT", "WANDB_NAME", "WANDB_DIR", "WANDB_MODE", "RANK", "WORLD_SIZE"):
+    for name in (
+        *("WANDB_PROJECT", "WANDB_NAME", "WANDB_DIR", "WANDB_MODE", "WANDB_REINIT"),
+        *("RANK", "WORLD_SIZE"),
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     yield module
-    module.finish()
+    module.teardown()

@@ -6,141 +6,22 @@ no account, no network), and its run file is read back beside our store.
 
 from __future__ import annotations
 
-import json
-import struct
-import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
-from integrations.wandb_media import flatten
 from snapshot_store import read_store
-from snapshot_store.tags import key_of, tag_of
+from snapshot_store.tags import key_of
 from tests.fixtures.examples import run_example
-from tests.fixtures.parts import need_module
-from tests.fixtures.training import REPO
+from tests.fixtures.wandb_files import one_run_under_both, stored_run
 
 MNIST = Path(__file__).with_name("wandb_mnist.py")
-BLOCK = 32768  # W&B's run file: LevelDB log blocks of records
-
-
-def _wandb_records(path: Path) -> list[bytes]:
-    """The records of a W&B run file (a LevelDB log after a 7-byte header)."""
-    data = path.read_bytes()
-    assert data[:4] == b":W&B", f"{path} is not a W&B run file"
-    pos, records, part = 7, [], b""
-    while pos + 7 <= len(data):
-        if BLOCK - pos % BLOCK < 7:  # a block's tail too short for a header is padding
-            pos += BLOCK - pos % BLOCK
-            continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
-        part += data[pos + 7 : pos + 7 + length]
-        pos += 7 + length
-        if kind in (1, 4):  # a full record, or the last piece of one
-            records.append(part)
-            part = b""
-    return records
-
-
-def wandb_run(root: Path, timeout: float = 60) -> dict[str, Any]:
-    """History ``{key: {step: value}}``, config and final summary of the W&B run under ``root``.
-
-    W&B's service writes the file on after the script exits: wait for its exit record.
-    """
-    from wandb.proto import wandb_internal_pb2 as pb
-
-    [path] = root.glob("wandb/offline-run-*/run-*.wandb")
-    deadline = time.monotonic() + timeout
-    while True:
-        parsed = (
-            [pb.Record.FromString(r) for r in _wandb_records(path)] if path.stat().st_size else []
-        )
-        if any(r.WhichOneof("record_type") == "exit" for r in parsed):
-            break
-        assert time.monotonic() < deadline, f"W&B did not finish writing {path}"
-        time.sleep(0.2)
-    history: dict[str, dict[int, Any]] = {}
-    config: dict[str, Any] = {}
-    summary: dict[str, Any] = {}
-    for record in parsed:
-        kind = record.WhichOneof("record_type")
-        if kind == "history":
-            row: dict[str, Any] = {}
-            for item in record.history.item:
-                head, *rest = [item.key] if item.key else list(item.nested_key)
-                value = json.loads(item.value_json)
-                if rest:  # a media value's fields (its type, size, count...)
-                    row.setdefault(head, {})[".".join(rest)] = value
-                else:
-                    row[head] = value
-            step = row.pop("_step")
-            for key, value in row.items():
-                if isinstance(value, dict) and "_type" not in value:  # a nested dict's keys
-                    for name, inner in value.items():
-                        history.setdefault(f"{key}.{name}", {})[step] = inner
-                elif not key.startswith("_"):
-                    history.setdefault(key, {})[step] = value
-        elif kind in ("run", "config"):  # init's config, then config.update's
-            updates = record.run.config.update if kind == "run" else record.config.update
-            for item in updates:
-                key = item.key or ".".join(item.nested_key)
-                if not key.startswith("_"):
-                    config[key] = json.loads(item.value_json)
-        elif kind == "summary":
-            for item in record.summary.update:
-                summary[item.key or ".".join(item.nested_key)] = json.loads(item.value_json)
-    media = {key.partition(".")[0] for key in summary if key.endswith("._type")}
-    numbers = {
-        key: value
-        for key, value in flatten(summary).items()
-        if not key.startswith("_") and key.partition(".")[0] not in media
-        and isinstance(value, (int, float))
-    }  # fmt: skip
-    return {"history": history, "config": config, "summary": numbers}
-
-
-def stored_run(store: Path) -> dict[str, Any]:
-    """Our store as W&B's keys: ``{key: {step: value}}`` (images: their size), options, extras."""
-    history, reader, update = read_store(store)
-    assert reader.warnings == []
-    keys: dict[str, dict[int, Any]] = {}
-    for group, name in history.keys():
-        steps, _epochs, _walls, values = history.series((group, name))
-        keys[tag_of(group, name)] = dict(zip(steps, values, strict=True))
-    from snapshot_store.images import decode_png
-
-    for _group, name, step, _epoch, _wall, png in update.images:
-        keys.setdefault(name, {})[step] = decode_png(png).shape
-    extras = [(kind, tag, step, data) for kind, tag, step, _w, data in update.extras]
-    return {
-        "history": keys,
-        "options": update.meta["options"],
-        "extras": extras,
-        "status": update.status,
-    }
-
-
-def _run_both(script: Path, tmp_path: Path, *args: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The script under W&B (offline) and under our module; both runs read back."""
-    need_module("wandb")  # W&B itself, the reference
-    env = {"WANDB_PROJECT": "p", "WANDB_NAME": "n", "WANDB_SILENT": "true"}
-    run_example([sys.executable, str(script), "wandb", *args], tmp_path / "ref", WANDB_MODE="offline",
-                WANDB_DIR=str(tmp_path / "ref"), **env)  # fmt: skip
-    run_example([sys.executable, str(script), "remote_train_monitor.wandb", *args], tmp_path / "ours",
-                WANDB_DIR=str(tmp_path / "ours"), PYTHONPATH=str(REPO), **env)  # fmt: skip
-    return wandb_run(tmp_path / "ref"), stored_run(
-        tmp_path / "ours" / "wandb" / "p" / "n" / "pickle"
-    )
 
 
 @pytest.mark.integration
 def test_wandbs_mnist_example_stores_wandbs_keys_steps_and_values(tmp_path):
-    (tmp_path / "ref").mkdir()
-    (tmp_path / "ours").mkdir()
-    ref, ours = _run_both(MNIST, tmp_path, "--epochs", "2")
+    ref, ours = one_run_under_both(MNIST, tmp_path, "--epochs", "2")
     assert set(ours["history"]) == set(ref["history"]) == {
         "batch_loss", "Examples", "Test Accuracy", "Test Loss",
     }  # fmt: skip
@@ -160,38 +41,8 @@ def test_wandbs_mnist_example_stores_wandbs_keys_steps_and_values(tmp_path):
 
 
 @pytest.mark.integration
-def test_watch_stores_wandbs_gradient_and_parameter_histograms(tmp_path):
-    (tmp_path / "ref").mkdir()
-    (tmp_path / "ours").mkdir()
-    args = ("--epochs", "2", "--watch-log", "all", "--watch-log-freq", "3")
-    ref, ours = _run_both(MNIST, tmp_path, *args)
-    watched = {k for k in ref["history"] if k.startswith(("gradients/", "parameters/"))}
-    assert "gradients/conv1.weight" in watched and "parameters/fc.bias" in watched
-    histograms = {
-        (tag, step): data for kind, tag, step, data in ours["extras"] if kind == "histogram"
-    }
-    assert {tag for tag, _step in histograms} == watched
-    for key in watched:
-        steps = sorted(ref["history"][key])
-        assert sorted(s for tag, s in histograms if tag == key) == steps, key
-        for step in steps:
-            theirs, mine = ref["history"][key][step], histograms[(key, step)]
-            # W&B: 64 counts between 65 edges; ours TensorBoard's: each count with its right
-            # edge (a first empty bucket holds the left edge). The non-empty buckets agree.
-            ours_ = [(edge, n) for edge, n in zip(mine["limits"], mine["counts"], strict=True) if n]
-            wandbs = [
-                (e, n) for e, n in zip(theirs["bins"][1:], theirs["values"], strict=True) if n
-            ]
-            assert [n for _e, n in ours_] == [n for _e, n in wandbs], (key, step)
-            edges = [e for e, _n in wandbs]  # W&B computes them in float32
-            assert [e for e, _n in ours_] == pytest.approx(edges, rel=1e-5, abs=1e-8)
-
-
-@pytest.mark.integration
 def test_wandbs_step_and_commit_rules_summaries_and_media_are_wandbs(tmp_path):
-    (tmp_path / "ref").mkdir()
-    (tmp_path / "ours").mkdir()
-    ref, ours = _run_both(Path(__file__).with_name("wandb_steps.py"), tmp_path)
+    ref, ours = one_run_under_both(Path(__file__).with_name("wandb_steps.py"), tmp_path)
     scalars = {"a", "b", "c", "d", "val_loss", "nested.x", "nested.y"}
     assert set(ref["history"]) == scalars | {"weights", "note", "predictions"}
     for key in scalars:
@@ -214,15 +65,6 @@ def test_wandbs_step_and_commit_rules_summaries_and_media_are_wandbs(tmp_path):
     }  # fmt: skip
 
 
-def test_calls_before_init_name_the_missing_init(wandb):
-    with pytest.raises(wandb.Error, match=r"wandb\.init\(\)"):
-        wandb.log({"loss": 1.0})
-    with pytest.raises(wandb.Error, match=r"wandb\.init\(\)"):
-        wandb.config.update({"lr": 0.1})
-    assert wandb.run is None
-    wandb.finish()  # as W&B: nothing to finish is not an error
-
-
 def test_config_is_set_once_per_key_as_wandbs(wandb, tmp_path):
     run = wandb.init(project="p", name="n", config={"--lr": 0.1})
     assert wandb.run is run and wandb.config is run.config
@@ -236,23 +78,6 @@ def test_config_is_set_once_per_key_as_wandbs(wandb, tmp_path):
     run.finish()
     store = tmp_path / "wandb" / "p" / "n" / "pickle"
     assert read_store(store)[2].meta["options"] == {"lr": 0.2, "batch_size": 32, "epochs": 2}
-
-
-def test_a_taken_name_is_numbered_and_init_again_returns_the_run(wandb, tmp_path):
-    first = wandb.init(project="p", name="n")
-    assert wandb.init(project="p", name="other") is first  # W&B's reinit default in a script
-    second = wandb.init(project="p", name="n", reinit="finish_previous")
-    assert first.finished and second.name == "n-2"
-    with pytest.raises(ValueError, match="ERROR"):
-        second.alert("t", "x", level="LOUD")
-    with pytest.raises(TypeError, match="must be strings"):
-        second.log({1: 2.0})
-    second.finish(exit_code=1)
-    states = {
-        p.parent.name: read_store(p)[2].status["state"]
-        for p in (tmp_path / "wandb" / "p").glob("*/pickle")
-    }
-    assert states == {"n": "finished", "n-2": "failed"}
 
 
 def test_an_exception_in_the_with_block_fails_the_run(wandb, tmp_path):
