@@ -131,13 +131,21 @@ class RunSession:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc_type is None:
-            distributed.barrier()  # no barrier after a failure: peers may be gone
-        gc.collect()  # DDP's gloo work is freed while the group lives (see Trainer.train)
+        error = exc
         try:
-            self._close_outputs(ended_state(exc))
+            if exc_type is None:
+                distributed.barrier()  # no barrier after a failure: peers may be gone
+            gc.collect()  # DDP's gloo work is freed while the group lives (see Trainer.train)
+        except BaseException as late:
+            # The first error ends the run. A later one, such as the SIGTERM torchrun sends
+            # once a peer rank died, must neither change how it ended nor skip the close.
+            error = error or late
+            raise
         finally:
-            self._stack.close()
+            try:
+                self._close_outputs(ended_state(error))
+            finally:
+                self._stack.close()
 
     # --- what the loop calls ---------------------------------------------------------------
 
