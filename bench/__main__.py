@@ -8,7 +8,7 @@
     python -m bench gpu        # logging in a fast CUDA loop ("skipped: no CUDA" without one)
     python -m bench wandb      # wandb.log beside W&B offline
     python -m bench many       # 1,000 and 10,000 runs: start, memory, idle CPU, exit; TensorBoard beside
-    python -m bench many_s3    # 1,000 runs in S3 (SeaweedFS): requests to start and while idle
+    python -m bench many_s3    # 1,000 runs in S3 (SeaweedFS) and 10 live: requests, a live point, a new run
 
 These machines are noisy: compare the ratios, not the absolute times.
 Each suite's table is also written into docs/benchmarks.md (bench/doc_tables.py).
