@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -121,9 +122,16 @@ def is_store(path: Path) -> bool:
         return False
 
 
-def _has_documents(store: Path) -> bool:
-    """True when ``store`` holds a run's meta or status: one stat, where listing it costs more."""
-    return (store / fmt.META_FILE).is_file() or (store / fmt.STATUS_FILE).is_file()
+def _has_documents(store: str) -> bool:
+    """True when ``store`` holds a run's meta or status: one stat, where listing it costs more.
+    (Strings, not Paths: building 20,000 Paths was half of finding 10,000 runs.)"""
+    for name in (fmt.META_FILE, fmt.STATUS_FILE):
+        try:
+            if stat.S_ISREG(os.stat(f"{store}{os.sep}{name}").st_mode):  # noqa: PTH116 - see above
+                return True
+        except OSError:
+            pass
+    return False
 
 
 class LocalRuns(_RunNames):
@@ -169,7 +177,7 @@ class LocalRuns(_RunNames):
         for child in children:
             known = self._by_folder.get(child)
             if known is None:
-                known = self._look_into(Path(child))
+                known = self._look_into(child)
                 if known is None:
                     continue
                 self._by_folder[child] = known
@@ -178,17 +186,16 @@ class LocalRuns(_RunNames):
             self.multi = True
         return found
 
-    def _look_into(self, child: Path) -> Found | None:
+    def _look_into(self, child: str) -> Found | None:
         """The store in folder ``child`` (``child/pickle`` or ``child`` itself), if any."""
-        store = child / "pickle"
-        if _has_documents(store) or is_store(store):
-            return self._store(child.name, store)
-        return self._store(child.name, child) if is_store(child) else None
+        store, name = f"{child}{os.sep}pickle", child.rsplit(os.sep, 1)[-1]
+        if _has_documents(store) or is_store(Path(store)):
+            return self._store(name, store)
+        return self._store(name, child) if is_store(Path(child)) else None
 
-    def _store(self, folder: str, store: Path) -> Found:
-        return self._known(
-            str(store), lambda: Found(str(store), folder or "run", LocalSource(store), False)
-        )
+    def _store(self, folder: str, store: str | Path) -> Found:
+        key = str(store)
+        return self._known(key, lambda: Found(key, folder or "run", LocalSource(store), False))
 
     def run_folder(self, path: str) -> str | None:
         """The key of the store a changed file ``path`` belongs to, if it is a known one."""
