@@ -128,3 +128,27 @@ def test_the_same_runs_read_back_from_s3(logged, s3_bucket):
     runs = Api().runs(s3_bucket.uri("sweep/"))
     _check({run.name: run for run in runs}, logged)
     assert Api().run(s3_bucket.uri("sweep/wb-run/pickle/")).name == "wb-run"
+
+
+def test_every_snippet_of_the_runs_as_data_page_runs_in_order(tmp_path, monkeypatch, capsys):
+    import re
+
+    from snapshot_store import Recorder
+    from tests.fixtures.checkout import ROOT
+
+    for lr in (0.1, 0.01, 0.001):
+        with Recorder(tmp_path / "checkpoints" / f"lr-{lr}" / "pickle", options={"lr": lr}) as rec:
+            for step in range(50):
+                rec.log({"loss": lr + 1 / (step + 1)}, step=step, group="train")
+                if step % 10 == 9:
+                    rec.log({"loss": 2 * lr + 1 / (step + 1)}, step=step, group="val")
+    monkeypatch.chdir(tmp_path)
+    page = (ROOT / "docs" / "runs-as-data.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert len(blocks) >= 5
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "runs-as-data.md", "exec"), namespace)
+    out = capsys.readouterr().out
+    assert "lr-0.01 finished 0.01" in out and "50 points; the last:" in out
+    assert "3 2 3" in out and (tmp_path / "val-loss.png").stat().st_size > 0

@@ -1,47 +1,63 @@
 """``Api()``: W&B's read API over snapshot stores, offline (a path or an ``s3://`` prefix).
 
 Listing reads only each run's two small documents, ``meta.pickle`` and
-``status.pickle`` (which holds the run's summary), through the catalog the viewer's
-runs table uses, on its pool of threads; a store written before summaries is read
-whole once. A run's points are read only when asked for (:meth:`.Run.history`).
+``status.pickle`` (which holds the run's summary), with the catalog's reader (what
+the viewer's runs table reads); a store written before summaries is read whole
+once. A run's points are read only when asked for (:meth:`.Run.history`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from visualizer.sources.catalog import Catalog, Entry
-from visualizer.sources.runs import locate
+from visualizer.model.summary import RunSummary
+from visualizer.sources.catalog import Read, read_store
+from visualizer.sources.runs import Found, locate, name_in
+from visualizer.sources.s3 import FETCHES_AT_ONCE, S3ReadError
 
 from .filters import compile_filters
 from .run import Run
 
-_WAIT_S = 1.0  # a collect's wait for the pool: only how often the loop looks again
+log = logging.getLogger(__name__)
+
+
+def _read(found: Found) -> Read:
+    """One store's documents and summary; a store that can not be read says why, once."""
+    try:
+        return read_store(found.source)
+    except S3ReadError:
+        raise  # the bucket's failure (credentials, no endpoint): the cause to report
+    except Exception as err:  # a hostile or broken store: the others go on
+        log.warning("run %s: can not read %s (%s: %s)", found.folder,
+                    found.source.describe(""), type(err).__name__, err)  # fmt: skip
+        return Read(summary=RunSummary(found.folder, state="unreadable"))
 
 
 def read_runs(location: str, s3_client: Any = None) -> list[Run]:
     """Every run at ``location`` (a path or an ``s3://`` URL), from its documents.
 
-    FileNotFoundError (one line) when there is none; S3ReadError when a listing fails.
+    FileNotFoundError (one line) when there is none; S3ReadError when S3 fails.
     """
     runs = locate(str(location), s3_client)
-    # few=0: a store without a summary is read whole, as for a runs table of many runs.
-    catalog = Catalog(runs, poll_interval=_WAIT_S, max_interval=_WAIT_S, few=0)
-    try:
-        if not catalog.scan():
-            raise FileNotFoundError(f"no snapshot store found: expected {runs.waiting_for()}")
-        while not catalog.complete:
-            catalog.collect(wait=_WAIT_S)
-        entries = list(catalog.entries.values())
-    finally:
-        catalog.close()
-    return [_run(entry) for entry in entries if entry.spec is not None]
-
-
-def _run(entry: Entry) -> Run:
-    assert entry.spec is not None and entry.summary is not None
-    return Run(entry.spec.name, entry.found.source, entry.summary, entry.meta)
+    found = runs.found()
+    if not found:
+        raise FileNotFoundError(f"no snapshot store found: expected {runs.waiting_for()}")
+    if any(f.remote for f in found):  # requests wait on the network: many at once
+        with ThreadPoolExecutor(FETCHES_AT_ONCE, thread_name_prefix="api-runs") as pool:
+            reads = list(pool.map(_read, found))
+    else:
+        # On this thread: decoding is Python, and threads handing 10,000 small reads
+        # over to this one cost a third more CPU than reading them here.
+        reads = [_read(f) for f in found]
+    listed = []
+    for store, read in zip(found, reads, strict=True):
+        spec = runs.name(store, name_in(read.meta))
+        assert read.summary is not None  # read_store always computes one
+        listed.append(Run(spec.name, store.source, read.summary, read.meta))
+    return listed
 
 
 class Api:
