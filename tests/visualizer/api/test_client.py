@@ -55,3 +55,20 @@ def test_a_path_with_no_runs_says_so_in_one_line(tmp_path):
 def test_a_bad_filter_is_refused_before_anything_is_read(tmp_path):
     with pytest.raises(ValueError, match="filter 'tags'"):
         Api().runs(str(tmp_path / "nothing-here"), {"tags": "x"})
+
+
+def test_api_reads_runs_where_torch_can_not_be_imported(sweep):
+    import subprocess
+    import sys
+
+    from tests.fixtures.checkout import ROOT
+    from tests.visualizer.test_cli import BLOCK_TORCH
+
+    code = BLOCK_TORCH + (
+        "from remote_train_monitor import Api\n"
+        f"run = Api().runs({str(sweep)!r})[3]\n"
+        "assert len(run.history()) == 20 and 'torch' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
