@@ -8,8 +8,35 @@ its submodules, each importing its framework only when imported:
 * ``remote_train_monitor.lightning.MonitorLogger`` (Lightning's ``logger=``)
 * ``remote_train_monitor.transformers.MonitorCallback`` (the HF ``Trainer``'s ``callbacks=``)
 * ``remote_train_monitor.accelerate.replace_tensorboard()`` / ``MonitorTracker`` (Accelerate)
+
+And for reading runs back, on a laptop without torch: ``from remote_train_monitor import Api``
+(W&B's read API, offline: docs/runs-as-data.md). Each name is imported when first asked
+for, so reading runs never imports torch and training never imports pandas.
 """
 
-from trainer.summary_writer import SummaryWriter
+from __future__ import annotations
 
-__all__ = ["SummaryWriter"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trainer.summary_writer import SummaryWriter
+    from visualizer.api import Api
+
+__all__ = ["Api", "SummaryWriter"]
+
+# Each public name -> the module that owns it.
+_OWNERS = {"SummaryWriter": "trainer.summary_writer", "Api": "visualizer.api"}
+
+
+def __getattr__(name: str) -> Any:
+    owner = _OWNERS.get(name)
+    if owner is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(owner), name)
+    globals()[name] = value  # asked once: later lookups find it here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

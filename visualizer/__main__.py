@@ -10,7 +10,8 @@ PROG = "python -m visualizer"
 USAGE = "%(prog)s [follow] --pickle-dir DIR [options]\n       %(prog)s export --pickle-dir DIR"
 EPILOG = f"""commands:
   follow    the default: replay each run into visdom, then follow it (the options above)
-  export    print every scalar as CSV on stdout (see `{PROG} export --help`)"""
+  export    print every scalar as CSV on stdout, or a row a run (--kind runs), or Parquet
+            (--format parquet); see `{PROG} export --help`"""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,12 +39,13 @@ from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import page_asset_failures, visdom_answers
 from visualizer.server.process import VisdomServer, VisdomServerError, ensure_server
 from visualizer.sources.download import CsvDownloads
-from visualizer.sources.export import add_kind_argument, export
+from visualizer.sources.export import add_export_arguments, export
 from visualizer.sources.runs import LocalRuns, RunSpec
 from visualizer.sources.s3 import S3ReadError
 
 from .follower import Follower, NoRunsError
 from .options import add_source_argument, build_parser
+from .options import runs as runs_regex
 from .parent import stop_on_sigterm, watch_parent
 
 log = logging.getLogger("visualizer")
@@ -129,23 +130,31 @@ def export_main(argv: list[str], prog: str | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Print every scalar (latest value per step) as CSV: "
-        "run,group,tag,step,epoch,wall_time,value; with --kind, other records as JSON lines.",
+        "run,group,tag,step,epoch,wall_time,value; with --kind runs, a row a run; with another "
+        "--kind, those records as JSON lines; with --format parquet, one Parquet file.",
     )
     add_source_argument(parser)
-    add_kind_argument(parser)  # issue 13: the extra record kinds as JSON lines
+    add_export_arguments(parser, runs_regex)  # issues 13 and 35: record kinds, runs, parquet
     args = parser.parse_args(argv)
     configure_logging("WARNING")
+    binary = args.format == "parquet"
+    if binary and sys.stdout.isatty():
+        parser.error("--format parquet writes binary: redirect it to a file (> runs.parquet)")
 
     def export_records() -> int:
+        out = sys.stdout.buffer if binary else sys.stdout
         try:
-            export(args.pickle_dir, sys.stdout, args.kind)
+            export(args.pickle_dir, out, args.kind, args.format, args.runs)
         except FileNotFoundError as err:
             log.error("%s", err)
             return ExitCode.NO_DATA
         except S3ReadError as err:  # bad credentials, a missing bucket, no endpoint
             log.error("%s", err)
             return err.exit_code
-        except ValueError as err:  # a malformed s3:// URL
+        except ImportError as err:  # --format parquet without pyarrow: the extra to install
+            log.error("%s", err)
+            return ExitCode.USAGE
+        except ValueError as err:  # a malformed s3:// URL, parquet of a JSON lines kind
             parser.error(str(err))
         except BrokenPipeError:  # `export ... | head`: the reader has what it wanted
             # Python's advice: point stdout at devnull so the exit-time flush fails no more.

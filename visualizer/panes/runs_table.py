@@ -60,6 +60,7 @@ class RunsTable:
         self.controls_win = f"runs_controls_{safe_id(name)}"
         self.view = TableView()
         self.compare_env: str | None = None  # linked above the rows
+        self.exports: Html | None = None  # the sweep's downloads, above the rows
         self._html: str | None = None
         self._controls: tuple[TableView, tuple[str, ...]] | None = None
         self._built: tuple[int, TableView, str | None] | None = None
@@ -160,6 +161,8 @@ class RunsTable:
         if state.read < state.total:
             counts += f"; reading {state.read:,} of {state.total:,} runs"
         lines: list[object] = [markup.element("p", counts)]
+        if self.exports is not None:
+            lines.append(self.exports)
         if self.compare_env:
             url = self.client.endpoint.env_url(self.compare_env)
             mark = f" ({COMPARED} below)" if state.compared else ""

@@ -43,6 +43,22 @@ def download_link(downloads: CsvDownloads | None, run: str, store: str) -> marku
     return markup.element("p", markup.link(url, "download the scalars as CSV", " download"))
 
 
+def sweep_links(downloads: CsvDownloads | None, root: str) -> markup.Html:
+    """HTML getting the whole sweep at ``root``: every run's points and the runs table as CSV,
+    links while following, else the export commands."""
+    if downloads is None:
+        points, table = export_command(root, "all-runs"), export_command(root, "runs-table", "runs")
+        return markup.element(
+            "p", "all runs as CSV: ", markup.element("code", points),
+            "; the runs table: ", markup.element("code", table),
+        )  # fmt: skip
+    points_url, table_url = downloads.offer_sweep(root)
+    return markup.element(
+        "p", markup.link(points_url, "download all runs", " download"), " (every point, CSV) · ",
+        markup.link(table_url, "download the runs table", " download"), " (a row a run, CSV)",
+    )  # fmt: skip
+
+
 class Screen:
     """The panes of the followed runs, kept equal to their data (see the module)."""
 
@@ -72,6 +88,7 @@ class Screen:
         self.many = False  # more runs than are compared: the runs table is the page to look at
         # In visdom's main env: every run, each linked to its page.
         self.index = RunsTable(client, index_name, link or self._env_link)
+        self.index.exports = sweep_links(downloads, index_name)
         self._announced: str | None = None
         self._down_since: float | None = None
         self._retry_at = 0.0

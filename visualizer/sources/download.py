@@ -4,7 +4,9 @@ visdom serves only its own files, and a ``data:`` link would put the whole CSV
 into the page (and into visdom's memory) on every update. So while following,
 the visualizer answers ``GET /runs/<run>.csv`` itself, on 127.0.0.1 and a port
 the system picks, by running the same export as ``python -m visualizer export``
-on that run's store; each run's options pane links there. The link works in a
+on that run's store; each run's options pane links there. The runs table links
+to the whole sweep: ``/all/points.csv`` (every run's scalars) and ``/all/runs.csv``
+(the runs table, a row a run: ``export --kind runs``). The link works in a
 browser on the machine that runs the visualizer (the usual laptop setup). Like
 our visdom, it answers by :func:`visualizer.origin.refusal`: no other page the
 browser shows can read the runs (DNS rebinding, cross-origin requests).
@@ -25,7 +27,7 @@ from urllib.parse import quote, unquote
 from snapshot_store.frames import StoreError
 from visualizer.origin import refusal
 
-from .export import export_csv
+from .export import export
 from .s3 import S3ReadError
 
 log = logging.getLogger(__name__)
@@ -33,15 +35,19 @@ log = logging.getLogger(__name__)
 HOST = "127.0.0.1"
 _PREFIX, _SUFFIX = "/runs/", ".csv"
 _OPEN = "/open/"  # the runs table's links: read the run, then go to its page
+_ALL = "/all/"  # the whole sweep: /all/<file> -> (export kind, the file's name when saved)
+SWEEP_FILES = {"points.csv": ("scalars", "all-runs.csv"), "runs.csv": ("runs", "runs-table.csv")}
 OPEN_WAIT_S = 10.0  # how long a link waits for its run's page to be drawn
 # A run's name -> (set once its page is drawn, the page's URL); None: no such run.
 OnOpen = Callable[[str], "tuple[threading.Event, str] | None"]
 
 
-def export_command(store: str, run: str) -> str:
-    """The shell command writing run ``run``'s CSV from ``store``, quoted to run as written."""
+def export_command(store: str, run: str, kind: str = "scalars") -> str:
+    """The shell command writing run ``run``'s CSV (or, for a directory of runs, the file
+    ``run``.csv of ``kind``) from ``store``, quoted to run as written."""
     csv = shlex.quote(f"{run}{_SUFFIX}")
-    return f"python -m visualizer export --pickle-dir {shlex.quote(store)} > {csv}"
+    kind_option = "" if kind == "scalars" else f" --kind {kind}"
+    return f"python -m visualizer export --pickle-dir {shlex.quote(store)}{kind_option} > {csv}"
 
 
 class CsvDownloads:
@@ -49,6 +55,7 @@ class CsvDownloads:
 
     def __init__(self, s3_client: Any = None) -> None:
         self.stores: dict[str, str] = {}
+        self.root: str | None = None  # the location followed: the sweep's downloads
         self.s3_client = s3_client
         self.on_open: OnOpen | None = None  # serves /open/<run> when set
         self._server: ThreadingHTTPServer | None = None
@@ -65,6 +72,8 @@ class CsvDownloads:
             def do_GET(self) -> None:
                 if self.path.startswith(_OPEN):
                     downloads.open_run(self)
+                elif self.path.startswith(_ALL):
+                    downloads.answer_sweep(self)
                 else:
                     downloads.answer(self)
 
@@ -88,6 +97,13 @@ class CsvDownloads:
         """Serve run ``run``'s CSV, read from ``store``; its URL."""
         self.stores[run] = store
         return self.url(run)
+
+    def offer_sweep(self, root: str) -> tuple[str, str]:
+        """Serve the sweep at ``root`` (the followed location) whole; the URLs of every run's
+        points and of the runs table."""
+        self.root = root
+        base = f"http://{HOST}:{self.port}{_ALL}"
+        return f"{base}points.csv", f"{base}runs.csv"
 
     def url(self, run: str) -> str:
         """Where run ``run``'s CSV is downloaded."""
@@ -147,14 +163,27 @@ class CsvDownloads:
         if store is None:
             self._fail(request, HTTPStatus.NOT_FOUND, "no such run is followed here")
             return
+        self._export(request, store, "scalars", f"{run}{_SUFFIX}")
+
+    def answer_sweep(self, request: BaseHTTPRequestHandler) -> None:
+        """Send every run's points, or the runs table, of the followed location as CSV."""
+        file = SWEEP_FILES.get(request.path.split("?", 1)[0][len(_ALL) :])
+        if file is None or self.root is None:
+            self._fail(request, HTTPStatus.NOT_FOUND, "no such download here")
+            return
+        kind, filename = file
+        self._export(request, self.root, kind, filename)
+
+    def _export(self, request: BaseHTTPRequestHandler, store: str, kind: str, name: str) -> None:
+        """Run the export of ``kind`` on ``store``; send it as the file ``name``."""
         out = io.StringIO()
         try:
-            export_csv(store, out, self.s3_client)
+            export(store, out, kind, s3_client=self.s3_client)
         except (OSError, S3ReadError, StoreError, ValueError) as err:
-            log.warning("CSV of run %r: can not read %s: %s", run, store, err)
+            log.warning("download %s: can not read %s: %s", name, store, err)
             self._fail(request, HTTPStatus.BAD_GATEWAY, f"can not read {store}: {err}")
             return
-        disposition = f"attachment; filename*=UTF-8''{quote(run, safe='')}.csv"
+        disposition = f"attachment; filename*=UTF-8''{quote(name, safe='')}"
         self._send(request, HTTPStatus.OK, "text/csv", out.getvalue().encode(), disposition)
 
     def _fail(self, request: BaseHTTPRequestHandler, status: HTTPStatus, message: str) -> None:

@@ -1,5 +1,7 @@
 """Every scalar of every run as CSV (``python -m visualizer export --pickle-dir DIR``),
-or the other record kinds as JSON lines (``--kind text``, ``--kind all``...).
+or the other record kinds as JSON lines (``--kind text``, ``--kind all``...), or a row a
+run (``--kind runs``); ``--format parquet`` writes the scalars or the runs as one Parquet
+file with typed columns, ``--runs REGEX`` only the runs whose name it matches.
 
 The reference reader: it goes through the store's own :func:`read_store` and
 :class:`History` (latest value per step), not the visualizer's display path,
@@ -11,18 +13,51 @@ from __future__ import annotations
 import base64
 import csv
 import json
-from typing import Any, TextIO
+import re
+from collections.abc import Callable
+from typing import IO, Any
 
 from snapshot_store import schema
 from snapshot_store.reader import read_store
 from snapshot_store.tags import tag_of
+from visualizer.api.client import read_runs
+from visualizer.api.table import (
+    POINT_COLUMNS,
+    points_columns,
+    runs_columns,
+    write_parquet,
+    write_runs_csv,
+)
 
-from .runs import LocalRuns, S3Runs, locate
+from .runs import LocalRuns, RunSpec, S3Runs, locate
 
-HEADER = ("run", "group", "tag", "step", "epoch", "wall_time", "value")
+HEADER = POINT_COLUMNS
+FORMATS = ("csv", "parquet")
 
 
-def export_csv(location: str, out: TextIO, s3_client: Any = None) -> int:
+def _selected(names: list[str], runs: str, location: str) -> list[bool]:
+    """Which of the runs ``names`` the regular expression ``runs`` keeps (re.search; "": all);
+    FileNotFoundError (one line) when it keeps none."""
+    pattern = re.compile(runs)
+    kept = [pattern.search(name) is not None for name in names]
+    if names and not any(kept):
+        raise FileNotFoundError(
+            f"--runs {runs!r} matches none of the {len(names)} runs at {location}"
+        )
+    return kept
+
+
+def find_specs(location: str, s3_client: Any = None, runs: str = "") -> list[RunSpec]:
+    """The runs at ``location`` named by ``runs``; FileNotFoundError when there is none."""
+    found: LocalRuns | S3Runs = locate(location, s3_client)
+    specs = found.discover()
+    if not specs:
+        raise FileNotFoundError(f"no snapshot store found: expected {found.waiting_for()}")
+    kept = _selected([spec.name for spec in specs], runs, location)
+    return [spec for spec, keep in zip(specs, kept, strict=True) if keep]
+
+
+def export_csv(location: str, out: IO[str], s3_client: Any = None, runs: str = "") -> int:
     """Write all runs' scalars under ``location`` to ``out``; returns the rows written.
 
     ``tag`` is the name as logged (the TensorBoard tag, the framework's key), ``group``
@@ -30,10 +65,7 @@ def export_csv(location: str, out: TextIO, s3_client: Any = None) -> int:
     sorted by run, group, name and step; ``run`` is the name in the run's
     metadata. S3 failures raise :class:`~visualizer.sources.s3.S3ReadError`.
     """
-    runs: LocalRuns | S3Runs = locate(location, s3_client)
-    specs = runs.discover()
-    if not specs:
-        raise FileNotFoundError(f"no snapshot store found: expected {runs.waiting_for()}")
+    specs = find_specs(location, s3_client, runs)
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(HEADER)
     rows = 0
@@ -57,8 +89,10 @@ def export_csv(location: str, out: TextIO, s3_client: Any = None) -> int:
     return rows
 
 
-# What ``--kind`` takes: the CSV of scalars (the default), one kind as JSON lines, or all of them.
-EXPORT_KINDS = ("scalars", *sorted(schema.SCHEMAS), "image", "all")
+# What ``--kind`` takes: the CSV of scalars (the default), a row a run, one kind as JSON
+# lines, or all of them.
+EXPORT_KINDS = ("scalars", "runs", *sorted(schema.SCHEMAS), "image", "all")
+TABLES = ("scalars", "runs")  # the kinds --format parquet writes
 
 
 def _plain_json(value: Any) -> Any:
@@ -70,7 +104,9 @@ def _plain_json(value: Any) -> Any:
     return value
 
 
-def export_jsonl(location: str, out: TextIO, kind: str = "all", s3_client: Any = None) -> int:
+def export_jsonl(
+    location: str, out: IO[str], kind: str = "all", s3_client: Any = None, runs: str = ""
+) -> int:
     """Write every record of ``kind`` (any but scalars; ``all``: every one) as JSON lines.
 
     One object a line: ``{"run", "kind", "tag", "step", "wall_time", "data"}``,
@@ -79,10 +115,7 @@ def export_jsonl(location: str, out: TextIO, kind: str = "all", s3_client: Any =
     are tagged by their logged name. Records come in the order they were written, per
     run. Returns the lines written.
     """
-    runs: LocalRuns | S3Runs = locate(location, s3_client)
-    specs = runs.discover()
-    if not specs:
-        raise FileNotFoundError(f"no snapshot store found: expected {runs.waiting_for()}")
+    specs = find_specs(location, s3_client, runs)
     lines = 0
     for spec in specs:
         _history, _reader, update = read_store(spec.source)
@@ -101,17 +134,61 @@ def export_jsonl(location: str, out: TextIO, kind: str = "all", s3_client: Any =
     return lines
 
 
-def export(location: str, out: TextIO, kind: str = "scalars") -> int:
-    """``--kind scalars``: :func:`export_csv`; any other kind: :func:`export_jsonl`."""
-    return export_csv(location, out) if kind == "scalars" else export_jsonl(location, out, kind)
+def export_runs(
+    location: str, out: IO[Any], fmt: str = "csv", s3_client: Any = None, runs: str = ""
+) -> int:
+    """Write a row a run (see :mod:`visualizer.api.table`) as CSV, or Parquet to a binary
+    ``out``; the rows written. Only the runs' documents are read."""
+    found = read_runs(location, s3_client)
+    kept = _selected([run.name for run in found], runs, location)
+    columns = runs_columns(run for run, keep in zip(found, kept, strict=True) if keep)
+    return write_parquet(columns, out) if fmt == "parquet" else write_runs_csv(columns, out)
 
 
-def add_kind_argument(parser: Any) -> None:
-    """The export command's ``--kind`` option."""
+def export(
+    location: str,
+    out: IO[Any],
+    kind: str = "scalars",
+    fmt: str = "csv",
+    runs: str = "",
+    s3_client: Any = None,
+) -> int:
+    """``--kind scalars``: :func:`export_csv` (or Parquet); ``runs``: :func:`export_runs`; any
+    other kind: :func:`export_jsonl`. ``out`` is binary for Parquet. The rows written."""
+    if fmt == "parquet" and kind not in TABLES:
+        raise ValueError(f"--format parquet writes --kind {' or '.join(TABLES)}, not {kind}")
+    if kind == "runs":
+        return export_runs(location, out, fmt, s3_client, runs)
+    if kind != "scalars":
+        return export_jsonl(location, out, kind, s3_client, runs)
+    if fmt == "parquet":
+        specs = find_specs(location, s3_client, runs)
+        return write_parquet(points_columns((s.name, s.source) for s in specs), out)
+    return export_csv(location, out, s3_client, runs)
+
+
+def add_export_arguments(parser: Any, regex: Callable[[str], str] = str) -> None:
+    """The export command's ``--kind``, ``--format`` and ``--runs`` options (``regex``: the
+    follow command's argparse type of ``--runs``, so both refuse a bad one alike)."""
     parser.add_argument(
         "--kind",
         choices=EXPORT_KINDS,
         default="scalars",
-        help="scalars: CSV (the default); any other kind, or all: JSON lines, one record a line "
+        help="scalars: a row a point (the default); runs: a row a run (name, state, steps, start, "
+        "duration, config.*, summary.*); any other kind, or all: JSON lines, one record a line "
         '{"run", "kind", "tag", "step", "wall_time", "data"}, bytes as base64',
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="csv",
+        help="csv (the default), or parquet: one Parquet file with typed columns, of --kind "
+        "scalars or runs (needs pyarrow: pip install 'remote-train-monitor[parquet]')",
+    )
+    parser.add_argument(
+        "--runs",
+        type=regex,
+        default="",
+        metavar="REGEX",
+        help="only the runs whose name matches REGEX (searched, as re.search; default: every run)",
     )

@@ -149,3 +149,12 @@ def test_a_last_update_before_today_shows_its_date():
     summary = RunSummary("r", state="finished", updated=yesterday)
     html = _table().html(RunsTableState([summary], 1, 1, 1), time.time())
     assert time.strftime("%Y-%m-%d", time.localtime(yesterday)) in html
+
+
+def test_the_sweeps_downloads_are_above_the_rows():
+    from visualizer import markup
+
+    table = _table()
+    table.exports = markup.link("http://127.0.0.1:1/all/runs.csv", "download the runs table")
+    html = table.html(RunsTableState(_summaries(3), 3, 3, 1), 0.0)
+    assert html.index("download the runs table") < html.index("<table")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from html import escape as html_escape
 
-from visualizer.panes.screen import Screen, download_link
+from visualizer.panes.screen import Screen, download_link, sweep_links
 from visualizer.server.client import VisdomClient
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.sources.download import CsvDownloads, export_command
@@ -53,3 +53,19 @@ def test_nothing_held_back_means_no_redraw_wait() -> None:
     screen = _screen([])
     screen.add_run("a", "env_a", "/store/a")
     assert screen.redraw_wait() == math.inf
+
+
+def test_the_sweep_without_the_download_server_is_two_export_commands() -> None:
+    html = sweep_links(None, "/runs")
+    assert html_escape(export_command("/runs", "all-runs"), quote=False) in html
+    assert "python -m visualizer export --pickle-dir /runs --kind runs &gt; runs-table.csv" in html
+
+
+def test_with_the_download_server_the_sweep_is_offered_and_linked() -> None:
+    with CsvDownloads() as downloads:
+        html = sweep_links(downloads, "/runs")
+        assert downloads.root == "/runs"
+        assert f"127.0.0.1:{downloads.port}/all/points.csv" in html and "download all runs" in html
+        assert "/all/runs.csv" in html and "download the runs table" in html
+        screen = Screen(VisdomClient(VisdomEndpoint()), "/runs", max_points=10, downloads=downloads)
+        assert screen.index.exports is not None and "/all/runs.csv" in screen.index.exports

@@ -20,6 +20,8 @@ from tests.fixtures.many_runs import write_runs
 from tests.fixtures.net import http_get
 from tests.fixtures.visdom_reading import following
 from tests.fixtures.waiting import wait_until
+from visualizer.layout import safe_id
+from visualizer.panes.runs_table import INDEX_ENV
 from visualizer.sources.download import HOST, CsvDownloads, export_command
 from visualizer.sources.export import export_csv
 
@@ -193,3 +195,39 @@ def test_a_table_link_has_its_run_read_then_sends_the_browser_to_its_page(
         assert reader.windows(env), "the run is drawn before the browser is sent there"
         # Opened after the refused one: had that been asked for, it would be followed now too.
         assert refused not in follower.feeds
+
+
+def test_the_runs_table_links_the_whole_sweep_as_export_writes_it(
+    tmp_path, visdom_server, reader, run_name
+):
+    from visualizer.sources.export import export
+
+    root = tmp_path / run_name
+    write_runs(root, 3)
+    with (
+        CsvDownloads() as downloads,
+        following(root, visdom_server.endpoint, env=run_name, compare=1, downloads=downloads),
+    ):
+        points, table = downloads.offer_sweep(str(root))
+        pane = f"runs_{safe_id(str(root))}"
+        wait_until(lambda: table in reader.windows(INDEX_ENV).get(pane, {}).get("content", ""))
+        assert points in reader.windows(INDEX_ENV)[pane]["content"]
+        own = {"Host": f"127.0.0.1:{downloads.port}"}
+        bodies = {url: http_get(url, own)[:2] for url in (points, table)}
+        for refused in ({"Host": "evil.example"}, {**own, "Origin": "http://evil.example"}):
+            status, body, _ = http_get(table, refused)
+            assert (status, body.count("\n")) == (403, 1), refused
+        status, body, _ = http_get(points.replace("points.csv", "secrets.csv"), own)
+        assert (status, body) == (404, "no such download here\n")
+    for url, kind in ((points, "scalars"), (table, "runs")):
+        expected = io.StringIO()
+        export(str(root), expected, kind)
+        assert bodies[url] == (200, expected.getvalue()), kind
+    assert bodies[table][1].count("\n") == 4  # the header and a row a run
+
+
+def test_without_a_followed_location_the_sweep_is_a_404():
+    with CsvDownloads() as downloads:
+        own = {"Host": f"127.0.0.1:{downloads.port}"}
+        url = f"http://127.0.0.1:{downloads.port}/all/runs.csv"
+        assert http_get(url, own)[:2] == (404, "no such download here\n")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -84,3 +86,82 @@ def test_kept_names_are_exported_as_logged(tmp_path, capsys):
     assert main(["export", "--pickle-dir", str(tmp_path / "run")]) == ExitCode.OK
     rows = {tuple(line.split(",")[1:3]) for line in capsys.readouterr().out.splitlines()[1:]}
     assert rows == {("", "loss"), ("", "train_loss"), ("train", "train/loss"), ("a", "a/b/c")}
+
+
+# --- issue 35: a row a run, Parquet, --runs ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    from bench.many_runs import write_runs
+
+    root = tmp_path_factory.mktemp("sweep")
+    write_runs(root, 6, points=30, workers=1)
+    return root
+
+
+def test_kind_runs_is_a_row_a_run_with_config_and_summary_columns(sweep, capsys):
+    import csv
+
+    from visualizer.api import Api
+
+    assert main(["export", "--pickle-dir", str(sweep), "--kind", "runs"]) == ExitCode.OK
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    runs = Api().runs(str(sweep))
+    assert [row["name"] for row in rows] == [run.name for run in runs]
+    for row, run in zip(rows, runs):
+        assert row["state"] == run.state and int(row["steps"]) == run.step
+        assert float(row["config.lr"]) == run.config["lr"]
+        assert float(row["summary.val/loss"]) == run.summary["val/loss"]
+
+
+def test_parquet_holds_the_csvs_points_typed(sweep, capsysbinary):
+    import pandas as pd
+
+    assert main(["export", "--pickle-dir", str(sweep), "--runs", "0000[24]"]) == ExitCode.OK
+    csv_text = capsysbinary.readouterr().out.decode()
+    csv_frame = pd.read_csv(io.StringIO(csv_text), keep_default_na=False)
+    args = ["export", "--pickle-dir", str(sweep), "--runs", "0000[24]", "--format", "parquet"]
+    assert main(args) == ExitCode.OK
+    frame = pd.read_parquet(io.BytesIO(capsysbinary.readouterr().out))
+    assert set(frame["run"]) == {"run-00002", "run-00004"}
+    assert str(frame["step"].dtype) == "int64" and str(frame["value"].dtype) == "float64"
+    as_text = dict.fromkeys(("run", "group", "tag"), str)
+    pd.testing.assert_frame_equal(frame.astype(as_text), csv_frame.astype(as_text))
+
+
+def test_parquet_of_the_runs_table_types_its_columns(sweep, capsysbinary):
+    import pandas as pd
+
+    args = ["export", "--pickle-dir", str(sweep), "--kind", "runs", "--format", "parquet"]
+    assert main(args) == ExitCode.OK
+    frame = pd.read_parquet(io.BytesIO(capsysbinary.readouterr().out))
+    assert len(frame) == 6
+    assert str(frame["start"].dtype) == "datetime64[us, UTC]"
+    assert str(frame["config.batch_size"].dtype) == "int64"
+    assert str(frame["summary.train/loss"].dtype) == "float64"
+
+
+def _errors(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+
+
+def test_runs_matching_nothing_is_one_line(sweep, caplog):
+    assert main(["export", "--pickle-dir", str(sweep), "--runs", "^nope"]) == ExitCode.NO_DATA
+    (err,) = _errors(caplog)
+    assert "--runs '^nope' matches none of the 6 runs" in err and "\n" not in err
+
+
+def test_parquet_without_pyarrow_names_the_extra_in_one_line(sweep, caplog, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    args = ["export", "--pickle-dir", str(sweep), "--format", "parquet"]
+    assert main(args) == ExitCode.USAGE
+    (err,) = _errors(caplog)
+    assert "pip install 'remote-train-monitor[parquet]'" in err and "\n" not in err
+
+
+def test_parquet_of_a_json_lines_kind_is_a_usage_error(sweep, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["export", "--pickle-dir", str(sweep), "--kind", "text", "--format", "parquet"])
+    assert exit_info.value.code == ExitCode.USAGE
+    assert "--format parquet writes --kind scalars or runs" in capsys.readouterr().err

@@ -1,0 +1,117 @@
+"""Runs as data (``from remote_train_monitor import Api``): a sweep listed, a long history read
+into pandas beside TensorBoard's EventAccumulator on the same points, a sweep to Parquet.
+
+    python -m bench api
+
+* 10,000 runs (3 series x 1,000 points, bench/many_runs.py) listed with their config and
+  summary: only each run's meta and status documents are read;
+* one run of 1,000,000 points (one series) into a DataFrame with ``run.history()``; the
+  reference reads the same points, written as TensorBoard event files with TensorBoard's
+  own writer, with its ``EventAccumulator`` (every scalar kept) into the same DataFrame;
+* 1,000 of those runs (3,000,000 points) exported to one Parquet file; the reference is
+  the CSV export of the same runs.
+
+Times are wall clock, the best of a few rounds where a round is short; the CPU seconds of
+the process (every thread) come beside them: on a shared machine they move less.
+``BENCH_API_RUNS`` (default 10,000) and ``BENCH_API_POINTS`` (1,000,000) scale it down.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.many_runs import write_runs, write_tensorboard_runs
+from visualizer.api import Api
+from visualizer.sources.export import export
+
+LIST_TARGET_S, HISTORY_TARGET_S, PARQUET_TARGET_S = 3.0, 1.0, 5.0
+EXPORTED_RUNS = 1000
+
+
+def _timed(task: Callable[[], Any], rounds: int = 1) -> tuple[float, float, Any]:
+    """The best wall and CPU seconds of ``rounds`` calls of ``task``, and its last result."""
+    best_wall, best_cpu, result = float("inf"), float("inf"), None
+    for _ in range(rounds):
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = task()
+        best_wall = min(best_wall, time.perf_counter() - wall)
+        best_cpu = min(best_cpu, time.process_time() - cpu)
+    return best_wall, best_cpu, result
+
+
+def _row(name: str, wall: float, cpu: float, target: float, **cells: Any) -> dict:
+    return {
+        "benchmark": name,
+        "ours": f"{wall:.2f} s ({cpu:.2f} s CPU)",
+        "target": f"<= {target:g} s",
+        "met": wall <= target,
+        **cells,
+    }
+
+
+def _tensorboard_frame(logdir: Path, tag: str) -> Any:
+    """TensorBoard's way: EventAccumulator keeping every scalar, then the same DataFrame."""
+    import pandas as pd
+    from tensorboard.backend.event_processing import event_accumulator as ea
+
+    accumulator = ea.EventAccumulator(str(logdir), size_guidance={ea.SCALARS: 0})
+    accumulator.Reload()
+    events = accumulator.Scalars(tag)
+    return pd.DataFrame(
+        {
+            "_step": [e.step for e in events],
+            tag: [e.value for e in events],
+            "_timestamp": [e.wall_time for e in events],
+        }
+    )
+
+
+def _history_rows(root: Path, points: int) -> list[dict]:
+    write_runs(root / "long", 1, series=1, points=points, workers=1)
+    write_tensorboard_runs(root / "long-tb", 1, series=1, points=points, workers=1)
+    run = Api().run(str(root / "long" / "run-00000"))
+    wall, cpu, frame = _timed(run.history, rounds=3)
+    ref_wall, _ref_cpu, ref = _timed(
+        lambda: _tensorboard_frame(root / "long-tb" / "run-00000", "train/loss")
+    )
+    assert len(frame) == len(ref) == points, (len(frame), len(ref))
+    name = f"one run's {points:,}-point history -> pandas DataFrame (run.history())"
+    ratio = f"{ref_wall / wall:.0f}x faster"
+    reference = f"TensorBoard EventAccumulator, same points: {ref_wall:.2f} s"
+    return [_row(name, wall, cpu, HISTORY_TARGET_S, reference=reference, ratio=ratio)]
+
+
+def _sweep_rows(root: Path, runs: int) -> list[dict]:
+    write_runs(root / "sweep", runs)
+    wall, cpu, listed = _timed(lambda: Api().runs(str(root / "sweep")))
+    assert len(listed) == runs and all(run.summary for run in listed)
+    name = f"Api().runs(): {runs:,} runs listed with config and summary"
+    rows = [_row(name, wall, cpu, LIST_TARGET_S, reference="", ratio="")]
+    exported = min(runs, EXPORTED_RUNS)
+    part = root / "part"  # a directory of the first 1,000 runs (links to them)
+    part.mkdir()
+    for index in range(exported):
+        name = f"run-{index:05d}"
+        (part / name).symlink_to(root / "sweep" / name, target_is_directory=True)
+    wall, cpu, written = _timed(lambda: export(str(part), io.BytesIO(), fmt="parquet"), rounds=2)
+    ref_wall, _ref_cpu, _ = _timed(lambda: export(str(part), io.StringIO()))
+    name = f"export of {exported:,} runs ({written:,} points) to one Parquet file"
+    reference = f"the CSV export of the same runs: {ref_wall:.2f} s"
+    rows.append(_row(name, wall, cpu, PARQUET_TARGET_S, reference=reference,
+                     ratio=f"{ref_wall / wall:.1f}x faster"))  # fmt: skip
+    return rows
+
+
+def run() -> list[dict]:
+    """The suite's rows (see the module)."""
+    runs = int(os.environ.get("BENCH_API_RUNS", "10000"))
+    points = int(os.environ.get("BENCH_API_POINTS", "1000000"))
+    with tempfile.TemporaryDirectory(prefix="bench-api-") as tmp:
+        root = Path(tmp)
+        return _sweep_rows(root, runs) + _history_rows(root, points)

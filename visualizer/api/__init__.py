@@ -1,0 +1,15 @@
+"""Runs as data: W&B's read API (``Api().runs()``, ``Api().run()``) over snapshot stores,
+offline, and the one-table forms of a sweep the export writes.
+
+* :mod:`~visualizer.api.client`: :class:`Api`, listing runs by their small documents;
+* :mod:`~visualizer.api.run`: :class:`Run`, W&B's names for one run;
+* :mod:`~visualizer.api.filters`: the subset of W&B's run filters taken;
+* :mod:`~visualizer.api.points`: a run's points as numpy columns, a row a step.
+
+``from remote_train_monitor import Api`` is this :class:`Api`; none of it imports torch.
+"""
+
+from .client import Api
+from .run import Media, Run
+
+__all__ = ["Api", "Media", "Run"]

@@ -1,0 +1,95 @@
+"""``Api()``: W&B's read API over snapshot stores, offline (a path or an ``s3://`` prefix).
+
+Listing reads only each run's two small documents, ``meta.pickle`` and
+``status.pickle`` (which holds the run's summary), with the catalog's reader (what
+the viewer's runs table reads); a store written before summaries is read whole
+once. A run's points are read only when asked for (:meth:`.Run.history`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from visualizer.model.summary import RunSummary
+from visualizer.sources.catalog import Read, read_store
+from visualizer.sources.runs import Found, locate, name_in
+from visualizer.sources.s3 import FETCHES_AT_ONCE, S3ReadError
+
+from .filters import compile_filters
+from .run import Run
+
+log = logging.getLogger(__name__)
+
+
+def _read(found: Found) -> Read:
+    """One store's documents and summary; a store that can not be read says why, once."""
+    try:
+        return read_store(found.source)
+    except S3ReadError:
+        raise  # the bucket's failure (credentials, no endpoint): the cause to report
+    except Exception as err:  # a hostile or broken store: the others go on
+        log.warning("run %s: can not read %s (%s: %s)", found.folder,
+                    found.source.describe(""), type(err).__name__, err)  # fmt: skip
+        return Read(summary=RunSummary(found.folder, state="unreadable"))
+
+
+def read_runs(location: str, s3_client: Any = None) -> list[Run]:
+    """Every run at ``location`` (a path or an ``s3://`` URL), from its documents.
+
+    FileNotFoundError (one line) when there is none; S3ReadError when S3 fails.
+    """
+    runs = locate(str(location), s3_client)
+    found = runs.found()
+    if not found:
+        raise FileNotFoundError(f"no snapshot store found: expected {runs.waiting_for()}")
+    if any(f.remote for f in found):  # requests wait on the network: many at once
+        with ThreadPoolExecutor(FETCHES_AT_ONCE, thread_name_prefix="api-runs") as pool:
+            reads = list(pool.map(_read, found))
+    else:
+        # On this thread: decoding is Python, and threads handing 10,000 small reads
+        # over to this one cost a third more CPU than reading them here.
+        reads = [_read(f) for f in found]
+    listed = []
+    for store, read in zip(found, reads, strict=True):
+        spec = runs.name(store, name_in(read.meta))
+        assert read.summary is not None  # read_store always computes one
+        listed.append(Run(spec.name, store.source, read.summary, read.meta))
+    return listed
+
+
+class Api:
+    """``wandb.Api()`` for runs on disk or in S3: :meth:`runs` and :meth:`run`.
+
+    ``s3_client``: a boto3 client for ``s3://`` paths (default: one from the environment,
+    as the viewer makes it).
+    """
+
+    def __init__(self, s3_client: Any = None) -> None:
+        self.s3_client = s3_client
+
+    def runs(self, path: str, filters: Mapping[str, Any] | None = None) -> list[Run]:
+        """The runs at ``path`` (a store, a directory of runs or an ``s3://`` prefix) that
+        ``filters`` keeps (see :mod:`visualizer.api.filters`), in name order of their folders.
+
+        ValueError for a filter it can not take, FileNotFoundError for a path with no run.
+        """
+        keep = compile_filters(filters)  # refused before anything is read
+        runs = read_runs(path, self.s3_client)
+        fields = ({"name": r.name, "state": r.state, "config": r.config,
+                   "summary": r.summary} for r in runs)  # fmt: skip
+        return [run for run, field in zip(runs, fields, strict=True) if keep(field)]
+
+    def run(self, path: str) -> Run:
+        """The one run at ``path`` (its store or its run directory); ValueError when ``path``
+        holds several runs (name one: ``path/<name>``)."""
+        runs = read_runs(path, self.s3_client)
+        if len(runs) != 1:
+            names = ", ".join(run.name for run in runs[:3])
+            raise ValueError(
+                f"{path} holds {len(runs)} runs ({names}{', ...' if len(runs) > 3 else ''}): "
+                "use Api().runs(path), or Api().run(path/<name>) for one of them"
+            )
+        return runs[0]

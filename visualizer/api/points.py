@@ -1,0 +1,149 @@
+"""A run's scalar points as numpy columns, and the W&B-shaped table of them (one row a step).
+
+The store's own reader (:class:`~snapshot_store.reader.StoreReader`) hands packed
+columns; they are joined here as arrays, never as a Python object a point, so a
+1M-point history becomes a DataFrame in well under a second. The rule is
+:class:`~snapshot_store.history.History`'s (the viewer's and the CSV export's):
+one point per step, the latest value logged for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from snapshot_store.batches import SeriesColumns
+from snapshot_store.reader import READ_BYTES, Source, StoreReader
+from snapshot_store.tags import tag_of
+
+STEP, TIMESTAMP = "_step", "_timestamp"  # W&B's names of a history row's step and time
+
+
+@dataclass(frozen=True)
+class Series:
+    """One series, sorted by step, one point per step (steps beyond int64: an object array)."""
+
+    tag: str
+    steps: np.ndarray
+    epochs: np.ndarray
+    times: np.ndarray
+    values: np.ndarray
+
+
+def _column(chunks: list[SeriesColumns], index: int) -> np.ndarray:
+    # Packed columns are typed arrays: np.asarray takes their buffer as it is.
+    return np.concatenate([np.asarray(chunk[index]) for chunk in chunks])
+
+
+def _latest_per_step(steps: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``steps`` sorted, each once, with the columns' values of its last logging."""
+    if len(steps) < 2 or bool(np.all(steps[1:] > steps[:-1])):
+        return (steps, *columns)  # the usual case: steps only grew
+    unique, first = np.unique(steps[::-1], return_index=True)  # first from the end: latest
+    taken = len(steps) - 1 - first
+    return (unique, *(column[taken] for column in columns))
+
+
+def read_series(source: Source, tags: Sequence[str] | None = None) -> list[Series]:
+    """Every scalar series of the store (or those named ``tags``), in first-logged order.
+
+    A bad segment is warned of by the reader (one line) and the rest is read.
+    """
+    reader = StoreReader(source)
+    chunks: dict[str, list[SeriesColumns]] = {}
+    while True:
+        page = reader.poll(max_bytes=READ_BYTES)
+        for columns in page.scalars:
+            chunks.setdefault(tag_of(columns[0], columns[1]), []).append(columns)
+        if not reader.more:
+            break
+    wanted = chunks.keys() if tags is None else [tag for tag in tags if tag in chunks]
+    out = []
+    for tag in wanted:
+        parts = chunks[tag]
+        steps, epochs, times, values = _latest_per_step(
+            *(_column(parts, index) for index in range(2, 6))
+        )
+        out.append(Series(tag, steps, epochs, times, values))
+    return out
+
+
+@dataclass(frozen=True)
+class Table:
+    """Every step any series has: a row each, a column a series (NaN where it has none)."""
+
+    steps: np.ndarray
+    timestamps: np.ndarray  # the wall time of the step's first series logged there
+    values: dict[str, np.ndarray]
+    present: dict[str, np.ndarray | None]  # where each series has a point; None: every row
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def having(self, keys: Sequence[str]) -> Table:
+        """The rows where every one of ``keys`` has a point, with those columns only."""
+        if any(key not in self.values for key in keys):
+            return self.take(np.zeros(0, dtype=np.intp), keys)
+        masks = [mask for key in keys if (mask := self.present[key]) is not None]
+        rows = np.flatnonzero(np.logical_and.reduce(masks)) if masks else None
+        return self.take(rows, keys)
+
+    def take(self, rows: np.ndarray | None, keys: Sequence[str] | None = None) -> Table:
+        """Rows ``rows`` (None: all) of columns ``keys`` (None: all)."""
+        keys = list(self.values) if keys is None else [k for k in keys if k in self.values]
+        if rows is None:
+            return Table(self.steps, self.timestamps, {k: self.values[k] for k in keys},
+                         {k: self.present[k] for k in keys})  # fmt: skip
+        present = {k: None if (m := self.present[k]) is None else m[rows] for k in keys}
+        values = {k: self.values[k][rows] for k in keys}
+        return Table(self.steps[rows], self.timestamps[rows], values, present)
+
+    def sampled(self, samples: int) -> Table:
+        """At most ``samples`` rows, evenly spaced, the first and the last among them."""
+        if samples >= len(self):
+            return self
+        return self.take(np.unique(np.linspace(0, len(self) - 1, samples).round().astype(np.intp)))
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """``_step``, a column a series, ``_timestamp``: what a DataFrame is made of."""
+        return {STEP: self.steps, **self.values, TIMESTAMP: self.timestamps}
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """A dict a row: ``_step``, ``_timestamp`` and the series that have a point there."""
+        steps, stamps = self.steps.tolist(), self.timestamps.tolist()
+        values = {k: v.tolist() for k, v in self.values.items()}
+        present = {k: None if m is None else m.tolist() for k, m in self.present.items()}
+        for i, step in enumerate(steps):
+            row: dict[str, Any] = {STEP: step}
+            for key, column in values.items():
+                mask = present[key]
+                if mask is None or mask[i]:
+                    row[key] = column[i]
+            row[TIMESTAMP] = stamps[i]
+            yield row
+
+
+def table(series: list[Series]) -> Table:
+    """The table of ``series``: a row for each step any of them has."""
+    if not series:
+        return Table(np.zeros(0, np.int64), np.zeros(0), {}, {})
+    first = series[0].steps
+    shared = all(np.array_equal(s.steps, first) for s in series[1:])
+    steps = first if shared else np.unique(np.concatenate([s.steps for s in series]))
+    stamps = series[0].times.astype(np.float64) if shared else np.full(len(steps), np.nan)
+    values: dict[str, np.ndarray] = {}
+    present: dict[str, np.ndarray | None] = {}
+    for s in series:
+        if shared:
+            values[s.tag], present[s.tag] = s.values, None
+            continue
+        rows = np.searchsorted(steps, s.steps)
+        column, mask = np.full(len(steps), np.nan), np.zeros(len(steps), dtype=bool)
+        column[rows], mask[rows] = s.values, True
+        values[s.tag], present[s.tag] = column, mask
+        unset = np.isnan(stamps[rows])  # a step's time: its first series' logging
+        stamps[rows[unset]] = s.times[unset]
+    return Table(steps, stamps, values, present)

@@ -1,0 +1,144 @@
+"""One run as W&B's ``Api().run()`` gives it: ``name``, ``state``, ``config``, ``summary``,
+``history()``, ``scan_history()``, and its images and texts by tag.
+
+The first five come from the run's small documents (read when the run was listed);
+``history``, ``scan_history``, ``images`` and ``texts`` read its segments on each call.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from snapshot_store.reader import Source, read_store
+from snapshot_store.tags import tag_of
+from visualizer.model.summary import RunSummary, SeriesStats
+
+from .filters import MISSING, dig
+from .points import STEP, TIMESTAMP, Table, read_series, table
+
+
+@dataclass(frozen=True)
+class Media:
+    """One logged image (``data``: its PNG bytes) or text (``data``: the string)."""
+
+    step: int
+    wall_time: float
+    data: Any
+
+    def image(self) -> Any:
+        """The image as a ``PIL.Image`` (pillow is a dependency)."""
+        from PIL import Image
+
+        return Image.open(io.BytesIO(self.data))
+
+
+def run_config(meta: dict[str, Any] | None, summary: RunSummary) -> dict[str, Any]:
+    """The options as stored (nested dicts and lists kept), then the hparams not already there
+    (W&B-style runs store their config flattened as hparams too: ``model.depth``)."""
+    options = (meta or {}).get("options")
+    config = dict(options) if isinstance(options, dict) else {}
+    for key, value in summary.config.items():
+        if key not in config and dig(config, key) is MISSING:
+            config[key] = value
+    return config
+
+
+class Run:
+    """A run read from its store (see the module); :attr:`path` is where that store is."""
+
+    def __init__(
+        self, name: str, source: Source, summary: RunSummary, meta: dict[str, Any] | None
+    ) -> None:
+        self.name = name
+        self.source = source
+        self.path = source.describe("").rstrip("/")
+        self.state = summary.state  # finished, failed, stopped, running, or "no status yet"
+        self.config = run_config(meta, summary)
+        #: Each series' count, last step and value, min and max (for a best-value table).
+        self.stats: dict[str, SeriesStats] = dict(summary.series)
+        self.start = summary.started  # Unix time, None when unknown
+        self.duration = summary.duration  # seconds from the start to the last update
+        self.step = summary.step  # the last step the run's status names
+        self.summary: dict[str, Any] = {
+            tag: stats.last for tag, stats in summary.series.items() if stats.last is not None
+        }
+        if summary.step is not None:
+            self.summary[STEP] = summary.step
+        if summary.updated is not None:
+            self.summary[TIMESTAMP] = summary.updated
+        if summary.duration is not None:
+            self.summary["_runtime"] = summary.duration
+
+    @property
+    def id(self) -> str:
+        """W&B's run id; here the run's name."""
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"<Run {self.name} ({self.state})>"
+
+    def _table(self, keys: Sequence[str] | None) -> Table:
+        if isinstance(keys, str):  # history("loss") would otherwise read as l, o, s, s
+            keys = [keys]
+        rows = table(read_series(self.source, keys))
+        return rows if keys is None else rows.having(list(keys))
+
+    def history(
+        self, keys: Sequence[str] | None = None, samples: int | None = None, pandas: bool = True
+    ) -> Any:
+        """The run's points, a row a step: ``_step``, a column a series (NaN where it has no
+        point), ``_timestamp``. With ``keys``, those series, on the steps all of them have;
+        with ``samples``, that many rows evenly spaced (W&B samples 500 by default; here
+        every row unless asked). A pandas DataFrame when pandas is installed, else (or with
+        ``pandas=False``) a list of dicts holding the series each row has."""
+        rows = self._table(keys)
+        if samples is not None:
+            rows = rows.sampled(max(1, int(samples)))
+        if pandas:
+            try:
+                import pandas as pd
+            except ImportError:
+                pass
+            else:
+                return pd.DataFrame(rows.columns())
+        return list(rows.rows())
+
+    def scan_history(
+        self,
+        keys: Sequence[str] | None = None,
+        page_size: int = 1000,
+        min_step: int | None = None,
+        max_step: int | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Every point, a dict a step keyed by series name with ``_step`` and ``_timestamp``
+        (W&B's arguments; ``page_size`` is accepted and unused: the store is read once)."""
+        rows = self._table(keys)
+        if min_step is not None or max_step is not None:
+            low = rows.steps >= min_step if min_step is not None else True
+            high = rows.steps < max_step if max_step is not None else True
+            rows = rows.take(np.flatnonzero(low & high))
+        return rows.rows()
+
+    def _media(self) -> tuple[dict[str, list[Media]], dict[str, list[Media]]]:
+        _history, _reader, update = read_store(self.source)
+        images: dict[str, list[Media]] = {}
+        for group, name, step, _epoch, wall, png in update.images:
+            images.setdefault(tag_of(group, name), []).append(Media(step, wall, png))
+        texts: dict[str, list[Media]] = {}
+        for kind, tag, step, wall, data in update.extras:
+            if kind == "text":
+                texts.setdefault(tag, []).append(Media(step, wall, data["text"]))
+        return images, texts
+
+    def images(self) -> dict[str, list[Media]]:
+        """Every logged image by tag, in logged order (``.data``: PNG bytes, ``.image()``)."""
+        return self._media()[0]
+
+    def texts(self) -> dict[str, list[Media]]:
+        """Every logged text by tag, in logged order (``.data``: the string)."""
+        return self._media()[1]

@@ -1,0 +1,152 @@
+"""A sweep as one table: a row a run (``--kind runs``) or a row a point (``--kind scalars``),
+written as CSV or as Parquet with typed columns (pyarrow, the ``parquet`` extra).
+
+The runs table: ``name, state, steps`` (the last step), ``start`` (UTC), ``duration``
+(seconds), then ``config.KEY`` columns (nested keys dotted, lists as JSON) and
+``summary.TAG`` columns (each series' last value), in the order first seen.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+from collections.abc import Iterable
+from typing import IO, Any
+
+import numpy as np
+
+from snapshot_store.reader import Source
+from snapshot_store.tags import key_of
+
+from .points import read_series
+from .run import Run
+
+PARQUET_MISSING = "--format parquet needs pyarrow: pip install 'remote-train-monitor[parquet]'"
+RUN_COLUMNS = ("name", "state", "steps", "start", "duration")
+POINT_COLUMNS = ("run", "group", "tag", "step", "epoch", "wall_time", "value")
+
+Columns = dict[str, Any]  # a column's name -> its values (a list, or a numpy array)
+
+
+def _flat(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            _flat(f"{prefix}.{key}", item, out)
+    elif isinstance(value, list | tuple | dict):
+        out[prefix] = json.dumps(value, default=str)
+    else:
+        out[prefix] = value
+
+
+def run_row(run: Run) -> dict[str, Any]:
+    """One run's row of the runs table (see the module)."""
+    row: dict[str, Any] = {"name": run.name, "state": run.state, "steps": run.step}
+    row["start"] = run.start
+    row["duration"] = run.duration
+    for key, value in run.config.items():
+        _flat(f"config.{key}", value, row)
+    for tag, stats in run.stats.items():
+        row[f"summary.{tag}"] = stats.last
+    return row
+
+
+def runs_columns(runs: Iterable[Run]) -> Columns:
+    """The runs table's columns, None where a run has no such value."""
+    rows = [run_row(run) for run in runs]
+    names = dict.fromkeys(RUN_COLUMNS)
+    for row in rows:
+        names.update(dict.fromkeys(row))
+    return {name: [row.get(name) for row in rows] for name in names}
+
+
+def points_columns(named: Iterable[tuple[str, Source]]) -> Columns:
+    """Every point of every run, a row each, by run, then series (group, name), then step."""
+    names: list[str] = []
+    tags: list[str] = []
+    lengths: list[int] = []
+    parts: list[list[np.ndarray]] = [[], [], [], []]
+    for name, source in named:
+        for series in sorted(read_series(source), key=lambda s: key_of(s.tag)):
+            names.append(name)
+            tags.append(series.tag)
+            lengths.append(len(series.steps))
+            for part, column in zip(parts, (series.steps, series.epochs, series.times,
+                                            series.values), strict=True):  # fmt: skip
+                part.append(column)
+    codes = np.repeat(np.arange(len(names), dtype=np.int32), lengths)
+    steps, epochs, times, values = (
+        np.concatenate(part) if part else np.zeros(0, dtype) for part, dtype in
+        zip(parts, (np.int64, np.float64, np.float64, np.float64), strict=True)
+    )  # fmt: skip
+    groups = [key_of(tag)[0] for tag in tags]
+    return {"run": (codes, names), "group": (codes, groups), "tag": (codes, tags),
+            "step": steps, "epoch": epochs, "wall_time": times, "value": values}  # fmt: skip
+
+
+def _utc(seconds: Any) -> Any:
+    if seconds is None:
+        return None
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+
+
+def write_runs_csv(columns: Columns, out: IO[str]) -> int:
+    """The runs table as CSV (``start`` as ISO 8601 UTC); the rows written."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    values = [columns[name] for name in columns]
+    rows = 0
+    for row in zip(*values, strict=True):
+        cells = dict(zip(columns, row, strict=True))
+        start = _utc(cells["start"])
+        cells["start"] = start.isoformat() if start is not None else None
+        writer.writerow("" if value is None else value for value in cells.values())
+        rows += 1
+    return rows
+
+
+def _typed(values: list[Any]) -> Any:
+    """A pyarrow array of one column: bools, ints, floats, else strings (mixed types)."""
+    import pyarrow as pa
+
+    present = [v for v in values if v is not None]
+    if present and all(type(v) is bool for v in present):
+        return pa.array(values, pa.bool_())
+    if present and all(type(v) is int for v in present):
+        try:
+            return pa.array(values, pa.int64())
+        except OverflowError:  # beyond int64: kept exactly, as text
+            pass
+    elif present and all(type(v) in (int, float) for v in present):
+        return pa.array(values, pa.float64())
+    return pa.array([None if v is None else str(v) for v in values], pa.string())
+
+
+def arrow_table(columns: Columns) -> Any:
+    """``columns`` (of :func:`runs_columns` or :func:`points_columns`) as a pyarrow Table;
+    ImportError naming the extra when pyarrow is not installed."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        raise ImportError(PARQUET_MISSING) from None
+    arrays = {}
+    for name, column in columns.items():
+        if isinstance(column, tuple):  # a code a row into the names of the run or series
+            codes, labels = column
+            arrays[name] = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(labels))
+        elif isinstance(column, np.ndarray):
+            arrays[name] = pa.array(column)
+        elif name == "start":
+            arrays[name] = pa.array([_utc(v) for v in column], pa.timestamp("us", tz="UTC"))
+        else:
+            arrays[name] = _typed(column)
+    return pa.table(arrays)
+
+
+def write_parquet(columns: Columns, out: IO[bytes]) -> int:
+    """``columns`` as one Parquet file written to ``out``; the rows written."""
+    table = arrow_table(columns)
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, out)
+    return int(table.num_rows)
