@@ -68,31 +68,33 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
     except ValueError as err:
         parser.error(f"argument --server: {err}")
     client = VisdomClient(endpoint)
-    downloads = None if args.once else CsvDownloads()  # the CSV links live as long as we do
-    try:
-        follower = Follower(
-            args.pickle_dir,
-            client,
-            env=args.env,
-            poll_interval=args.poll_interval,
-            max_points=args.max_points,
-            on_page=lambda env: print(f"visdom: {endpoint.env_url(env)}", flush=True),
-            view=ViewSettings(args.smoothing, args.x_axis, args.log_y),
-            selection=Selection(args.runs, args.sort_by, args.sort_descending, args.group_by),
-            downloads=downloads,
-            compare=args.compare,
-            memory_budget_mb=args.memory_budget,
-        )
-    except ValueError as err:  # a malformed s3:// URL, a too small --max-points
-        parser.error(str(err))
-    client.events.on_event = follower.wake  # a change made on the page is drawn at once
-    with alerting(args, parser, follower):  # a wrong --alert-cmd ends here, before visdom starts
-        if args.once:
-            return _check_then_run(follower, args)
-        if args.parent_pid is not None:
-            watch_parent(args.parent_pid, follower.stop)
-        with downloads or nullcontext(), stop_on_sigterm(follower.stop):
-            return _interruptible(lambda: _follow(follower, args))
+    downloads = None if args.once else CsvDownloads()
+    # Serving before the follower starts: its pages link the CSVs (and the sweep's) from the first.
+    with downloads or nullcontext():
+        try:
+            follower = Follower(
+                args.pickle_dir,
+                client,
+                env=args.env,
+                poll_interval=args.poll_interval,
+                max_points=args.max_points,
+                on_page=lambda env: print(f"visdom: {endpoint.env_url(env)}", flush=True),
+                view=ViewSettings(args.smoothing, args.x_axis, args.log_y),
+                selection=Selection(args.runs, args.sort_by, args.sort_descending, args.group_by),
+                downloads=downloads,
+                compare=args.compare,
+                memory_budget_mb=args.memory_budget,
+            )
+        except ValueError as err:  # a malformed s3:// URL, a too small --max-points
+            parser.error(str(err))
+        client.events.on_event = follower.wake  # a change made on the page is drawn at once
+        with alerting(args, parser, follower):  # a wrong --alert-cmd ends here, before visdom
+            if args.once:
+                return _check_then_run(follower, args)
+            if args.parent_pid is not None:
+                watch_parent(args.parent_pid, follower.stop)
+            with stop_on_sigterm(follower.stop):
+                return _interruptible(lambda: _follow(follower, args))
 
 
 def _check_then_run(follower: Follower, args: argparse.Namespace) -> int:
