@@ -8,8 +8,8 @@ the fallback for a store without usable metadata.
 from __future__ import annotations
 
 import itertools
+import math
 import os
-import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,6 +22,7 @@ from transfer_plugins.s3_location import S3Location
 from visualizer.layout import safe_id
 
 from .s3 import S3ReadError, S3Source, call, is_s3_url, make_client
+from .store_folders import has_documents, is_store
 
 # Longer stored names are not names a trainer wrote: the directory's is used.
 MAX_NAME_CHARS = 200
@@ -122,45 +123,6 @@ class _RunNames:
         return found
 
 
-def is_store(path: Path) -> bool:
-    """True when ``path`` holds snapshot store files."""
-    try:
-        with os.scandir(path) as entries:
-            return any(
-                e.name in (fmt.META_FILE, fmt.STATUS_FILE) or fmt.parse_segment_name(e.name)
-                for e in entries
-            )
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
-        return False
-
-
-def _has_documents(store: str) -> bool:
-    """True when ``store`` holds a run's meta or status: one stat, where listing it costs more.
-    (Strings, not Paths: building 20,000 Paths was half of finding 10,000 runs.)
-
-    A store folder that may not be looked into counts: reading the run then says why,
-    where an error here would end the search for every run.
-    """
-    for name in (fmt.META_FILE, fmt.STATUS_FILE):
-        try:
-            mode = os.stat(f"{store}{os.sep}{name}").st_mode  # noqa: PTH116 - see above
-        except PermissionError:
-            return _is_folder(store)
-        except OSError:  # not written (yet)
-            continue
-        if stat.S_ISREG(mode):
-            return True
-    return False
-
-
-def _is_folder(path: str) -> bool:
-    """Whether ``path`` is a folder: not where a folder above it is closed (a lost+found)."""
-    try:
-        return stat.S_ISDIR(os.stat(path).st_mode)  # noqa: PTH116 - a string, as above
-    except OSError:
-        return False
-
-
 class LocalRuns(_RunNames):
     """Runs under a local directory, re-scanned on every call so later runs are picked up.
 
@@ -215,7 +177,7 @@ class LocalRuns(_RunNames):
     def _look_into(self, child: str) -> Found | None:
         """The store in folder ``child`` (``child/pickle`` or ``child`` itself), if any."""
         store, name = f"{child}{os.sep}pickle", child.rsplit(os.sep, 1)[-1]
-        if _has_documents(store) or is_store(Path(store)):
+        if has_documents(store) or is_store(Path(store)):
             return self._store(name, store)
         return self._store(name, child) if is_store(Path(child)) else None
 
@@ -237,12 +199,17 @@ class LocalRuns(_RunNames):
         return None
 
 
+# The whole prefix is listed for new runs this often; between, only after the last run known.
+WHOLE_LISTING_S = 60.0
+
+
 class S3Runs(_RunNames):
     """Runs under an S3 prefix: one store (``.../<name>/pickle``) or a prefix of runs.
 
     A prefix of runs is listed with a delimiter (one request per 1,000 runs) to find its
     ``<name>/`` folders, each taken as a run with its store in ``<name>/pickle/``;
-    that listing is repeated every ``rediscover_interval`` seconds to pick up new runs.
+    that listing is repeated every ``rediscover_interval`` seconds to pick up new runs,
+    whole at most every :data:`WHOLE_LISTING_S`, else from the last folder known on.
     """
 
     def __init__(self, url: str, client: Any = None, rediscover_interval: float = 60.0) -> None:
@@ -251,6 +218,10 @@ class S3Runs(_RunNames):
         self.client = client if client is not None else make_client()
         self.rediscover_interval = rediscover_interval
         self._next_discovery = 0.0
+        self.whole_listing_s = WHOLE_LISTING_S
+        self._last_folder = ""  # the last run folder in key order, once the prefix was listed
+        self._listed_whole = -math.inf
+        self._paged = False  # the last whole listing took more than one request
 
     def __str__(self) -> str:
         return str(self.location)
@@ -273,12 +244,16 @@ class S3Runs(_RunNames):
             return [self._store(self.location.run_name, self.location)]
         names: list[str] = []
         folders: list[str] = []
-        for page in self._pages(Delimiter="/"):
+        start, pages = self._listing_start(), 0
+        for page in self._pages(Delimiter="/", **start):
+            pages += 1
             names += [obj["Key"][len(self.location.prefix) :] for obj in page.get("Contents", ())]
             folders += [common["Prefix"] for common in page.get("CommonPrefixes", ())]
+        self._paged = self._paged if start else pages > 1
         if any(n in (fmt.META_FILE, fmt.STATUS_FILE) or fmt.parse_segment_name(n) for n in names):
             return [self._store(self.location.run_name, self.location)]  # a store itself
         found = []
+        self._last_folder = max([self._last_folder, *folders])
         for folder in folders:
             name = folder[len(self.location.prefix) :].strip("/")
             if name and not name.startswith("."):
@@ -287,6 +262,18 @@ class S3Runs(_RunNames):
                     self._store(name, S3Location(self.location.bucket, f"{folder}pickle/"))
                 )
         return found
+
+    def _listing_start(self) -> dict[str, str]:
+        """Where this discovery's listing starts: at the prefix's start, or, once a whole
+        listing took more than one request (past 1,000 runs), after the last run folder known
+        except every ``whole_listing_s``. That is one request however many runs there are,
+        and finds the new runs named later in order (a counter, a date); a new run named
+        earlier shows at the next whole listing."""
+        now = time.monotonic()
+        if not self._paged or now >= self._listed_whole + self.whole_listing_s:
+            self._listed_whole = now
+            return {}
+        return {"StartAfter": self._last_folder}
 
     def status_versions(self) -> dict[str, str]:
         """Each store's ``status.pickle`` version (its ETag), by key, from one listing of every
