@@ -42,7 +42,10 @@ UPLOAD_THREADS = 16  # small files: the server's latency, not its bandwidth, bou
 IDLE_TARGET = 10  # requests a minute, for every finished run together
 LIVE = 10  # runs training while the viewer starts and idles
 POINT_SAMPLES = 5  # a live run's points timed until drawn
-NEW_RUN = "live-new"
+# New runs started once every run is read: past 1,000 runs one named after the others in order
+# is found by the listing after the last run (every 8 s), one named before by the whole
+# listing (every minute). Both carry "live-" so their requests count as live runs'.
+NEW_RUNS = {"after": "run-live-new", "before": "a-live-new"}
 PREFIX = "runs"
 log = logging.getLogger(__name__)
 
@@ -74,7 +77,7 @@ def measure_s3(server: Any, work: Path, pace: Pace = PACE) -> dict[str, Any]:
 
     work.mkdir(parents=True, exist_ok=True)
     out: dict[str, Any] = {"idle": None, "read_s": None, "read": Counter(), "point_s": None}
-    out |= {"new_s": None, "idle_paths": []}
+    out |= {"new_s": dict.fromkeys(NEW_RUNS), "idle_paths": []}
     with CountingProxy(server.endpoint_url) as proxy, _live(server, work) as live:
         env = {k: v for k, v in os.environ.items() if k not in CONFLICTING_ENV}
         env |= server.env() | {"AWS_ENDPOINT_URL": proxy.url}
@@ -135,18 +138,21 @@ def _point_latency(reader: VisdomReader, live: LiveRuns, cap: float) -> float | 
     return statistics.median(latencies)
 
 
-def _new_run_latency(reader: VisdomReader, live: LiveRuns, cap: float) -> float | None:
-    """Seconds from a new run's first files in the bucket until the runs table lists it."""
-    live.add(NEW_RUN)
-    until(lambda: bool(live.uploaded(NEW_RUN)), time.perf_counter(), cap)
-    first = live.uploaded(NEW_RUN).get(0)
-    if first is None:
-        return None
+def _new_run_latency(reader: VisdomReader, live: LiveRuns, cap: float) -> dict[str, float | None]:
+    """Seconds from each new run's first files in the bucket until the runs table lists it,
+    by where its name sorts (:data:`NEW_RUNS`)."""
+    for name in NEW_RUNS.values():
+        live.add(name)
+    latency: dict[str, float | None] = {}
+    for where, name in NEW_RUNS.items():
+        until(lambda n=name: bool(live.uploaded(n)), time.perf_counter(), cap)
+        first = live.uploaded(name).get(0)
 
-    def listed() -> bool:
-        return any(NEW_RUN in str(w.get("content")) for w in reader.windows("main").values())
+        def listed(n: str = name) -> bool:
+            return any(n in str(w.get("content")) for w in reader.windows("main").values())
 
-    return until(listed, first, cap)
+        latency[where] = None if first is None else until(listed, first, cap)
+    return latency
 
 
 def _row(benchmark: str, ours: str, target: str = "", met: bool | None = None) -> dict:
@@ -202,10 +208,18 @@ def rows(runs: int, files: int, took: float, ours: dict, pace: Pace = PACE) -> l
             point is not None and point <= 2 * DEFAULT_POLL_INTERVAL,
         ),
         _row(
-            f"{what}: a new run, from its first files in the bucket until the runs table lists it",
-            seconds(new, "not listed"),
+            f"{what}: a new run named after the others, from its first files in the bucket "
+            "until the runs table lists it",
+            seconds(new["after"], "not listed"),
             "<= 10 s",
-            new is not None and new <= 10.0,
+            new["after"] is not None and new["after"] <= 10.0,
+        ),
+        _row(
+            f"{what}: a new run named before the others (found by the whole listing, a minute "
+            "apart past 1,000 runs), the same",
+            seconds(new["before"], "not listed"),
+            "<= 60 s (proposed: see the note below)",
+            new["before"] is not None and new["before"] <= 60.0,
         ),
         *_idle_rows(runs, ours, pace),
         _row(

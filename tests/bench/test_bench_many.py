@@ -106,6 +106,6 @@ def test_the_s3_measures_time_live_points_a_new_run_and_idle_requests(tmp_path, 
     pace = Pace(start_cap=60.0, settle=0.5, cpu=1.0, memory_idle=2.0, exit_cap=15.0, s3_idle=3.0)
     rows = {row["benchmark"]: row for row in bench_many_s3.run(pace)}
     timed = [row for text, row in rows.items() if "new point" in text or "new run" in text]
-    assert len(timed) == 2 and all(row["ours"].endswith(" s") for row in timed), timed
+    assert len(timed) == 3 and all(row["ours"].endswith(" s") for row in timed), timed
     idle = next(row for text, row in rows.items() if "every finished run together" in text)
     assert idle["ours"].isdigit(), idle
