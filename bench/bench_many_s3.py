@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, unquote
 
 from bench.bench_many import scales, seconds
 from bench.live_runs import LiveRuns
@@ -160,11 +161,19 @@ def _row(benchmark: str, ours: str, target: str = "", met: bool | None = None) -
     return row | ({"target": target, "met": bool(met)} if target else {})
 
 
+def _for_live_run(path: str) -> bool:
+    """Whether a request is for a live run: its key or its listing's prefix names one (a
+    discovery listing starting after a live run's name is the finished runs')."""
+    key, _, query = path.partition("?")
+    prefix = parse_qs(query).get("prefix", [""])[0]
+    return "live-" in unquote(key) or "live-" in prefix
+
+
 def _idle_rows(runs: int, ours: dict, pace: Pace) -> list[dict]:
     """Requests a minute while idle: the finished runs' (discovery included), the live runs'."""
     if ours["idle"] is None:
         return [_row(f"{runs:,} runs in S3 idle: requests a minute", "not started")]
-    live = [path for path in ours["idle_paths"] if "live-" in path]
+    live = [path for path in ours["idle_paths"] if _for_live_run(path)]
     finished = len(ours["idle_paths"]) - len(live)
     minute = 60.0 / pace.s3_idle
     when = f"over {pace.s3_idle:.0f} s, {pace.settle:.0f} s after every run was read"
