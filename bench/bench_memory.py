@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from snapshot_store import batches
+from snapshot_store.format import batches
 
 MIB = 1 << 20
 LOCAL_BYTES = 2 << 30
@@ -32,7 +32,7 @@ def _png(size: int = 512) -> bytes:
     """A real PNG of noise: about 1 MiB that does not compress."""
     import numpy as np
 
-    from snapshot_store.images import encode_png
+    from snapshot_store.format.images import encode_png
 
     pixels = np.random.default_rng(0).integers(0, 256, (size, size, 4), dtype=np.uint8)
     return encode_png(pixels)
@@ -40,7 +40,7 @@ def _png(size: int = 512) -> bytes:
 
 def write_store(store: Path, image_bytes: int) -> int:
     """A store with ~``image_bytes`` of image frames in one segment; returns that segment's size."""
-    from snapshot_store import frames as fmt
+    from snapshot_store.format import frames as fmt
 
     store.mkdir(parents=True, exist_ok=True)
     png = _png()
@@ -69,8 +69,8 @@ def write_store(store: Path, image_bytes: int) -> int:
 
 def _child(mode: str, where: str) -> dict:
     """Replay (or read whole) ``where`` in this process; what it found and its peak RSS."""
-    from snapshot_store import frames as fmt
-    from snapshot_store.reader import LocalSource, StoreReader
+    from snapshot_store.format import frames as fmt
+    from snapshot_store.read.store_reader import LocalSource, StoreReader
     from visualizer.follower import PAGE_BYTES
     from visualizer.model.rundata import RunData
     from visualizer.sources.s3 import S3Location, S3Source

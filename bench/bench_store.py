@@ -86,7 +86,7 @@ def _histogram_costs(
     import torch
     from torch.utils.tensorboard import SummaryWriter as TBWriter
 
-    from snapshot_store.encoders import histogram
+    from snapshot_store.write.encoders import histogram
     from trainer import SummaryWriter
 
     ours, tb = SummaryWriter(root / "ours-hist"), TBWriter(str(root / "tb-hist"))

@@ -45,7 +45,7 @@ def _reference_epoch(datasets, epoch: int, num_classes: int) -> float:
     from torch.nn.parallel import DistributedDataParallel as DDP
     from torch.utils.data import DataLoader, DistributedSampler
 
-    from trainer.models import SmallCNN
+    from trainer.command.models import SmallCNN
 
     torch.manual_seed(0)
     model = DDP(SmallCNN(num_classes))
@@ -66,8 +66,9 @@ def _trainer_epoch(datasets, num_classes: int, checkpoints: Path, name: str, rec
     """One epoch of our loop as ``train --remote True`` runs it (a prediction image included)."""
     import torch
 
-    from trainer import fit, loop
-    from trainer.models import SmallCNN, accuracy, prediction_grid
+    from trainer import fit
+    from trainer.command.models import SmallCNN, accuracy, prediction_grid
+    from trainer.training import loop
 
     epoch_times: list[float] = []
     run_epoch = loop.Trainer._run_epoch
@@ -112,7 +113,7 @@ def worker(dataroot: str, out: str) -> None:
 
     import torch.distributed as dist
 
-    from trainer.data import load_datasets
+    from trainer.command.data import load_datasets
 
     logging.basicConfig(level=logging.WARNING)
     dist.init_process_group("gloo")
@@ -146,7 +147,7 @@ def worker(dataroot: str, out: str) -> None:
 
 
 def _measure(root: Path) -> dict:
-    from trainer.data import make_dataset
+    from trainer.command.data import make_dataset
 
     dataroot = root / "data"
     make_dataset(dataroot)  # the demo's dataset: 4 classes, 1,600 + 400 images of 32x32

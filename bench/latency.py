@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from bench.replay import ROOT
-from snapshot_store.reader import read_store
+from snapshot_store.read.store_reader import read_store
 from visualizer.server.endpoint import VisdomEndpoint
 
 LATENCY_SECONDS = 10.0

@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from snapshot_store import frames as fmt
-from snapshot_store.batches import SeriesColumns, encode_scalar_batch
-from snapshot_store.documents import RunDocuments
-from snapshot_store.segments import SegmentWriter
+from snapshot_store.format import frames as fmt
+from snapshot_store.format.batches import SeriesColumns, encode_scalar_batch
+from snapshot_store.write.documents import RunDocuments
+from snapshot_store.write.segments import SegmentWriter
 
 # (group, name) of each series, in order; past these, train/metric_N.
 SERIES = (("train", "loss"), ("train", "accuracy"), ("val", "loss"))

@@ -9,15 +9,15 @@ from pathlib import Path
 
 class TrainingSteps:
     """The CLI's training step on one torch thread: next DataLoader batch, forward,
-    cross-entropy, backward, Adam (as ``trainer.loop.Runner._run_batch``)."""
+    cross-entropy, backward, Adam (as ``trainer.training.loop.Runner._run_batch``)."""
 
     def __init__(self, workdir: Path, batch_size: int = 64, image_size: int = 32) -> None:
         import torch
         from torch import nn
         from torch.utils.data import DataLoader
 
-        from trainer.data import load_datasets, make_dataset
-        from trainer.models import SmallCNN
+        from trainer.command.data import load_datasets, make_dataset
+        from trainer.command.models import SmallCNN
 
         make_dataset(
             workdir / "shapes",

@@ -6,7 +6,7 @@ environment again.
 
 Every metric is stored under the name the framework logged, as TensorBoard's
 logger for that framework would tag it: nothing is renamed and two names never
-merge (:func:`snapshot_store.tags.key_of`); which window shows it is the
+merge (:func:`run_core.tags.key_of`); which window shows it is the
 viewer's display rule (:func:`visualizer.layout.window_for`).
 """
 
@@ -21,10 +21,10 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from snapshot_store.tags import key_of
+from run_core.tags import key_of
 from trainer import SummaryWriter
-from trainer.distributed import settle_collectives_at_exit
-from trainer.sync import send_remaining
+from trainer.ranks.distributed import settle_collectives_at_exit
+from trainer.training.sync import send_remaining
 from transfer_plugins.runner import TransferRunner, resolve_hook
 
 log = logging.getLogger(__name__)
@@ -134,7 +134,7 @@ class MonitorRun:
 
     def close(self, state: str = "finished") -> None:
         """Close the store as ``state``, then drain pending uploads as the trainer does
-        (:func:`trainer.sync.send_remaining`: up to a minute, then what was not sent is named)."""
+        (:func:`trainer.training.sync.send_remaining`: up to a minute, then what was not sent is named)."""
         try:
             self.recorder.close(state)
         finally:

@@ -36,7 +36,7 @@ from accelerate.tracking import (
 )
 
 from trainer import SummaryWriter
-from trainer.distributed import settle_collectives_at_exit
+from trainer.ranks.distributed import settle_collectives_at_exit
 
 from ._run import MonitorRun, check_adapter, files_under
 
@@ -121,7 +121,7 @@ class MonitorTracker(GeneralTracker):
     @on_main_process
     def finish(self) -> None:
         """Close the store (Accelerate calls this from ``end_training``). A script that raises
-        before it is closed at exit, as the writer's :func:`~snapshot_store.ended_state` of it."""
+        before it is closed at exit, as the writer's :func:`~run_core.endings.ended_state` of it."""
         if self.run is not None:
             run, self.run = self.run, None
             run.close("finished")

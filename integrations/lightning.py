@@ -27,8 +27,10 @@ from lightning.pytorch.loggers.utilities import _scan_checkpoints
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from lightning.pytorch.utilities.rank_zero import rank_zero_only
 
-from snapshot_store import ExitCode, ended_state
-from trainer import SummaryWriter, distributed
+from run_core.endings import ended_state
+from run_core.exit_codes import ExitCode
+from trainer import SummaryWriter
+from trainer.ranks import distributed
 
 from ._run import MonitorRun, check_adapter
 

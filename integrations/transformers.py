@@ -94,7 +94,7 @@ class MonitorCallback(TrainerCallback):
         """Close the store (finished); a later ``train()`` or ``evaluate()`` opens a new session.
 
         The Trainer tells its callbacks of no exception: a run it raises out of (Ctrl-C
-        included) is closed at exit, as the writer's :func:`~snapshot_store.ended_state` of it."""
+        included) is closed at exit, as the writer's :func:`~run_core.endings.ended_state` of it."""
         if self.run is not None:
             run, self.run = self.run, None
             run.close("finished")

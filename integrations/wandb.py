@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from snapshot_store.rank import read_launch_env
+from run_core.launch_env import read_launch_env
 
 from ._run import MonitorRun
 from .wandb_config import (

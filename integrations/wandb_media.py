@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from snapshot_store.images import to_numpy
+from snapshot_store.format.images import to_numpy
 from trainer import SummaryWriter
 
 log = logging.getLogger(__name__)

@@ -19,10 +19,10 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
-from snapshot_store.endings import ended_state
-from snapshot_store.schema import INT64_MAX, int64_step
-from snapshot_store.values import plain
-from trainer.interrupts import close_at_exit
+from run_core.endings import ended_state
+from run_core.values import plain
+from snapshot_store.format.schema import INT64_MAX, int64_step
+from trainer.training.interrupts import close_at_exit
 
 from . import wandb_watch
 from ._run import MonitorRun

@@ -20,13 +20,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from trainer.summary_writer import SummaryWriter
+    from trainer.tensorboard.summary_writer import SummaryWriter
     from visualizer.api import Api
 
 __all__ = ["Api", "SummaryWriter"]
 
 # Each public name -> the module that owns it.
-_OWNERS = {"SummaryWriter": "trainer.summary_writer", "Api": "visualizer.api"}
+_OWNERS = {"SummaryWriter": "trainer.tensorboard.summary_writer", "Api": "visualizer.api"}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,7 +1,8 @@
 """The snapshot store: rank-0 writer and safe incremental reader of a run's logs (no torch).
 
-Names load on first use, so a process that needs only a small part (the rank,
-``plain``) does not pay for numpy and Pillow.
+Three wings: ``format/`` (frames, schemas, batches: the contract), ``write/`` (the
+Recorder and its writer thread) and ``read/`` (the safe incremental reader). Names load
+on first use, so a process that needs only the reader does not pay for the writer.
 """
 
 from __future__ import annotations
@@ -10,56 +11,28 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each on first use
-    from .atomic import atomic_file as atomic_file
-    from .atomic import ensure_writable_dir as ensure_writable_dir
-    from .atomic import write_atomic as write_atomic
-    from .endings import ended_state as ended_state
-    from .exit_codes import ExitCode as ExitCode
-    from .frames import CorruptFrameError as CorruptFrameError
-    from .frames import StoreError as StoreError
-    from .frames import UnsafePickleError as UnsafePickleError
-    from .history import History as History
-    from .local_source import LocalSource as LocalSource
-    from .rank import LaunchEnv as LaunchEnv
-    from .rank import LaunchError as LaunchError
-    from .rank import global_rank as global_rank
-    from .rank import read_launch_env as read_launch_env
-    from .reader import StoreReader as StoreReader
-    from .reader import Update as Update
-    from .reader import read_store as read_store
-    from .recorder import Recorder as Recorder
-    from .recorder import RecorderError as RecorderError
-    from .tags import key_of as key_of
-    from .tags import tag_of as tag_of
-    from .values import REDACTED as REDACTED
-    from .values import plain as plain
-    from .values import redact as redact
+    from .format.frames import CorruptFrameError as CorruptFrameError
+    from .format.frames import StoreError as StoreError
+    from .format.frames import UnsafePickleError as UnsafePickleError
+    from .read.history import History as History
+    from .read.local_source import LocalSource as LocalSource
+    from .read.store_reader import StoreReader as StoreReader
+    from .read.store_reader import Update as Update
+    from .read.store_reader import read_store as read_store
+    from .write.recorder import Recorder as Recorder
+    from .write.recorder import RecorderError as RecorderError
 
 _EXPORTS = {
-    "CorruptFrameError": "frames",
-    "StoreError": "frames",
-    "UnsafePickleError": "frames",
-    "atomic_file": "atomic",
-    "ensure_writable_dir": "atomic",
-    "write_atomic": "atomic",
-    "ExitCode": "exit_codes",
-    "ended_state": "endings",
-    "LaunchEnv": "rank",
-    "LaunchError": "rank",
-    "global_rank": "rank",
-    "read_launch_env": "rank",
-    "History": "history",
-    "LocalSource": "local_source",
-    "StoreReader": "reader",
-    "Update": "reader",
-    "read_store": "reader",
-    "Recorder": "recorder",
-    "RecorderError": "recorder",
-    "key_of": "tags",
-    "tag_of": "tags",
-    "REDACTED": "values",
-    "plain": "values",
-    "redact": "values",
+    "CorruptFrameError": "format.frames",
+    "StoreError": "format.frames",
+    "UnsafePickleError": "format.frames",
+    "History": "read.history",
+    "LocalSource": "read.local_source",
+    "StoreReader": "read.store_reader",
+    "Update": "read.store_reader",
+    "read_store": "read.store_reader",
+    "Recorder": "write.recorder",
+    "RecorderError": "write.recorder",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -9,12 +9,12 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "fit": "trainer.api",
-    "FitResult": "trainer.loop",
-    "RunConfig": "trainer.config",
-    "SummaryWriter": "trainer.summary_writer",
+    "fit": "trainer.training.fit",
+    "FitResult": "trainer.training.loop",
+    "RunConfig": "trainer.training.config",
+    "SummaryWriter": "trainer.tensorboard.summary_writer",
     "Recorder": "snapshot_store",
-    "DiskFullError": "trainer.disk_full",
+    "DiskFullError": "trainer.training.disk_full",
 }
 
 __all__ = sorted(_EXPORTS)

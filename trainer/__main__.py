@@ -1,5 +1,5 @@
-"""``python -m trainer``: see :mod:`trainer.cli`."""
+"""``python -m trainer``: see :mod:`trainer.command.cli`."""
 
-from .cli import main
+from trainer.command.cli import main
 
 raise SystemExit(main())

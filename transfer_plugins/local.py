@@ -17,7 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
-from snapshot_store.atomic import atomic_file
+from run_core.atomic import atomic_file
 from transfer_plugins.common import SentRecord, checked_relative
 
 log = logging.getLogger(__name__)

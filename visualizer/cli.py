@@ -29,7 +29,7 @@ import sys
 from collections.abc import Callable
 from contextlib import nullcontext
 
-from snapshot_store.exit_codes import ExitCode
+from run_core.exit_codes import ExitCode
 from visualizer.alerts.options import alerting
 from visualizer.panes.compare import Selection
 from visualizer.panes.view import ViewSettings

@@ -10,8 +10,8 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from snapshot_store.frames import ENDED_STATES
-from snapshot_store.reader import StoreReader
+from snapshot_store.format.frames import ENDED_STATES
+from snapshot_store.read.store_reader import StoreReader
 from visualizer.model.rundata import RunData
 from visualizer.model.summary import RunSummary, from_documents, from_run
 from visualizer.sources.runs import RunSpec

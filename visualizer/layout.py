@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from snapshot_store.schema import GROUP_WORDS, SECTION_WORDS
-from snapshot_store.tags import tag_of
+from run_core.tags import tag_of
+from snapshot_store.format.schema import GROUP_WORDS, SECTION_WORDS
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class WindowSpec:
 
 
 # The conventional groups' windows, by every word that names one (the vocabulary is
-# snapshot_store.schema's). Anything else (a SummaryWriter tag ``A/b`` arrives as
+# snapshot_store.format.schema's). Anything else (a SummaryWriter tag ``A/b`` arrives as
 # group ``A``) gets a window of its own, titled by the group.
 _KNOWN = {
     word: {

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
-from snapshot_store.reader import StoreReader
+from snapshot_store.read.store_reader import StoreReader
 from visualizer.model.rundata import RunData
 from visualizer.model.summary import RunSummary, higher_is_better
 from visualizer.panes.compare import DEFAULT_COMPARE, Selection

@@ -10,7 +10,7 @@ import pytest
 from bench.bench_many import compare_row, scale_rows
 from bench.many_measure import Pace, measure_comparison, measure_tensorboard, measure_visualizer
 from bench.many_runs import run_spec, series_columns, write_runs, write_tensorboard_runs
-from snapshot_store.reader import read_store
+from snapshot_store.read.store_reader import read_store
 
 RUNS = 40  # enough for failed and stopped runs among them
 

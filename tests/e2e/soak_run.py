@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from trainer import SummaryWriter
-from trainer.system_metrics import GROUP, StepTimer, SystemMetrics
+from trainer.training.system_metrics import GROUP, StepTimer, SystemMetrics
 
 STEP_S = 0.01
 IMAGE_EVERY = 10

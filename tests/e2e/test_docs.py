@@ -166,8 +166,8 @@ def _help_lists(argv: list[str], options: list[str]) -> None:
 
 
 def _trainer(args: list[str], tmp_path: Path) -> None:
-    from trainer.launch import _parser as launch_parser
-    from trainer.options import parse_train_args
+    from trainer.command.launch import _parser as launch_parser
+    from trainer.command.options import parse_train_args
 
     sub, rest = args[0], args[1:]
     if sub == "train":

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from snapshot_store.exit_codes import ExitCode
+from run_core.exit_codes import ExitCode
 from tests.fixtures.many_runs import write_runs
 from tests.fixtures.net import free_port, http_get
 from tests.fixtures.processes import REPO, first_line, reap

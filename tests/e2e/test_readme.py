@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from snapshot_store.exit_codes import ExitCode
+from run_core.exit_codes import ExitCode
 from tests.fixtures.checkout import ROOT, checkout_copy
 from tests.fixtures.waiting import EXIT_WAIT_S, wait_until
 

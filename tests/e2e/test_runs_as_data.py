@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from remote_train_monitor import Api
+from run_core.tags import tag_of
 from snapshot_store import read_store
-from snapshot_store.tags import tag_of
 from tests.visualizer.sources.test_s3 import upload
 
 LOSSES = [1.0 / (step + 1) for step in range(20)]

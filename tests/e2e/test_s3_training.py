@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from snapshot_store import ExitCode
+from run_core.exit_codes import ExitCode
 from tests.fixtures.seaweed import CONFLICTING_ENV
 from tests.fixtures.training import clean_env, train_args
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from snapshot_store import ExitCode
+from run_core.exit_codes import ExitCode
 from tests.fixtures.alerting import TIMEOUT, Receiver, stop, visualizer
 from tests.fixtures.disk import fill
 from tests.fixtures.processes import first_line
@@ -34,8 +34,8 @@ from tests.fixtures.training import (
 )
 from tests.fixtures.waiting import wait_until
 from tests.visualizer.alerts.test_rules import sent_keys
-from trainer import checkpoint
-from trainer.data import make_dataset
+from trainer.command.data import make_dataset
+from trainer.training import checkpoint
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,7 @@ program exits on an uncaught exception (it sets ``sys.last_value`` as it prints
 it, then at exit calls the ``weakref.finalize`` callbacks of what is still
 alive). That is the only way the Hugging Face Trainer's and Accelerate's store
 learns of an exception: neither tells its callbacks or trackers of one, so the
-writer left open is closed at exit (tests/trainer/test_summary_writer.py checks
+writer left open is closed at exit (tests/trainer/tensorboard/test_summary_writer.py checks
 that path with a real script). The store's state must then be the table's of
 docs/store-format.md, whichever entry point wrote it.
 """

@@ -7,8 +7,8 @@ import logging
 import pytest
 
 from integrations._run import MonitorRun, UnsupportedVersionError, require_version
+from run_core.tags import key_of, tag_of
 from snapshot_store import StoreError, read_store
-from snapshot_store.tags import key_of, tag_of
 from tests.fixtures.examples import read
 from tests.fixtures.waiting import CtrlCWhenIn
 
@@ -100,11 +100,11 @@ def test_close_drains_as_the_trainer_does_and_names_what_was_not_sent(
     root = tmp_path / "checkpoints"
     run = MonitorRun(root / "run" / "pickle", root, transfer_spec="downhook.save")
     run.log({"loss": 1.0}, 0)
-    caplog.set_level(logging.INFO, logger="trainer.sync")
+    caplog.set_level(logging.INFO, logger="trainer.training.sync")
     # Ctrl-C as the terminal sends it: KeyboardInterrupt in the main thread, mid-drain.
     with CtrlCWhenIn("drain"):
         run.close()
-    messages = [r.getMessage() for r in caplog.records if r.name == "trainer.sync"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "trainer.training.sync"]
     assert any("Ctrl-C skips" in m for m in messages), messages
     assert any("Ctrl-C: no longer waiting for downhook.save" in m for m in messages), messages
     assert "were not transferred by downhook.save: " in messages[-1], messages

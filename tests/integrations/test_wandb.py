@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from run_core.tags import key_of
 from snapshot_store import read_store
-from snapshot_store.tags import key_of
 from tests.fixtures.examples import run_example
 from tests.fixtures.wandb_files import one_run_under_both, stored_run
 
@@ -114,7 +114,7 @@ def test_media_store_their_plain_form(wandb, tmp_path):
     run.log({"gallery": [wandb.Image(np.full((2, 3), 9, np.uint8)), wandb.Image(np.zeros((4, 2)))]})
     run.finish()
     _, _, update = read_store(tmp_path / "wandb" / "p" / "n" / "pickle")
-    from snapshot_store.images import decode_png
+    from snapshot_store.format.images import decode_png
 
     images = {name: decode_png(png) for _g, name, _s, _e, _w, png in update.images}
     assert images["img"].shape == (2, 5, 3) and (images["img"] == 200).all()

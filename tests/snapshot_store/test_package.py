@@ -15,7 +15,9 @@ PACKAGE = Path(snapshot_store.__file__).parent
 FORBIDDEN = {"trainer", "visualizer", "bench", "transfer_plugins", "torch", "tests"}
 
 
-@pytest.mark.parametrize("module", sorted(p.name for p in PACKAGE.glob("*.py")))
+@pytest.mark.parametrize(
+    "module", sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py"))
+)
 def test_the_store_imports_nothing_above_it(module):
     assert imported_packages(PACKAGE / module) & FORBIDDEN == set()
 

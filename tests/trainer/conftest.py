@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainer.data import make_dataset
+from trainer.command.data import make_dataset
 
 
 @pytest.fixture(scope="session")

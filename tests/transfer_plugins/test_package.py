@@ -24,7 +24,7 @@ def test_of_the_store_the_plugins_use_only_its_atomic_write(module):
     tree = ast.parse((PACKAGE / module).read_text())
     used = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     used |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert {m for m in used if m.split(".")[0] == "snapshot_store"} <= {"snapshot_store.atomic"}
+    assert {m for m in used if m.split(".")[0] == "snapshot_store"} <= {"run_core.atomic"}
 
 
 def test_the_location_type_needs_no_boto3():

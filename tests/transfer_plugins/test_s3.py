@@ -11,8 +11,9 @@ import pytest
 from boto3.exceptions import S3UploadFailedError
 from botocore.exceptions import BotoCoreError
 
-from snapshot_store import atomic, batches
-from snapshot_store import frames as fmt
+from run_core import atomic
+from snapshot_store.format import batches
+from snapshot_store.format import frames as fmt
 from tests.fixtures.net import free_port
 from transfer_plugins import s3 as plugin
 from transfer_plugins.s3 import S3TransferError, save_to_s3

@@ -16,8 +16,8 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
-from snapshot_store.exit_codes import ExitCode
 from tests.fixtures.pages import (
     ARTIFACTS,
     BROWSER_WAIT_S,

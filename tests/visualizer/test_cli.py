@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from snapshot_store import Recorder, atomic
-from snapshot_store import frames as fmt
-from snapshot_store.exit_codes import ExitCode
-from snapshot_store.reader import read_store
+from run_core import atomic
+from run_core.exit_codes import ExitCode
+from snapshot_store import Recorder
+from snapshot_store.format import frames as fmt
+from snapshot_store.read.store_reader import read_store
 from tests.fixtures.net import free_port
 from tests.fixtures.processes import reap
 from visualizer import cli, options

@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from snapshot_store import Recorder, atomic
-from snapshot_store import frames as fmt
-from snapshot_store.reader import read_store
+from run_core import atomic
+from snapshot_store import Recorder
+from snapshot_store.format import frames as fmt
+from snapshot_store.read.store_reader import read_store
 from tests.fixtures.net import free_port
 from tests.fixtures.visdom_reading import CountingClient, VisdomReader, following
 from tests.fixtures.waiting import wait_until

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from snapshot_store.reader import Update, read_store
+from snapshot_store.read.store_reader import Update, read_store
 from visualizer import layout
 from visualizer.model.rundata import RunData
 from visualizer.panes.display import RunDisplay

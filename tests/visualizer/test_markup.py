@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 from selenium.webdriver.support.ui import WebDriverWait
 
-from snapshot_store import Recorder, atomic
-from snapshot_store import frames as fmt
+from run_core import atomic
+from snapshot_store import Recorder
+from snapshot_store.format import frames as fmt
 from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, ROOT, console_errors, pane_count
 from tests.fixtures.processes import reap
 from tests.fixtures.visdom_reading import VisdomReader

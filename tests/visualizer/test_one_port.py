@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
-from snapshot_store.exit_codes import ExitCode
 from tests.fixtures.net import free_port
 from tests.fixtures.processes import START_TIMEOUT_S, first_line, reap
 from visualizer.server.endpoint import VisdomEndpoint

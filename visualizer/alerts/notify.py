@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from snapshot_store.values import redact_text
+from run_core.redaction import redact_text
 
 from .rules import Alert, AlertMemory
 from .webhook import describe_webhook, post_webhook

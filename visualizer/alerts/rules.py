@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from snapshot_store.frames import ENDED_STATES
-from snapshot_store.tags import tag_of
+from run_core.tags import tag_of
+from snapshot_store.format.frames import ENDED_STATES
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.status import format_duration, last_activity
 from visualizer.model.summary import SeriesStats

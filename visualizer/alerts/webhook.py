@@ -21,7 +21,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from snapshot_store.values import redact_text
+from run_core.redaction import redact_text
 
 from .rules import Alert
 

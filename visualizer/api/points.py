@@ -1,9 +1,9 @@
 """A run's scalar points as numpy columns, and the W&B-shaped table of them (one row a step).
 
-The store's own reader (:class:`~snapshot_store.reader.StoreReader`) hands packed
+The store's own reader (:class:`~snapshot_store.read.store_reader.StoreReader`) hands packed
 columns; they are joined here as arrays, never as a Python object a point, so a
 1M-point history becomes a DataFrame in well under a second. The rule is
-:class:`~snapshot_store.history.History`'s (the viewer's and the CSV export's):
+:class:`~snapshot_store.read.history.History`'s (the viewer's and the CSV export's):
 one point per step, the latest value logged for it.
 """
 
@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from snapshot_store.batches import SeriesColumns
-from snapshot_store.reader import READ_BYTES, Source, StoreReader
-from snapshot_store.tags import tag_of
+from run_core.tags import tag_of
+from snapshot_store.format.batches import SeriesColumns
+from snapshot_store.read.store_reader import READ_BYTES, Source, StoreReader
 
 STEP, TIMESTAMP = "_step", "_timestamp"  # W&B's names of a history row's step and time
 

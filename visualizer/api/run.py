@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from snapshot_store.reader import Source, read_store
-from snapshot_store.tags import tag_of
+from run_core.tags import tag_of
+from snapshot_store.read.store_reader import Source, read_store
 from visualizer.model.summary import RunSummary, SeriesStats
 
 from .filters import MISSING, dig

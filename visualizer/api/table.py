@@ -16,8 +16,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from snapshot_store.reader import Source
-from snapshot_store.tags import key_of
+from run_core.tags import key_of
+from snapshot_store.read.store_reader import Source
 
 from .points import read_series
 from .run import Run

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from snapshot_store.kinds import HPARAMS_TAG, ExtraRecord
+from snapshot_store.format.kinds import HPARAMS_TAG, ExtraRecord
 
 ExtraKey = tuple[str, str]  # (kind, tag)
 
@@ -21,7 +21,7 @@ class ExtraData:
 
     def __init__(self) -> None:
         self.latest: dict[ExtraKey, ExtraRecord] = {}
-        # The hparams table's rows in order: one per session (rule in snapshot_store.kinds).
+        # The hparams table's rows in order: one per session (rule in snapshot_store.format.kinds).
         self.hparams: list[ExtraRecord] = []
         self.hparams_dropped = 0  # older rows past HPARAMS_ROWS
         self.texts: dict[str, list[tuple[int, str]]] = {}

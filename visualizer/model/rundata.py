@@ -6,7 +6,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from snapshot_store.reader import Update
+from snapshot_store.read.store_reader import Update
 
 from .extradata import ExtraData
 from .series import Series

@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from snapshot_store.frames import ENDED_STATES
-from snapshot_store.tags import tag_of
+from run_core.tags import tag_of
+from snapshot_store.format.frames import ENDED_STATES
 
 from .rundata import RunData
 from .status import is_stale

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from snapshot_store.tags import key_of, tag_of
+from run_core.tags import key_of, tag_of
 from visualizer import layout, markup
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.summary import run_config

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from snapshot_store.kinds import HPARAMS_TAG
-from snapshot_store.tags import key_of
+from run_core.tags import key_of
+from snapshot_store.format.kinds import HPARAMS_TAG
 from visualizer import markup
 from visualizer.layout import LINES_MODE, PLOT_SIZE, safe_id
 from visualizer.markup import Html

@@ -11,7 +11,7 @@ import base64
 import struct
 from typing import Any
 
-from snapshot_store.tags import tag_of
+from run_core.tags import tag_of
 from visualizer import layout
 from visualizer.model.rundata import IMAGE_HISTORY, ImageSnapshot, RunData, SeriesKey
 from visualizer.server.client import VisdomClient

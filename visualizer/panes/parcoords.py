@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from snapshot_store.tags import tag_of
+from run_core.tags import tag_of
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.summary import higher_is_better, run_config
 

@@ -14,7 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
-from snapshot_store.exit_codes import ExitCode
+from run_core.exit_codes import ExitCode
 
 from .child import run_child
 from .endpoint import DEFAULT_HOST, DEFAULT_PORT, VisdomEndpoint

@@ -60,7 +60,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from snapshot_store.exit_codes import ExitCode
+from run_core.exit_codes import ExitCode
 from visualizer.userdirs import user_cache_dir, write_if_changed
 
 from .tarballs import ProvisionError, fetch_tarball, registry

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
-from snapshot_store.values import redact_text
+from run_core.redaction import redact_text
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8097

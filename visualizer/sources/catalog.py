@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from snapshot_store.reader import Source
+from snapshot_store.read.store_reader import Source
 from visualizer.model.summary import RunSummary, from_documents
 
 from .runs import Found, LocalRuns, RunSpec, S3Runs, name_in

@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import quote, unquote
 
-from snapshot_store.frames import StoreError
+from snapshot_store.format.frames import StoreError
 from visualizer.origin import refusal
 
 from .export import export

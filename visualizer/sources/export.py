@@ -17,9 +17,9 @@ import re
 from collections.abc import Callable
 from typing import IO, Any
 
-from snapshot_store import schema
-from snapshot_store.reader import read_store
-from snapshot_store.tags import tag_of
+from run_core.tags import tag_of
+from snapshot_store.format import schema
+from snapshot_store.read.store_reader import read_store
 from visualizer.api.client import read_runs
 from visualizer.api.table import (
     POINT_COLUMNS,
@@ -110,7 +110,7 @@ def export_jsonl(
     """Write every record of ``kind`` (any but scalars; ``all``: every one) as JSON lines.
 
     One object a line: ``{"run", "kind", "tag", "step", "wall_time", "data"}``,
-    ``data`` holding the kind's fields (see ``snapshot_store/kinds.py``); bytes
+    ``data`` holding the kind's fields (see ``snapshot_store/format/kinds.py``); bytes
     (``png`` of images, ``gif`` of videos, ``wav`` of audio) are base64. Images
     are tagged by their logged name. Records come in the order they were written, per
     run. Returns the lines written.

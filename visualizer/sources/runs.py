@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from snapshot_store import frames as fmt
-from snapshot_store.reader import MAX_DOCUMENT_BYTES, LocalSource, Source
+from snapshot_store.format import frames as fmt
+from snapshot_store.read.store_reader import MAX_DOCUMENT_BYTES, LocalSource, Source
 from transfer_plugins.s3_location import S3Location
 from visualizer.layout import safe_id
 

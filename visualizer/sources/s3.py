@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from snapshot_store.exit_codes import ExitCode
+from run_core.exit_codes import ExitCode
 from transfer_plugins import s3_client
 from transfer_plugins.s3_client import S3Fault
 from transfer_plugins.s3_location import SCHEME, S3Location

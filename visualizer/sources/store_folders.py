@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from snapshot_store import frames as fmt
+from snapshot_store.format import frames as fmt
 
 
 def is_store(path: Path) -> bool:

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from snapshot_store import frames as fmt
-from snapshot_store.reader import MAX_DOCUMENT_BYTES, LocalSource, Source, StoreReader
+from snapshot_store.format import frames as fmt
+from snapshot_store.read.store_reader import MAX_DOCUMENT_BYTES, LocalSource, Source, StoreReader
 from visualizer.model.rundata import RunData
 from visualizer.model.summary import RunSummary, from_documents, from_run
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
-from snapshot_store.exit_codes import ExitCode
 from tests.fixtures.alerting import POLL_S, ROOT, SECRET, TIMEOUT, stop, visualizer
 from tests.fixtures.net import free_port
 from tests.fixtures.processes import first_line

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
+from run_core.tags import key_of
 from snapshot_store import Recorder
-from snapshot_store.local_source import LocalSource
-from snapshot_store.tags import key_of
+from snapshot_store.read.local_source import LocalSource
 from visualizer.api.points import read_series, table
 
 

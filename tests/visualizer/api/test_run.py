@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from snapshot_store import Recorder
-from snapshot_store import frames as fmt
+from snapshot_store.format import frames as fmt
 from visualizer.api import Api
 
 LOSSES = [2.0, 1.5, 1.25, 1.0]

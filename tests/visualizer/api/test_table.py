@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from snapshot_store.local_source import LocalSource
+from snapshot_store.read.local_source import LocalSource
 from visualizer.api.run import Run
 from visualizer.api.table import arrow_table, runs_columns, write_runs_csv
 from visualizer.model.summary import RunSummary, SeriesStats

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from snapshot_store.history import History
+from snapshot_store.read.history import History
 from visualizer.model.decimate import CHUNK, decimate_indices
 from visualizer.model.series import Series
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from snapshot_store.reader import Update
+from snapshot_store.read.store_reader import Update
 from visualizer.model.rundata import RunData
 from visualizer.model.summary import (
     NO_STATUS,

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from snapshot_store.schema import SCHEMAS, record_problem
+from snapshot_store.format.schema import SCHEMAS, record_problem
 from tests.fixtures.visdom_reading import following
 from tests.fixtures.waiting import wait_until
 from tests.fixtures.writer_calls import call_every_method

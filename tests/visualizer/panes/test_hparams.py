@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from snapshot_store.reader import Update
+from snapshot_store.read.store_reader import Update
 from visualizer.model.rundata import RunData
 from visualizer.panes.hparams import comparison_table, last_value, options_of, run_table, sort_runs
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from selenium.webdriver.support.ui import WebDriverWait
 
+from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
-from snapshot_store.exit_codes import ExitCode
 from tests.fixtures.net import free_port, serving
 from tests.fixtures.npm import sri
 from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, plot_of

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from snapshot_store import Recorder
-from snapshot_store import frames as fmt
+from snapshot_store.format import frames as fmt
 from visualizer.sources.catalog import ENDED_RECHECK_S, Catalog
 from visualizer.sources.runs import LocalRuns
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from remote_train_monitor import SummaryWriter
-from snapshot_store import ExitCode, Recorder
+from run_core.exit_codes import ExitCode
+from snapshot_store import Recorder
 from visualizer.__main__ import main
 
 

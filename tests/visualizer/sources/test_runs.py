@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from snapshot_store import ExitCode, Recorder
-from snapshot_store import frames as fmt
+from run_core.exit_codes import ExitCode
+from snapshot_store import Recorder
+from snapshot_store.format import frames as fmt
 from tests.fixtures.export import run_export
 from visualizer.sources.export import export_csv
 from visualizer.sources.runs import LocalRuns

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from snapshot_store import ExitCode, Recorder
-from snapshot_store.reader import MAX_DOCUMENT_BYTES, READ_BYTES, StoreReader
+from run_core.exit_codes import ExitCode
+from snapshot_store import Recorder
+from snapshot_store.read.store_reader import MAX_DOCUMENT_BYTES, READ_BYTES, StoreReader
 from tests.fixtures.net import free_port
 from tests.fixtures.visdom_reading import following
 from tests.fixtures.waiting import wait_until

@@ -15,7 +15,7 @@ import pytest
 
 from bench.s3_proxy import CountingProxy
 from snapshot_store import Recorder
-from snapshot_store.reader import StoreReader
+from snapshot_store.read.store_reader import StoreReader
 from tests.fixtures.visdom_reading import following
 from tests.fixtures.waiting import wait_until
 from tests.visualizer.sources.test_s3 import upload

@@ -1,0 +1,251 @@
+"""remote_train_monitor.SummaryWriter: a TensorBoard script switches by changing one import."""
+
+from __future__ import annotations
+
+import io
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from remote_train_monitor import SummaryWriter
+from snapshot_store import read_store
+from snapshot_store.format.images import decode_png
+from tests.fixtures.processes import reap
+from tests.fixtures.tensorboard import (
+    exported_records,
+    exported_scalars,
+    tensorboard_images,
+    tensorboard_scalars,
+)
+from tests.fixtures.training import clean_env
+from visualizer.alerts.rules import Alert, AlertMemory, AlertWatch
+from visualizer.model.rundata import RunData
+from visualizer.model.status import last_activity, status_view
+from visualizer.model.summary import from_documents
+
+
+def test_scalar_and_image_methods_write_the_store_in_log_dir(tmp_path):
+    with SummaryWriter(log_dir=tmp_path / "tb") as writer:
+        for step in range(3):
+            writer.add_scalar("Loss/train", torch.tensor(1.0 / (step + 1)), step)
+            writer.add_scalar("accuracy", 0.5 + step / 10, global_step=step)
+            writer.add_scalars("Loss", {"val": 2.0, "test": 3.0}, step)
+        writer.add_image("sample", torch.ones(3, 4, 5), 2)
+        writer.add_images("batch", np.zeros((4, 8, 8, 3), np.uint8), 2, dataformats="NHWC")
+        writer.flush()
+        assert writer.get_logdir() == str(tmp_path / "tb")
+    history, reader, update = read_store(tmp_path / "tb")
+    assert set(history.keys()) == {
+        ("Loss", "train"),
+        ("", "accuracy"),
+        ("Loss", "val"),
+        ("Loss", "test"),
+    }
+    steps, _, _, values = history.series(("Loss", "train"))
+    assert steps == [0, 1, 2] and values == [1.0, 0.5, float(torch.tensor(1 / 3))]
+    assert history.series(("", "accuracy"))[3] == [0.5, 0.6, 0.7]
+    sample, batch = (decode_png(img[5]) for img in update.images)
+    assert sample.shape == (4, 5, 3) and (sample == 255).all()
+    assert batch.shape == (8, 4 * 8, 3)  # one row: TensorBoard puts up to 8 in a row
+    assert update.status["state"] == "finished" and reader.warnings == []
+
+
+@pytest.mark.parametrize("count", [3, 16, 17])
+def test_add_images_tiles_the_batch_as_tensorboard_does(tmp_path, count):
+    from torch.utils.tensorboard.summary import image
+
+    batch = torch.rand(count, 3, 100, 100)
+    with SummaryWriter(tmp_path) as writer:
+        writer.add_images("batch", batch, 0)
+    ours = decode_png(read_store(tmp_path)[2].images[0][5])
+    theirs = decode_png(image("batch", batch).value[0].image.encoded_image_string)
+    assert ours.shape == theirs.shape and (ours == theirs).all()
+    if count == 16:
+        assert ours.shape == (200, 800, 3)
+
+
+@pytest.mark.parametrize("count", [1, 3, 5, 16])
+def test_add_video_tiles_the_batch_as_tensorboard_does(tmp_path, count):
+    from PIL import Image
+    from torch.utils.tensorboard._utils import _prepare_video
+
+    video = torch.rand(count, 2, 3, 6, 10)
+    with SummaryWriter(tmp_path) as writer:
+        writer.add_video("clip", video, 0)
+    gif = read_store(tmp_path)[2].extras[0][4]["gif"]
+    with Image.open(io.BytesIO(gif)) as frames:
+        size = frames.size
+    _time, height, width, _channels = _prepare_video(video.numpy()).shape
+    assert size == (width, height)
+
+
+def test_add_scalar_of_cpu_tensors_records_the_value_at_the_call_as_tensorboard(tmp_path, caplog):
+    from torch.utils.tensorboard import SummaryWriter as TBWriter
+
+    loss = torch.tensor(2.0)
+    with SummaryWriter(tmp_path / "ours", flush_secs=60) as ours, TBWriter(tmp_path / "tb") as tb:
+        for writer in (ours, tb):
+            writer.add_scalar("Loss/train", 1.5)  # step 0, as TensorBoard's event without a step
+            writer.add_scalar("Loss/train", loss, np.int64(3))
+        loss.mul_(10)  # changed in place after add_scalar: the values logged stay 2.0
+        for writer in (ours, tb):
+            writer.add_scalar("Loss/train", loss, 4)
+        loss.zero_()
+    steps, _, _, values = read_store(tmp_path / "ours")[0].series(("Loss", "train"))
+    assert (steps, values) == ([0, 3, 4], [1.5, 2.0, 20.0])
+    assert (
+        dict(zip(steps, values, strict=True)) == tensorboard_scalars(tmp_path / "tb")["Loss/train"]
+    )
+    assert "changed in place" not in caplog.text
+
+
+def test_exception_inside_the_context_marks_the_run_failed(tmp_path):
+    try:
+        with SummaryWriter(tmp_path) as writer:
+            writer.add_scalar("loss", 1.0, 0)
+            raise RuntimeError("diverged")
+    except RuntimeError:
+        pass
+    assert read_store(tmp_path)[2].status["state"] == "failed"
+
+
+def test_a_writer_given_an_ended_runs_log_dir_says_it_appends_once(tmp_path, caplog):
+    with SummaryWriter(tmp_path / "exp1") as writer:
+        writer.add_scalar("loss", 1.0, 0)
+    with SummaryWriter(tmp_path / "exp2") as fresh:  # a new log_dir: nothing said
+        fresh.add_scalar("loss", 1.0, 0)
+    assert "appends to it" not in caplog.text
+    writer = SummaryWriter(tmp_path / "exp1")  # the recipe's second experiment, same log_dir
+    writer.add_scalar("loss", 2.0, 1)
+    writer.close()
+    writer.add_scalar("loss", 3.0, 2)  # reopened after close(): its own run, nothing said again
+    writer.close()
+    said = [r.getMessage() for r in caplog.records if "appends to it" in r.getMessage()]
+    assert said == [
+        f"{tmp_path / 'exp1'} holds a run that finished: this writer appends to it as a new "
+        "session, as TensorBoard merges writers of one log_dir; give a new log_dir for a new run"
+    ]
+
+
+UNCLOSED = """
+import signal
+import sys
+from remote_train_monitor import SummaryWriter
+
+writer = SummaryWriter(sys.argv[1])
+writer.add_scalar("loss", 1.0, 0)
+if sys.argv[2] == "crash":
+    raise RuntimeError("diverged")
+if sys.argv[2] == "interrupt":
+    raise KeyboardInterrupt
+if sys.argv[2] == "wait":  # until a signal ends it: SIGTERM, without a handler, kills it
+    writer.flush()
+    print("logged", flush=True)
+    signal.pause()
+"""
+
+
+def _unclosed(tmp_path: Path, ending: str) -> subprocess.Popen[str]:
+    script = tmp_path / "unclosed.py"
+    script.write_text(UNCLOSED)
+    cmd = [sys.executable, str(script), str(tmp_path / "run"), ending]
+    return subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE, text=True)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "ending, state, code",
+    [("exit", "finished", 0), ("crash", "failed", 1), ("interrupt", "stopped", -signal.SIGINT)],
+)
+def test_a_writer_left_open_is_closed_when_the_program_ends(tmp_path, ending, state, code):
+    proc = _unclosed(tmp_path, ending)
+    try:
+        assert proc.wait(timeout=120) == code
+    finally:
+        reap(proc)
+    history, reader, update = read_store(tmp_path / "run")
+    assert update.status["state"] == state and history.series(("", "loss"))[3] == [1.0]
+
+
+@pytest.mark.integration
+def test_a_writer_killed_by_sigterm_stays_running_and_the_viewer_tells_it_silent(tmp_path):
+    """No handler: SIGTERM ends Python with no exit code run, so nothing can close the store.
+    The viewer tells it by its heartbeat: ``running (stale)`` 15 s after the last one
+    (docs/viewer.md), and one ``silent`` alert once nothing was logged for the alert's time."""
+    proc = _unclosed(tmp_path, "wait")
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "logged\n"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == -signal.SIGTERM
+    finally:
+        reap(proc)
+    _, _, update = read_store(tmp_path / "run")
+    status = update.status
+    assert status["state"] == "running"
+    beat = status["updated"]
+    summary = from_documents("run", update.meta, status)
+    assert summary.state_at(beat + 14.9) == "running"
+    assert summary.state_at(beat + 15.1) == "running (stale)"
+    assert status_view(status, update.meta, now=beat + 15.1).stale
+
+    sent: list[Alert] = []
+    watch = AlertWatch(AlertMemory(tmp_path / "sent.json", "test"), sent.append, silent_after=600)
+    run = RunData("run")
+    run.apply(update)
+    quiet_from = last_activity(status)  # its last value, or its start if none was written yet
+    for now in (quiet_from + 599, quiet_from + 600, quiet_from + 601, quiet_from + 3600):
+        watch.check([(run, "http://viewer/run")], now)
+    assert [alert.event for alert in sent] == ["silent"]
+
+
+def test_the_tutorials_tags_are_exported_as_tensorboard_wrote_them(tmp_path):
+    """The TensorBoard tutorial's calls (``Loss/train``, ``Accuracy/test``) with bare and nested
+    tags and an image, written by torch's writer and ours: the same tags, steps and values."""
+    from torch.utils.tensorboard import SummaryWriter as TensorBoardWriter
+
+    for writer in (TensorBoardWriter(tmp_path / "tb"), SummaryWriter(tmp_path / "ours")):
+        torch.manual_seed(0)
+        for step in range(5):
+            loss = torch.rand(()) / (step + 1)
+            writer.add_scalar("Loss/train", loss, step)
+            writer.add_scalar("Loss/test", loss * 1.5, step)
+            writer.add_scalar("Accuracy/test", 1 - loss, step)
+            writer.add_scalar("loss", loss * 2, step)  # bare: no "scalars/" in front
+            writer.add_scalar("train_loss", loss * 3, step)
+            writer.add_scalar("a/b/c", loss * 4, step)
+        writer.add_image("sample", torch.ones(3, 4, 4), 2)
+        writer.close()
+    assert exported_scalars(tmp_path / "ours") == tensorboard_scalars(tmp_path / "tb")
+    images = {
+        tag: sorted(steps) for tag, steps in exported_records(tmp_path / "ours", "image").items()
+    }
+    assert images == tensorboard_images(tmp_path / "tb") == {"sample": [2]}
+
+
+@pytest.mark.parametrize("step", [2**63, -(2**63) - 1])
+def test_a_step_outside_int64_raises_tensorboards_error_and_writes_nothing(tmp_path, step):
+    from torch.utils.tensorboard import SummaryWriter as TBWriter
+
+    tb = TBWriter(str(tmp_path / "tb"))
+    with pytest.raises(ValueError) as theirs:
+        tb.add_scalar("loss", 1.0, step)
+    tb.close()
+    with SummaryWriter(tmp_path / "ours") as writer:
+        for call in (
+            lambda: writer.add_scalar("loss", 1.0, step),
+            lambda: writer.add_text("note", "x", step),  # a method that skips bad values
+            lambda: writer.add_image("img", np.zeros((3, 4, 4)), step),
+        ):
+            with pytest.raises(ValueError) as ours:
+                call()
+            assert isinstance(ours.value, type(theirs.value))
+            assert str(ours.value) == str(theirs.value) == f"Value out of range: {step}"
+        writer.add_scalar("loss", 2.0, 7)  # the run goes on
+    history, reader, update = read_store(tmp_path / "ours")
+    assert reader.warnings == [] and update.extras == [] and update.images == []
+    assert history.series(("", "loss"))[::3] == ([7], [2.0])

@@ -1,0 +1,1 @@
+"""Where this process stands in a job: its device, process group and rendezvous store."""

@@ -1,0 +1,89 @@
+"""Where the ranks of a job meet: the key-value store at ``MASTER_ADDR:MASTER_PORT``.
+
+Rank 0 serves it, as ``env://`` does. A launcher may hold that port itself:
+the seeds' Kubernetes wrapper calls ``init_process_group`` in each pod and then
+runs ``trainer train`` as a child with the same ``MASTER_*``, ``RANK`` and
+``WORLD_SIZE``. Then rank 0 can not serve, and every rank meets through the
+launcher's store instead, under keys of the trainer's own, so the launcher's
+group and ours never read each other's keys. A port held by another trainer job
+or by a program that is not a PyTorch store is refused in one line.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+import torch.distributed as dist
+
+from run_core.launch_env import LaunchEnv, LaunchError
+
+log = logging.getLogger(__name__)
+
+# Set by a trainer's rank 0 in the store it serves: a second job finding it must not join.
+SERVED_KEY = "trainer/served"
+# Seconds rank 0 waits for an answer from whatever holds MASTER_PORT before calling it foreign.
+PROBE_TIMEOUT_S = 30.0
+
+
+def job_store(env: LaunchEnv, timeout: timedelta) -> dist.Store:
+    """This job's store: served by rank 0, or the launcher's, under a prefix per run."""
+    host, port = str(env.master_addr), int(env.master_port or 0)
+    store = None
+    if env.rank == 0:
+        store = _serve(host, port, env.world_size, timeout)
+    if store is None:  # another rank, or rank 0 beside a launcher that holds the port
+        wait = timeout if env.rank else timedelta(seconds=PROBE_TIMEOUT_S)
+        store = _connect(host, port, env, wait)
+        store.set_timeout(timeout)
+    # The n-th trainer run of each rank meets the n-th of the others: a wrapper that
+    # runs the trainer twice in the launcher's group does not read its first run's keys.
+    run = store.add(f"trainer/runs/rank_{env.rank}", 1)
+    return dist.PrefixStore(f"trainer/run_{run}", store)
+
+
+def _serve(host: str, port: int, world_size: int, timeout: timedelta) -> dist.Store | None:
+    """Rank 0's own store; None when the port is already held (by the launcher, maybe)."""
+    try:
+        # multi_tenant, as env:// has it: a second run in this process shares the server.
+        store = dist.TCPStore(
+            host,
+            port,
+            world_size,
+            is_master=True,
+            timeout=timeout,
+            wait_for_workers=False,
+            multi_tenant=True,
+        )
+    except dist.DistNetworkError as err:
+        if "EADDRINUSE" not in str(err) and "address already in use" not in str(err).lower():
+            raise
+        return None
+    store.set(SERVED_KEY, "1")
+    return store
+
+
+def _connect(host: str, port: int, env: LaunchEnv, wait: timedelta) -> dist.Store:
+    try:
+        store = dist.TCPStore(host, port, env.world_size, is_master=False, timeout=wait)
+    except (dist.DistError, RuntimeError) as err:
+        if env.rank:
+            raise
+        raise LaunchError(
+            f"MASTER_PORT {port} on {host} is taken by a program that is not a PyTorch "
+            f"process group ({str(err).splitlines()[0]}): set MASTER_PORT to a free port"
+        ) from None
+    if env.rank == 0:
+        if store.check([SERVED_KEY]):
+            raise LaunchError(
+                f"MASTER_PORT {port} on {host} is already used by another training job: "
+                "give this job another MASTER_PORT"
+            )
+        log.info(
+            "MASTER_PORT %d is held by the launcher's own process group (it called "
+            "init_process_group before starting the trainer): the trainer's %d ranks meet "
+            "through that store",
+            port,
+            env.world_size,
+        )
+    return store

@@ -1,0 +1,1 @@
+"""The TensorBoard-compatible writer: ``SummaryWriter``, its ``FileWriter`` and the payloads."""

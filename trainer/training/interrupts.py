@@ -1,0 +1,79 @@
+"""Process-wide signal and exit handling, installed by the entry points, never on import.
+
+A library that installs handlers for good surprises the program it runs in:
+``trainer train`` and :func:`trainer.fit` wrap the run in :func:`terminate_as_exit`
+(the previous handler is back when the run ends), and a :class:`~trainer.SummaryWriter`
+its user forgot to close is closed by :func:`close_at_exit`.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+from run_core.endings import ended_state
+from run_core.exit_codes import ExitCode
+
+log = logging.getLogger(__name__)
+
+
+class Terminated(SystemExit):
+    """SIGTERM arrived (torchrun, Slurm or Kubernetes stopping the job): unwind and exit 143
+    (so the run ends ``stopped``, as :func:`~run_core.endings.ended_state` reads that status)."""
+
+
+# Set by the SIGTERM handler, which also raises at once. Python prints and drops an
+# exception raised while the main thread runs a destructor or a weakref callback
+# (a DataLoader iterator, a tqdm bar), so the training loop checks this between steps.
+_terminating = threading.Event()
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    _terminating.set()
+    raise Terminated(ExitCode.TERMINATED)
+
+
+def raise_if_terminated() -> None:
+    """Raise :class:`Terminated` if SIGTERM arrived in :func:`terminate_as_exit` and was lost."""
+    if _terminating.is_set():
+        raise Terminated(ExitCode.TERMINATED)
+
+
+@contextmanager
+def terminate_as_exit() -> Iterator[None]:
+    """Turn SIGTERM into :class:`Terminated` inside the block, so ``with`` blocks close the run.
+
+    Ctrl-C already unwinds as KeyboardInterrupt. Signals can only be handled on
+    the main thread; elsewhere (a notebook's worker thread) nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _terminating.clear()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        _terminating.clear()
+
+
+def close_at_exit(owner: object, close: Callable[[str], object]) -> None:
+    """Call ``close(state)`` when ``owner`` is collected or the interpreter exits, once.
+
+    The state is :func:`~run_core.endings.ended_state` of the uncaught exception the program
+    is ending on, if any. A process SIGTERM kills (no handler) runs no exit code at all:
+    its store stays ``running`` and the viewer tells it by its silent heartbeat.
+    """
+    weakref.finalize(owner, _close_as_ended, close)
+
+
+def _close_as_ended(close: Callable[[str], object]) -> None:
+    # The interpreter sets sys.last_value when it prints an uncaught exception, before atexit.
+    close(ended_state(getattr(sys, "last_value", None)))
