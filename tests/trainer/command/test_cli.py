@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import subprocess
-import sys
-import types
 
 import pytest
 import torch
@@ -98,15 +96,11 @@ def test_torchrun_command_for_one_node_and_for_several():
 
 
 @pytest.mark.integration
-def test_sync_is_dispatched_to_trainer_sync(monkeypatch):
+def test_sync_is_dispatched_to_trainer_sync(monkeypatch, tmp_path):
     seen = []
-    monkeypatch.setitem(
-        sys.modules,
-        "trainer.training.sync",
-        types.SimpleNamespace(main=lambda argv: seen.append(argv) or 0),
-    )
-    assert cli.main(["sync", "run", "--remote-transfer-cmd", "m.f"]) == 0
-    assert seen == [["run", "--remote-transfer-cmd", "m.f"]]
+    monkeypatch.setattr("trainer.training.sync.sync", lambda *args: seen.append(args) or [])
+    assert cli.main(["sync", str(tmp_path), "--remote-transfer-cmd", "m.f"]) == 0
+    assert seen == [(tmp_path, "m.f", 3600.0)]
 
 
 @pytest.mark.integration
