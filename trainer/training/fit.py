@@ -196,10 +196,10 @@ def _fit_in_workers(
         "config": config,
         "parts": parts,
     }
-    outcome = spawn.launch(
+    trained = spawn.launch(
         _train_worker, worker_args, nprocs=count, start_method=start_method, uses_cuda=on_gpus
     )
-    return _adopt(outcome, model, parts.optimizer, parts.scheduler)
+    return _adopt(trained, model, parts.optimizer, parts.scheduler)
 
 
 def _gpu_ids(device: Device) -> tuple[int, ...]:
@@ -275,7 +275,7 @@ def _fit_here(
 
 
 @dataclasses.dataclass
-class _Outcome:
+class _Trained:
     """What rank 0 sends back: the result without the model, and the trained states."""
 
     result: FitResult
@@ -290,7 +290,7 @@ def _train_worker(
     dataset_fn: Callable[[], Datasets] | None,
     config: RunConfig,
     parts: _Parts,
-) -> _Outcome | None:
+) -> _Trained | None:
     """One spawned worker: build the data, run the loop (it joins the process group)."""
     data = dataset_fn() if dataset_fn is not None else datasets
     assert data is not None
@@ -301,7 +301,7 @@ def _train_worker(
     result = _fit_here(model, data, config, env, devices, parts, hook)
     if not env.is_rank_zero:
         return None
-    return _Outcome(
+    return _Trained(
         result=dataclasses.replace(result, model=None),  # type: ignore[arg-type]
         model_state=result.model.state_dict(),
         optimizer_state=parts.optimizer.state_dict(),
@@ -310,11 +310,11 @@ def _train_worker(
 
 
 def _adopt(
-    outcome: _Outcome, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any
+    trained: _Trained, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any
 ) -> FitResult:
     """Load rank 0's trained states into the caller's objects; the result refers to ``model``."""
-    model.load_state_dict(outcome.model_state)
-    optimizer.load_state_dict(outcome.optimizer_state)
-    if scheduler is not None and outcome.scheduler_state is not None:
-        scheduler.load_state_dict(outcome.scheduler_state)
-    return dataclasses.replace(outcome.result, model=model)
+    model.load_state_dict(trained.model_state)
+    optimizer.load_state_dict(trained.optimizer_state)
+    if scheduler is not None and trained.scheduler_state is not None:
+        scheduler.load_state_dict(trained.scheduler_state)
+    return dataclasses.replace(trained.result, model=model)

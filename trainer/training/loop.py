@@ -116,13 +116,13 @@ class Trainer:
 
     # --- training --------------------------------------------------------------------------
 
-    def _run_epoch(self, epoch: int) -> None:
+    def _run_epoch(self, index: int) -> None:
         self.net.train()
         start = self.state.batch_in_epoch  # > 0 only when resuming mid-epoch
-        self.loaders.start_epoch(epoch, start)
+        self.loaders.start_epoch(index, start)
         shown = False if not self.session.is_rank_zero else self.config.progress
         bar = console.progress_bar(
-            shown, epoch, self.config.num_epochs, self.loaders.steps_per_epoch, start
+            shown, index, self.config.num_epochs, self.loaders.steps_per_epoch, start
         )
         self._interval_start = time.perf_counter()
         steps = self.loaders.steps_per_epoch
@@ -134,27 +134,27 @@ class Trainer:
             outputs = self._run_batch(inputs, targets)
             self.state.step += 1
             self.state.batch_in_epoch = batch_index + 1
-            progress = epoch + self.state.batch_in_epoch / steps
+            epoch = index + self.state.batch_in_epoch / steps  # fractional: stored with each value
             end_of_epoch = self.state.batch_in_epoch == steps
             if self.state.step % self.config.print_freq == 0 or end_of_epoch:
-                self._log_train(progress, bar)
+                self._log_train(epoch, bar)
             if (
                 self.display_fn
                 and self.config.display_freq
                 and self.state.step % self.config.display_freq == 0
             ):
                 grid = self.display_fn(inputs, targets, outputs)
-                self.session.log_image("predictions", grid, self.state.step, progress)
+                self.session.log_image("predictions", grid, self.state.step, epoch)
             latest_freq = self.config.save_latest_freq
             if latest_freq and self.state.step % latest_freq == 0 and not end_of_epoch:
                 if self._seen:
-                    self._log_train(progress, bar)  # checkpoints fall on interval boundaries
+                    self._log_train(epoch, bar)  # checkpoints fall on interval boundaries
                 self._save_checkpoint(LATEST)
                 self._interval_start = time.perf_counter()
             bar.update()
             timer.done()
         bar.close()
-        self.state.epoch, self.state.batch_in_epoch = epoch + 1, 0
+        self.state.epoch, self.state.batch_in_epoch = index + 1, 0
 
     def _run_batch(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         inputs = inputs.to(self.device, non_blocking=True)
@@ -174,7 +174,7 @@ class Trainer:
         self._seen += len(targets)
         return outputs
 
-    def _log_train(self, progress: float, bar: Any) -> None:
+    def _log_train(self, epoch: float, bar: Any) -> None:
         """Record the train loss of the interval, averaged over its samples on all ranks."""
         totals = torch.stack([self._loss_sum, torch.tensor(float(self._seen), device=self.device)])
         loss_sum, seen = distributed.all_reduce_sum(totals).tolist()
@@ -184,22 +184,22 @@ class Trainer:
         self._seen = 0
         self._interval_start = time.perf_counter()
         lrs = {f"lr{i}" if i else "lr": g["lr"] for i, g in enumerate(self.optimizer.param_groups)}
-        self._record("train", {"loss": loss}, progress)
-        self._record("lr", lrs, progress)
-        self._record("throughput", {"samples_per_s": throughput}, progress)
+        self._record("train", {"loss": loss}, epoch)
+        self._record("lr", lrs, epoch)
+        self._record("throughput", {"samples_per_s": throughput}, epoch)
         bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
         log.info(
             "(epoch %.2f, step %d, lr %.3g, %.0f samples/s) loss %.4f",
-            progress,
+            epoch,
             self.state.step,
             lrs["lr"],
             throughput,
             loss,
         )
 
-    def _record(self, group: str, values: dict[str, float], progress: float) -> None:
-        self.state.record(group, values, progress)
-        self.session.log(values, self.state.step, progress, group)
+    def _record(self, group: str, values: dict[str, float], epoch: float) -> None:
+        self.state.record(group, values, epoch)
+        self.session.log(values, self.state.step, epoch, group)
 
     # --- validation, schedule, early stopping ------------------------------------------------
 

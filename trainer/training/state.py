@@ -8,7 +8,9 @@ from typing import Any
 
 from torch import nn
 
-History = dict[str, list[tuple[int, float, float]]]  # "group/name" -> [(step, epoch, value)]
+# What trainer.fit returns of the run's series: "group/name" -> [(step, epoch, value)], plain lists
+# (the store's History is the reader's, with wall times).
+FitHistory = dict[str, list[tuple[int, float, float]]]
 
 
 @dataclass
@@ -21,14 +23,12 @@ class RunState:
     best_value: float | None = None
     best_epoch: int | None = None  # 1-based epoch that gave best_value
     bad_epochs: int = 0
-    history: History = field(default_factory=dict)
+    history: FitHistory = field(default_factory=dict)
 
-    def record(self, group: str, values: dict[str, float], progress: float) -> None:
+    def record(self, group: str, values: dict[str, float], epoch: float) -> None:
         """Keep ``values`` of ``group`` at the current step (returned in :class:`FitResult`)."""
         for name, value in values.items():
-            self.history.setdefault(f"{group}/{name}", []).append(
-                (self.step, progress, float(value))
-            )
+            self.history.setdefault(f"{group}/{name}", []).append((self.step, epoch, float(value)))
 
     def observe(self, epoch: int, value: float, mode: str, min_delta: float) -> bool:
         """Count a validation score of ``epoch`` (0-based); True when it is the best so far."""
@@ -85,7 +85,7 @@ class FitResult:
     """What a finished (or early-stopped) run leaves: identical on every rank but the model device."""
 
     model: nn.Module
-    history: History
+    history: FitHistory
     best_value: float | None
     best_epoch: int | None  # 1-based number of the epoch that gave best_value
     best_checkpoint: Path | None

@@ -36,12 +36,12 @@ def _read(found: Found) -> Read:
         return Read(summary=RunSummary(found.folder, state="unreadable"))
 
 
-def read_runs(location: str, s3_client: Any = None) -> list[Run]:
-    """Every run at ``location`` (a path or an ``s3://`` URL), from its documents.
+def read_runs(root: str, s3_client: Any = None) -> list[Run]:
+    """Every run at ``root`` (a path or an ``s3://`` URL), from its documents.
 
     FileNotFoundError (one line) when there is none; S3ReadError when S3 fails.
     """
-    runs = locate(str(location), s3_client)
+    runs = locate(str(root), s3_client)
     found = runs.found()
     if not found:
         raise FileNotFoundError(f"no snapshot store found: expected {runs.waiting_for()}")

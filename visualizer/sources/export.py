@@ -35,37 +35,35 @@ HEADER = POINT_COLUMNS
 FORMATS = ("csv", "parquet")
 
 
-def _selected(names: list[str], runs: str, location: str) -> list[bool]:
+def _selected(names: list[str], runs: str, root: str) -> list[bool]:
     """Which of the runs ``names`` the regular expression ``runs`` keeps (re.search; "": all);
     FileNotFoundError (one line) when it keeps none."""
     pattern = re.compile(runs)
     kept = [pattern.search(name) is not None for name in names]
     if names and not any(kept):
-        raise FileNotFoundError(
-            f"--runs {runs!r} matches none of the {len(names)} runs at {location}"
-        )
+        raise FileNotFoundError(f"--runs {runs!r} matches none of the {len(names)} runs at {root}")
     return kept
 
 
-def find_specs(location: str, s3_client: Any = None, runs: str = "") -> list[RunSpec]:
-    """The runs at ``location`` named by ``runs``; FileNotFoundError when there is none."""
-    found: LocalRuns | S3Runs = locate(location, s3_client)
+def find_specs(root: str, s3_client: Any = None, runs: str = "") -> list[RunSpec]:
+    """The runs at ``root`` named by ``runs``; FileNotFoundError when there is none."""
+    found: LocalRuns | S3Runs = locate(root, s3_client)
     specs = found.discover()
     if not specs:
         raise FileNotFoundError(f"no snapshot store found: expected {found.waiting_for()}")
-    kept = _selected([spec.name for spec in specs], runs, location)
+    kept = _selected([spec.name for spec in specs], runs, root)
     return [spec for spec, keep in zip(specs, kept, strict=True) if keep]
 
 
-def export_csv(location: str, out: IO[str], s3_client: Any = None, runs: str = "") -> int:
-    """Write all runs' scalars under ``location`` to ``out``; returns the rows written.
+def export_csv(root: str, out: IO[str], s3_client: Any = None, runs: str = "") -> int:
+    """Write all runs' scalars under ``root`` to ``out``; returns the rows written.
 
     ``tag`` is the name as logged (the TensorBoard tag, the framework's key), ``group``
     its part before the first ``/`` (empty for a name without one); rows are
     sorted by run, group, name and step; ``run`` is the name in the run's
     metadata. S3 failures raise :class:`~visualizer.sources.s3.S3ReadError`.
     """
-    specs = find_specs(location, s3_client, runs)
+    specs = find_specs(root, s3_client, runs)
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(HEADER)
     rows = 0
@@ -105,7 +103,7 @@ def _plain_json(value: Any) -> Any:
 
 
 def export_jsonl(
-    location: str, out: IO[str], kind: str = "all", s3_client: Any = None, runs: str = ""
+    root: str, out: IO[str], kind: str = "all", s3_client: Any = None, runs: str = ""
 ) -> int:
     """Write every record of ``kind`` (any but scalars; ``all``: every one) as JSON lines.
 
@@ -115,7 +113,7 @@ def export_jsonl(
     are tagged by their logged name. Records come in the order they were written, per
     run. Returns the lines written.
     """
-    specs = find_specs(location, s3_client, runs)
+    specs = find_specs(root, s3_client, runs)
     lines = 0
     for spec in specs:
         _history, _reader, update = read_store(spec.source)
@@ -135,18 +133,18 @@ def export_jsonl(
 
 
 def export_runs(
-    location: str, out: IO[Any], fmt: str = "csv", s3_client: Any = None, runs: str = ""
+    root: str, out: IO[Any], fmt: str = "csv", s3_client: Any = None, runs: str = ""
 ) -> int:
     """Write a row a run (see :mod:`visualizer.api.table`) as CSV, or Parquet to a binary
     ``out``; the rows written. Only the runs' documents are read."""
-    found = read_runs(location, s3_client)
-    kept = _selected([run.name for run in found], runs, location)
+    found = read_runs(root, s3_client)
+    kept = _selected([run.name for run in found], runs, root)
     columns = runs_columns(run for run, keep in zip(found, kept, strict=True) if keep)
     return write_parquet(columns, out) if fmt == "parquet" else write_runs_csv(columns, out)
 
 
 def export(
-    location: str,
+    root: str,
     out: IO[Any],
     kind: str = "scalars",
     fmt: str = "csv",
@@ -158,13 +156,13 @@ def export(
     if fmt == "parquet" and kind not in TABLES:
         raise ValueError(f"--format parquet writes --kind {' or '.join(TABLES)}, not {kind}")
     if kind == "runs":
-        return export_runs(location, out, fmt, s3_client, runs)
+        return export_runs(root, out, fmt, s3_client, runs)
     if kind != "scalars":
-        return export_jsonl(location, out, kind, s3_client, runs)
+        return export_jsonl(root, out, kind, s3_client, runs)
     if fmt == "parquet":
-        specs = find_specs(location, s3_client, runs)
+        specs = find_specs(root, s3_client, runs)
         return write_parquet(points_columns((s.name, s.source) for s in specs), out)
-    return export_csv(location, out, s3_client, runs)
+    return export_csv(root, out, s3_client, runs)
 
 
 def add_export_arguments(parser: Any, regex: Callable[[str], str] = str) -> None:
