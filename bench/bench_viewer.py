@@ -32,9 +32,9 @@ from snapshot_store import Recorder
 from tests.fixtures.net import free_port
 from tests.fixtures.visdom import start_chromium
 from visualizer.layout import window_for_group
-from visualizer.server.client import VisdomClient
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.sources.runs import env_name
+from visualizer.visdom_client import VisdomClient
 
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger(__name__)

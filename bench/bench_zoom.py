@@ -27,8 +27,8 @@ from urllib.parse import unquote
 from bench.bench_viewer import _printed_url, _stop, _until, _visualizer, _write_store
 from tests.fixtures.net import free_port
 from tests.fixtures.visdom import start_chromium
-from visualizer.server.client import VisdomClient
 from visualizer.server.endpoint import VisdomEndpoint
+from visualizer.visdom_client import VisdomClient
 
 log = logging.getLogger(__name__)
 

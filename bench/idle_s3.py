@@ -29,8 +29,8 @@ def idle_s3_requests(root: Path, endpoint: VisdomEndpoint) -> dict:
     """S3 requests (and GETs among them) a follower sends in an idle hour, once replayed."""
     from tests.fixtures.seaweed import SeaweedS3
     from visualizer.follower import DEFAULT_MAX_IDLE_INTERVAL, DEFAULT_POLL_INTERVAL, Follower
-    from visualizer.server.client import VisdomClient
     from visualizer.sources.s3 import make_client
+    from visualizer.visdom_client import VisdomClient
 
     with SeaweedS3(root / "seaweedfs") as server, environ(server.env()):
         _upload_run(server, root / "s3run" / "pickle")

@@ -44,7 +44,7 @@ def _observe(endpoint: VisdomEndpoint, visible_at: list, stop: threading.Event) 
 
     Decimation keeps the last point, so the last x is the newest step shown.
     """
-    from visualizer.server.client import VisdomClient
+    from visualizer.visdom_client import VisdomClient
 
     viewer = VisdomClient(endpoint)
     while not stop.is_set():
@@ -84,7 +84,7 @@ def _delays(
 def measure_latency(root: Path, endpoint: VisdomEndpoint) -> dict:
     """Per live step: seconds until sent to visdom, and until visible there."""
     from visualizer.follower import Follower
-    from visualizer.server.client import VisdomClient
+    from visualizer.visdom_client import VisdomClient
 
     store = root / "latency" / "pickle"
     sent_at: list[tuple[int, float]] = []  # (last step on the server, when the POST returned)

@@ -87,7 +87,7 @@ print(json.dumps({{"points": points, "seconds": time.perf_counter() - started,
 
 
 def replay(root: Path, endpoint: VisdomEndpoint) -> dict:
-    from visualizer.server.client import VisdomClient
+    from visualizer.visdom_client import VisdomClient
 
     store = root / "replay-1m" / "pickle"
     write_store(store)

@@ -34,7 +34,6 @@ from visualizer.alerts.options import alerting
 from visualizer.panes.compare import Selection
 from visualizer.panes.view import ViewSettings
 from visualizer.server.assets import fix_command
-from visualizer.server.client import VisdomClient, VisdomRequestError, VisdomUnavailableError
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import page_asset_failures, visdom_answers
 from visualizer.server.process import VisdomServer, VisdomServerError, ensure_server
@@ -42,6 +41,7 @@ from visualizer.sources.download import CsvDownloads
 from visualizer.sources.export import add_export_arguments, export
 from visualizer.sources.runs import LocalRuns, RunSpec
 from visualizer.sources.s3 import S3ReadError
+from visualizer.visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
 
 from .follower import Follower, NoRunsError
 from .options import add_source_argument, build_parser

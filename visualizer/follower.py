@@ -25,12 +25,12 @@ from visualizer.panes.compare import DEFAULT_COMPARE, Selection
 from visualizer.panes.display import DEFAULT_MAX_POINTS
 from visualizer.panes.screen import OnSent, Screen
 from visualizer.panes.view import ViewSettings
-from visualizer.server.client import VisdomClient
 from visualizer.sources.catalog import Catalog, Entry
 from visualizer.sources.download import CsvDownloads
 from visualizer.sources.runs import LocalRuns, S3Runs, env_name, locate
 from visualizer.sources.s3 import S3ReadError
 from visualizer.sources.watch import FileEvents
+from visualizer.visdom_client import VisdomClient
 
 from .feeds import PAGE_BYTES, Feed, PollSchedule
 from .runset import DEFAULT_MEMORY_BUDGET_MB, RunSet

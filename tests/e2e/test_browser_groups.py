@@ -9,7 +9,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from snapshot_store import Recorder
 from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, plot_of
 from visualizer.follower import Follower
-from visualizer.server.client import VisdomClient
+from visualizer.visdom_client import VisdomClient
 
 # Per plot: its trace types, the fills drawn (a band each), and a parcoords plot's axis titles.
 DRAWN_JS = """

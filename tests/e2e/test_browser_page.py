@@ -17,7 +17,7 @@ from tests.fixtures.visdom_reading import following
 from tests.fixtures.waiting import wait_until
 from visualizer.follower import Follower
 from visualizer.panes.compare import Selection
-from visualizer.server.client import VisdomClient
+from visualizer.visdom_client import VisdomClient
 
 # The page's windows, top to bottom then left to right, as laid out: (title, top, left).
 LAYOUT_JS = """

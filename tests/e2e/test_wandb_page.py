@@ -11,7 +11,7 @@ from tests.fixtures.examples import run_example
 from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, PLOTS_JS, console_errors, panes
 from tests.fixtures.training import REPO
 from visualizer.follower import Follower
-from visualizer.server.client import VisdomClient
+from visualizer.visdom_client import VisdomClient
 
 SCRIPT = REPO / "tests" / "integrations" / "wandb_mnist.py"
 

@@ -28,7 +28,7 @@ from tests.fixtures.pages import (
 )
 from tests.fixtures.visdom_reading import following
 from visualizer.follower import Follower
-from visualizer.server.client import VisdomClient
+from visualizer.visdom_client import VisdomClient
 
 
 def test_chromium_renders_the_runs_plots_and_live_appends(

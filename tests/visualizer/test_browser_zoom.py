@@ -18,7 +18,7 @@ from visualizer.follower import Follower
 from visualizer.model.traces import local_ms
 from visualizer.panes.display import DEFAULT_MAX_POINTS, run_start
 from visualizer.panes.view import ViewSettings
-from visualizer.server.client import VisdomClient
+from visualizer.visdom_client import VisdomClient
 
 POINTS, SPACING = 1_000_000, 2  # a million points, logged every other step
 # What a person's drag does to a plot: Plotly.relayout on its div, which emits the

@@ -26,9 +26,9 @@ from visualizer.follower import Follower
 from visualizer.panes.compare import CompareDisplay
 from visualizer.panes.display import RunDisplay
 from visualizer.panes.envdisplay import PROBE_INTERVAL
-from visualizer.server.client import VisdomClient
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.process import VisdomServer
+from visualizer.visdom_client import VisdomClient
 
 
 def recorder(store: Path, **kw) -> Recorder:

@@ -22,7 +22,7 @@ from run_core.tags import key_of, tag_of
 from visualizer import layout, markup
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.summary import run_config
-from visualizer.server.client import VisdomClient
+from visualizer.visdom_client import VisdomClient
 
 from .display import run_start
 from .envdisplay import EnvDisplay

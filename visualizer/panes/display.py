@@ -14,7 +14,7 @@ from visualizer import layout, markup
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.series import Series
 from visualizer.model.status import status_view
-from visualizer.server.client import VisdomClient
+from visualizer.visdom_client import VisdomClient
 
 from .envdisplay import EnvDisplay
 from .extra_windows import ExtraWindows

@@ -20,7 +20,7 @@ from typing import Any
 
 from visualizer import layout, markup
 from visualizer.model.zoom import ZOOM_EVENT
-from visualizer.server.client import VisdomClient
+from visualizer.visdom_client import VisdomClient
 
 from .plotmessage import Line, Plan
 from .plotwindow import PlotWindow

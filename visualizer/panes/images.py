@@ -14,7 +14,7 @@ from typing import Any
 from run_core.tags import tag_of
 from visualizer import layout
 from visualizer.model.rundata import IMAGE_HISTORY, ImageSnapshot, RunData, SeriesKey
-from visualizer.server.client import VisdomClient
+from visualizer.visdom_client import VisdomClient
 
 # Room in a pane besides the image: visdom's title bar, the caption and the step slider.
 _CHROME_PX = 100

@@ -22,7 +22,7 @@ from visualizer import markup
 from visualizer.layout import safe_id
 from visualizer.markup import Html
 from visualizer.model.summary import RunSummary
-from visualizer.server.client import VisdomClient
+from visualizer.visdom_client import VisdomClient
 
 from .run_rows import (
     COMPARED,

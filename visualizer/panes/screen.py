@@ -17,8 +17,8 @@ from typing import Any
 
 from visualizer import markup
 from visualizer.model.rundata import RunData, SeriesKey
-from visualizer.server.client import VisdomClient, VisdomRequestError, VisdomUnavailableError
 from visualizer.sources.download import CsvDownloads, export_command
+from visualizer.visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
 
 from .compare import CompareDisplay, Selection
 from .display import RunDisplay

@@ -2,7 +2,7 @@
 
 Each env has a visdom properties pane, :data:`CONTROLS_WIN`. A change made there
 reaches the visualizer as a ``PropertyUpdate`` event (see
-:class:`visualizer.server.client.VisdomEvents`); :func:`apply_event` turns it
+:class:`visualizer.visdom_client.VisdomEvents`); :func:`apply_event` turns it
 into new :class:`ViewSettings`, and the env's plots are redrawn with them.
 """
 

@@ -1,7 +1,6 @@
 """The visdom server side: where it is, starting it, asking it, and what runs inside it.
 
 * :mod:`~visualizer.server.endpoint`: where visdom listens, and its login;
-* :mod:`~visualizer.server.client`: our HTTP client of visdom (``import visdom`` imports torch);
 * :mod:`~visualizer.server.process`: a visdom server in a child process (start, stop, ensure);
 * :mod:`~visualizer.server.probes`: whether visdom answers, and serves what its page loads;
 * ``python -m visualizer.server`` (:mod:`~visualizer.server.__main__`): the foreground

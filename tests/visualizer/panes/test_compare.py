@@ -16,8 +16,8 @@ from visualizer.panes.compare import (
     run_color,
     window_spec,
 )
-from visualizer.server.client import VisdomClient
 from visualizer.server.endpoint import VisdomEndpoint
+from visualizer.visdom_client import VisdomClient
 
 
 def test_a_regex_that_does_not_compile_is_named_with_the_reason():

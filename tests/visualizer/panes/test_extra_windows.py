@@ -250,7 +250,7 @@ def test_five_add_hparams_calls_are_five_rows_on_the_page(
 
     from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S
     from visualizer.follower import Follower
-    from visualizer.server.client import VisdomClient
+    from visualizer.visdom_client import VisdomClient
 
     store = tmp_path / run_name / "pickle"
     for writer in (TBWriter(str(tmp_path / "tb")), SummaryWriter(store)):

@@ -17,7 +17,7 @@ from visualizer.follower import Follower
 from visualizer.model.series import Series
 from visualizer.panes.fold import MAX_FOLDED_SERIES, MAX_WINDOWS, RunWindow, fold_run, prefix
 from visualizer.panes.plotmessage import Line
-from visualizer.server.client import VisdomClient
+from visualizer.visdom_client import VisdomClient
 
 GROUPS = 10_000
 

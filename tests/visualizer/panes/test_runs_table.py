@@ -15,8 +15,8 @@ from visualizer.layout import safe_id
 from visualizer.model.summary import RunSummary, SeriesStats
 from visualizer.panes.run_rows import COMPARED, SORTS, STATES, RunsTableState
 from visualizer.panes.runs_table import INDEX_ENV, PAGE_ROWS, RunsTable
-from visualizer.server.client import VisdomClient
 from visualizer.server.endpoint import VisdomEndpoint
+from visualizer.visdom_client import VisdomClient
 
 
 @pytest.mark.integration

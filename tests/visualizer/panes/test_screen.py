@@ -6,9 +6,9 @@ import math
 from html import escape as html_escape
 
 from visualizer.panes.screen import Screen, download_link, sweep_links
-from visualizer.server.client import VisdomClient
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.sources.download import CsvDownloads, export_command
+from visualizer.visdom_client import VisdomClient
 
 
 def _screen(pages: list[str]) -> Screen:

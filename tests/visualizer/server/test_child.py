@@ -19,10 +19,10 @@ from tests.fixtures.waiting import wait_until
 from visualizer.model.rundata import IMAGE_HISTORY, ImageSnapshot
 from visualizer.panes.images import image_message
 from visualizer.server import child as visdom_child
-from visualizer.server.client import VisdomClient, VisdomRequestError
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import visdom_answers
 from visualizer.server.process import VisdomServer
+from visualizer.visdom_client import VisdomClient, VisdomRequestError
 
 
 def _snapshots(start: int, stop: int) -> list[ImageSnapshot]:

@@ -8,8 +8,8 @@ from typing import Any
 
 from tests.fixtures.waiting import wait_until
 from visualizer.server import page as visdom_page
-from visualizer.server.client import VisdomClient
 from visualizer.server.process import VisdomServer
+from visualizer.visdom_client import VisdomClient
 
 
 def test_a_window_is_hashed_as_javascript_writes_its_numbers() -> None:

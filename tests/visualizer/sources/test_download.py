@@ -58,7 +58,7 @@ def test_without_the_server_the_pane_shows_the_export_command(
     tmp_path, visdom_server, reader, run_name
 ):
     from visualizer.follower import Follower
-    from visualizer.server.client import VisdomClient
+    from visualizer.visdom_client import VisdomClient
 
     store = tmp_path / run_name / "pickle"
     with Recorder(store) as rec:

@@ -27,8 +27,7 @@ from typing import Any
 import requests
 
 from visualizer.markup import plot_strings
-
-from .endpoint import VisdomEndpoint
+from visualizer.server.endpoint import VisdomEndpoint
 
 log = logging.getLogger(__name__)
 

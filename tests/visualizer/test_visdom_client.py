@@ -9,7 +9,7 @@ import websocket
 
 from tests.fixtures.waiting import wait_until
 from visualizer.panes.view import CONTROLS_WIN, ViewSettings, controls_message
-from visualizer.server.client import VisdomClient
+from visualizer.visdom_client import VisdomClient
 
 pytestmark = pytest.mark.integration
 
