@@ -24,14 +24,19 @@ for (const item of document.querySelectorAll('.react-grid-item')) {
 return -1;
 """
 
-# Per plot on the page: its raw traces (smoothed copies left out) and the line paths drawn.
+# Per plot pane on the page, drawn or not yet (visdom's div of every plot pane): whether it
+# is a parallel-coordinates plot drawn (its axes), else its raw traces (smoothed copies left
+# out) and the line paths drawn.
 DRAWN_JS = """
-return Array.from(document.querySelectorAll('.js-plotly-plot'))
-  .filter(div => div.data && div.data.some(t => t.type !== 'parcoords' && t.x))
-  .map(div => ({
-    traces: div.data.filter(t => t.meta !== 'smoothed' && t.x && t.x.length).length,
+return Array.from(document.querySelectorAll('.plotly-graph-div')).map(div => {
+  const data = div.data || [];
+  if (data.some(t => t.type === 'parcoords'))
+    return {parcoords: div.querySelectorAll('.y-axis').length > 0};
+  return {
+    traces: data.filter(t => t.meta !== 'smoothed' && t.x && t.x.length).length,
     drawn: div.querySelectorAll('.scatterlayer .trace path.js-line').length,
-  }));
+  };
+});
 """
 
 PAGE_ROWS = 100  # the runs table's rows a page
@@ -64,12 +69,17 @@ def table_drawn(driver: Any, base: str, runs: int, cap: float) -> float | None:
 
 
 def comparison_drawn(driver: Any, url: str, runs: int, cap: float) -> float | None:
-    """Seconds from asking for the comparison page at ``url`` until every plot of it draws
-    ``runs`` runs (a trace and a line each)."""
+    """Seconds from asking for the comparison page at ``url`` until every plot pane of it is
+    drawn: each line plot with ``runs`` runs (a trace and a line each), and its parallel
+    coordinates (a plot pane not drawn yet counts too: it holds no data)."""
     driver.get(url)
 
     def drawn(d: Any) -> bool:
         plots = d.execute_script(DRAWN_JS)
-        return bool(plots) and all(p["traces"] >= runs and p["drawn"] >= runs for p in plots)
+        lines = [p for p in plots if "parcoords" not in p]
+        return bool(lines) and all(
+            p["parcoords"] if "parcoords" in p else p["traces"] >= runs and p["drawn"] >= runs
+            for p in plots
+        )
 
     return until_page(driver, drawn, cap)

@@ -43,8 +43,13 @@ MAX_COMPARE = 500  # however many the page asks for
 ORDERS = ("ascending", "descending")
 _BY_NAME = "run name"
 _NO_GROUPS = "none"
-# Points a comparison window draws over all its traces: 100 runs draw as fast as 10.
-COMPARE_WINDOW_POINTS = 200_000
+# Points a comparison window draws over all its traces: 100 runs draw about one a pixel
+# column of the pane each (min/max decimated; a zoom draws the stored points again), so
+# a browser draws them as fast as 10 (issue 32).
+COMPARE_WINDOW_POINTS = 100 * layout.PLOT_SIZE[0]
+# Past this many runs (the default comparison's), each run's curve is drawn once, raw: its
+# smoothed copy would double what the browser draws, of curves too many to tell apart.
+SMOOTHED_RUNS = DEFAULT_COMPARE
 # The runs table scrolls past this height (a sweep of many runs).
 COMPARE_HEADER_HEIGHT = 300
 
@@ -97,12 +102,14 @@ def run_color(index: int) -> str:
 
 def window_spec(key: SeriesKey, runs: int) -> layout.WindowSpec:
     """The comparison window of series ``key`` for ``runs`` runs: after its group's place in a
-    run's env, taller as its legend (under the plot, a few runs a row) grows."""
+    run's env, taller as its legend (under the plot, a few runs a row) grows, its title saying
+    when they are drawn raw."""
     group, name = key
     own = layout.window_for(group, name)
+    raw = f" (raw: smoothed up to {SMOOTHED_RUNS} runs)" if runs > SMOOTHED_RUNS else ""
     return layout.WindowSpec(
         f"compare_{layout.safe_id(group)}_{layout.safe_id(name)}",
-        f"{tag_of(group, name)}: all runs",
+        f"{tag_of(group, name)}: all runs{raw}",
         name,
         own.order,
         height=layout.PLOT_SIZE[1] + 22 * math.ceil(runs / 4),
@@ -129,6 +136,7 @@ class CompareDisplay(EnvDisplay):
         # Trace label (a run's, a group's) -> color: the windows keep this very dict.
         self.colors = self.group_colors
         self.window_points = COMPARE_WINDOW_POINTS
+        self.smoothed_lines = SMOOTHED_RUNS
         self.header_height = COMPARE_HEADER_HEIGHT
         self.selection = selection if selection is not None else Selection()
         self.links = links if links is not None else {}  # run name -> its env's URL

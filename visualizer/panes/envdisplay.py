@@ -58,9 +58,8 @@ class EnvDisplay:
         # Trace label -> color in every window, where the env fixes them (the comparison's
         # runs); None: each window colors its series by name (plotwindow.series_colors).
         self.colors: dict[str, str] | None = None
-        self.window_points: int | None = (
-            None  # points per plot window over its traces (None: no cap)
-        )
+        self.window_points: int | None = None  # points a window draws in all (None: no cap)
+        self.smoothed_lines: int | None = None  # most lines a window smooths (None: any)
         self.sentinel_drawn = False
         self.controls_drawn = False
         self._last_probe = 0.0
@@ -213,7 +212,12 @@ class EnvDisplay:
             window = self.plots.get(spec.win)
             if window is None:
                 window = PlotWindow(
-                    spec, self.max_points, self.view, self.colors, self.window_points
+                    spec,
+                    self.max_points,
+                    self.view,
+                    self.colors,
+                    self.window_points,
+                    self.smoothed_lines,
                 )
                 self.plots[spec.win] = window
             window.spec = spec  # its y label names the series it has now

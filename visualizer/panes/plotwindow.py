@@ -1,9 +1,9 @@
 """One line-plot window: its traces, and whether to append to it or redraw it.
 
-Each series is drawn twice when smoothing is on: the raw points, faint, and
-above them TensorBoard's debiased moving average computed from every stored
-point (:mod:`visualizer.model.smoothing`) before display decimation. Both traces of a
-series share its name, color and legend entry, so hiding it hides both.
+Each series is drawn twice when smoothing is on (up to ``smoothed_lines`` series; past it
+once, raw): the raw points, faint, and above them TensorBoard's debiased moving average
+computed from every stored point (:mod:`visualizer.model.smoothing`) before display
+decimation. Both traces share its name, color and legend entry: hiding it hides both.
 
 What the page keeps across updates is visdom's doing: its plot pane carries a
 user's zoom (an axis whose ``autorange`` is false) and hidden traces (by trace
@@ -70,11 +70,16 @@ class PlotWindow:
         view: ViewSettings | None = None,
         colors: dict[str, str] | None = None,
         window_points: int | None = None,
+        smoothed_lines: int | None = None,
     ) -> None:
         check_max_points(max_points)
         self.spec = spec
         self.max_points = max_points
         self.window_points = window_points  # points over all its traces (None: no cap)
+        # Most lines drawn smoothed over their raw points (None: any number): past it the
+        # browser would draw twice the traces, of curves too many to tell apart anyway.
+        self.smoothed_lines = smoothed_lines
+        self._crowded = False  # more lines than that: a change of it changes the lines, a redraw
         self.view = view if view is not None else ViewSettings()
         # label -> color: given (the comparison's, a color per run), else from the labels
         self.colors = colors if colors is not None else {}
@@ -89,13 +94,11 @@ class PlotWindow:
         self._unit = TIME_UNITS[0]
         self.zoom: Zoom | None = None  # the x range the page shows; None: the whole run
         self._rezoom = False
-        self.redraws = 0  # messages sent, by kind
-        self.appends = 0
+        self.redraws, self.appends = 0, 0  # messages sent, by kind
 
     def invalidate(self) -> None:
         """Forget what the server shows: the next plan redraws the window."""
-        self.drawn = False
-        self.traces = {}
+        self.drawn, self.traces = False, {}
 
     def set_view(self, view: ViewSettings) -> None:
         """Draw with ``view`` from now on (a redraw; a new axis also resets the page's zoom)."""
@@ -147,6 +150,7 @@ class PlotWindow:
         self.deferred = False
         if not lines:
             return None
+        self._crowded = self.smoothed_lines is not None and len(lines) > self.smoothed_lines
         if self._remount:
             self._remount = False
             self._hold_until = now + REMOUNT_GAP
@@ -174,7 +178,7 @@ class PlotWindow:
             and self.zoom is None
             and all(t.shown + fresh[label] <= self.max_points for label, t in self.traces.items())
         )
-        per_point = 2 if self.view.smoothing else 1  # a raw and a smoothed trace
+        per_point = 2 if self._smoothing else 1  # a raw and a smoothed trace
         shown = sum(t.shown for t in self.traces.values()) + sum(fresh.values())
         if within_max and per_point * shown <= APPEND_MAX_SHOWN:
             return self._append(lines, env)
@@ -197,8 +201,13 @@ class PlotWindow:
         else:
             self.appends += 1
 
+    @property
+    def _smoothing(self) -> bool:
+        """Whether lines are drawn smoothed: smoothing is on and the window not crowded."""
+        return bool(self.view.smoothing) and not self._crowded
+
     def _smooth(self, lines: dict[str, Line]) -> None:
-        if not self.view.smoothing:
+        if not self._smoothing:
             return
         for label, line in lines.items():
             smoother = self.smoothers.get(label)
@@ -223,7 +232,7 @@ class PlotWindow:
 
     def _smoothed(self, line: Line) -> bool:
         """Whether ``line`` is drawn smoothed: smoothing is on and it is not sparse."""
-        return bool(self.view.smoothing) and len(line.series) >= SPARSE_POINTS
+        return self._smoothing and len(line.series) >= SPARSE_POINTS
 
     def _relative_moved(self, lines: dict[str, Line]) -> bool:
         """True when relative times drawn no longer hold: a new unit, or a run's start moved."""
@@ -246,7 +255,7 @@ class PlotWindow:
     @property
     def budget(self) -> int:
         """Points drawn per trace: a raw and a smoothed trace share ``max_points``."""
-        return max(MIN_POINTS, self.max_points // 2) if self.view.smoothing else self.max_points
+        return max(MIN_POINTS, self.max_points // 2) if self._smoothing else self.max_points
 
     def _window_budget(self, lines: dict[str, Line]) -> int:
         """Points per trace once the window's point budget is shared by all its traces."""

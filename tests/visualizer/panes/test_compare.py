@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 from visualizer.layout import PLOT_SIZE, window_for_group
+from visualizer.model.rundata import RunData
+from visualizer.model.series import Series
+from visualizer.model.zoom import ZOOM_EVENT
 from visualizer.panes.compare import (
     MAX_COMPARE,
+    SMOOTHED_RUNS,
     CompareDisplay,
     Selection,
     compile_runs,
@@ -16,6 +21,7 @@ from visualizer.panes.compare import (
     run_color,
     window_spec,
 )
+from visualizer.panes.groups import group_runs
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.visdom_client import VisdomClient
 
@@ -56,6 +62,9 @@ def test_a_comparison_window_per_series_placed_as_its_group_and_taller_with_more
     assert (spec.win, spec.title, spec.ylabel) == ("compare_val_loss", "val/loss: all runs", "loss")
     assert spec.order == window_for_group("val").order
     assert window_spec(("val", "loss"), runs=40).height > spec.height >= PLOT_SIZE[1]
+    assert window_spec(("val", "loss"), runs=SMOOTHED_RUNS).title == "val/loss: all runs"
+    crowded = window_spec(("val", "loss"), runs=SMOOTHED_RUNS + 1).title
+    assert crowded == f"val/loss: all runs (raw: smoothed up to {SMOOTHED_RUNS} runs)"
 
 
 @pytest.mark.parametrize(
@@ -67,3 +76,52 @@ def test_the_page_sets_how_many_runs_are_compared_within_bounds(value, count):
     display = CompareDisplay(client, "sweep_compare", 1000, selection=Selection(count=20))
     event = {"event_type": "PropertyUpdate", "propertyId": 4, "value": value}
     assert display._changed(event).count == count
+
+
+def noisy_runs(count: int, points: int) -> list[RunData]:
+    """``count`` runs of ``points`` noisy train/loss values each (decimation keeps extremes)."""
+    rng = np.random.default_rng(0)
+    runs = []
+    for i in range(count):
+        run = RunData(f"run-{i:03d}")
+        run.series[("train", "loss")] = series = Series()
+        series.extend(range(points), rng.random(points).tolist())
+        runs.append(run)
+    return runs
+
+
+def compared(display: CompareDisplay, runs: list[RunData], now: float) -> list[dict]:
+    """The traces the comparison's train/loss window sends at ``now`` (committed as sent)."""
+    windows = display._windows(runs, group_runs(runs, ""))
+    (plan,) = display._plan_all(windows, now).values()
+    display.plots[plan.msg["win"]].commit(plan, now, 0.01)
+    return plan.msg["data"]
+
+
+def test_many_compared_runs_draw_once_each_a_point_a_pixel_column_and_a_zoom_every_point():
+    client = VisdomClient(VisdomEndpoint.parse("127.0.0.1", 9))  # never asked here
+    client.events.stop()  # no listener: this test files the page's zoom itself
+    display = CompareDisplay(client, "sweep_compare", 10_000, selection=Selection(count=100))
+    assert display.view.smoothing > 0
+    runs = noisy_runs(100, 2000)
+    traces = compared(display, runs, now=0.0)
+    assert [t["name"] for t in traces] == [run.name for run in runs], "each run once, raw"
+    assert all(t.get("meta") != "smoothed" and t["showlegend"] for t in traces)
+    assert all(len(t["x"]) <= PLOT_SIZE[0] for t in traces)
+    values = runs[0].series[("train", "loss")].values()
+    assert min(traces[0]["y"]) == values.min() and max(traces[0]["y"]) == values.max()
+    zoom = {"event_type": ZOOM_EVENT, "range": [500, 999]}
+    client.events.subscribe("sweep_compare", "compare_train_loss").put(zoom)
+    traces = compared(display, runs, now=10.0)
+    # Every stored point in the range, and the neighbours its line reaches the edges by.
+    assert all(t["x"] == list(range(499, 1001)) for t in traces)
+    assert traces[0]["y"] == values[499:1001].tolist()
+
+
+def test_a_few_compared_runs_are_drawn_smoothed_over_their_raw_points():
+    client = VisdomClient(VisdomEndpoint.parse("127.0.0.1", 9))  # never asked here
+    client.events.stop()
+    display = CompareDisplay(client, "sweep_compare", 10_000)
+    traces = compared(display, noisy_runs(SMOOTHED_RUNS, 1000), now=0.0)
+    assert [t.get("meta") for t in traces] == [None, "smoothed"] * SMOOTHED_RUNS
+    assert all(len(t["x"]) == 1000 for t in traces), "fewer runs, more points each"

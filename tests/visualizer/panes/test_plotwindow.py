@@ -267,3 +267,15 @@ def test_a_group_draws_its_band_under_its_mean_and_is_redrawn_never_appended():
     mean.rewinds += 1  # a run of the group grew: the same steps, another mean
     plan = window.plan({"g": Line(mean, None, band)}, "env", now=2.0)
     assert plan.route == "events" and plan.redraw
+
+
+def test_a_window_past_its_smoothed_lines_draws_each_once_raw_then_smoothed_again():
+    lines = {f"run{i}": Line(grown(Series(), 100, float(i))) for i in range(3)}
+    window = PlotWindow(window_for_group("train"), 2000, ViewSettings(0.6), smoothed_lines=2)
+    plan = window.plan(lines, "env", now=0.0)
+    assert [t.get("meta") for t in plan.msg["data"]] == [None] * 3
+    assert all(len(t["x"]) == 100 and t["showlegend"] for t in plan.msg["data"]), "whole, raw"
+    window.commit(plan, 0.0, 0.01)
+    del lines["run2"]  # one line fewer: a redraw, smoothed over raw again
+    plan = window.plan(lines, "env", now=10.0)
+    assert plan.redraw and [t.get("meta") for t in plan.msg["data"]] == [None, "smoothed"] * 2
