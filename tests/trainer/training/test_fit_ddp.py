@@ -101,7 +101,7 @@ from torch import nn
 from torch.utils.data import TensorDataset
 
 import trainer
-from trainer import spawn
+from trainer.training import spawn
 
 
 class Net(nn.Module):  # defined in the script: spawned workers re-import it from __main__

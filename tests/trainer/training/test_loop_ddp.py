@@ -92,7 +92,8 @@ def test_two_ddp_ranks_equal_one_process_with_twice_the_batch(tiny_dataset, tmp_
 # SIGKILLed just before step 9 (mid epoch 2), from the test's side of the code.
 CRASHING_TRAIN = """
 import os, signal, sys
-from trainer import cli, loop
+from trainer.command import cli
+from trainer.training import loop
 
 run_batch = loop.Trainer._run_batch
 
