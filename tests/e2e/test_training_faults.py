@@ -51,7 +51,8 @@ ENDLESS = ("--batch-size", "4", "--num-epochs", "100000")
 KILLED_RANK_1 = """
 import os, signal, sys, time
 from pathlib import Path
-from trainer import cli, loop
+from trainer.command import cli
+from trainer.training import loop
 
 go, argv = Path(sys.argv[1]), sys.argv[2:]
 run_batch = loop.Trainer._run_batch

@@ -1,7 +1,8 @@
-"""The follower against a real visdom server, fed by the project's Recorder.
+"""The follower of one run against a real visdom server, fed by the project's Recorder.
 
 Windows are read back through visdom's own client and compared with the
 store's reference reader (``read_store``'s History: latest value per step).
+A directory of runs is in test_follower_runs.py.
 """
 
 from __future__ import annotations
@@ -16,23 +17,15 @@ import numpy as np
 import pytest
 
 from run_core import atomic
-from snapshot_store import Recorder
 from snapshot_store.format import frames as fmt
 from snapshot_store.read.store_reader import read_store
 from tests.fixtures.net import free_port
-from tests.fixtures.visdom_reading import CountingClient, VisdomReader, following
+from tests.fixtures.visdom_reading import CountingClient, VisdomReader, following, recorder
 from tests.fixtures.waiting import wait_until
 from visualizer.follower import Follower
-from visualizer.panes.compare import CompareDisplay
-from visualizer.panes.display import RunDisplay
-from visualizer.panes.envdisplay import PROBE_INTERVAL
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.process import VisdomServer
 from visualizer.visdom_client import VisdomClient
-
-
-def recorder(store: Path, **kw) -> Recorder:
-    return Recorder(store, flush_interval=0.05, **kw)
 
 
 def expected(store: Path, group: str, name: str) -> tuple[list, list]:
@@ -208,54 +201,6 @@ def test_visdom_server_restart_rebuilds_windows(tmp_path, run_name):
         server.stop()
 
 
-def test_idle_runs_share_one_listing_of_the_envs(tmp_path, visdom_server, run_name):
-    """Many finished runs: while idle, one env listing per probe interval, not one per run."""
-    for i in range(6):
-        with recorder(tmp_path / f"{run_name}-{i}" / "pickle") as rec:
-            rec.log({"loss": 1.0}, step=0)
-    client = CountingClient(visdom_server.endpoint)
-    with following(tmp_path, visdom_server.endpoint, client=client, poll_interval=0.1) as follower:
-        wait_until(
-            lambda: len(follower.feeds) == 6 and all(f.replayed for f in follower.feeds.values())
-        )
-        time.sleep(1.0)  # the first syncs, and each env's first listing, are done
-        client.routes.clear()
-        time.sleep(3 * PROBE_INTERVAL)
-    assert client.routes["win_exists"] == 0
-    assert 1 <= client.routes["env_state"] <= 4  # once per interval, for all six runs
-
-
-def test_idle_runs_are_not_laid_out_again(tmp_path, visdom_server, reader, run_name, monkeypatch):
-    """Nothing new from the runs or the page: no full sync until a run logs again."""
-    laid_out: list[str] = []
-    run_windows, compare_windows = RunDisplay._windows, CompareDisplay._windows
-    monkeypatch.setattr(
-        RunDisplay,
-        "_windows",
-        staticmethod(lambda run: laid_out.append(run.name) or run_windows(run)),
-    )
-    monkeypatch.setattr(
-        CompareDisplay,
-        "_windows",
-        lambda self, *args: laid_out.append("compare") or compare_windows(self, *args),
-    )
-    for name in ("a", "b"):
-        with recorder(tmp_path / name / "pickle") as rec:
-            rec.log({"loss": 1.0}, step=0)
-    with following(tmp_path, visdom_server.endpoint, poll_interval=0.1, env=run_name):
-        wait_until(lambda: reader.has_window(f"{run_name}_compare", "compare_train_loss"))
-        time.sleep(0.5)
-        laid_out.clear()
-        time.sleep(1.5 * PROBE_INTERVAL)  # idle syncs, and at least one probe of each env
-        assert laid_out == []
-        with recorder(tmp_path / "a" / "pickle") as rec:
-            rec.log({"loss": 2.0}, step=1)
-        wait_until(
-            lambda: reader.traces(f"{run_name}_compare", "compare_train_loss")["a"][0] == [0, 1]
-        )
-        assert "a" in laid_out and "compare" in laid_out and "b" not in laid_out
-
-
 class _Boom:
     """Unpickling this would run os.system: the safe reader must refuse it."""
 
@@ -293,27 +238,6 @@ def test_hostile_and_corrupt_files_are_skipped_with_one_warning(
         warnings = [r for r in caplog.records if str(path) in r.getMessage()]
         assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
         assert warnings[0].levelno == logging.WARNING
-
-
-def test_many_runs_each_get_an_env_plus_a_comparison(tmp_path, visdom_server, reader, run_name):
-    root = tmp_path / run_name
-    for name, scale in (("a", 1.0), ("b", 2.0)):
-        with recorder(root / name / "pickle") as rec:
-            for step in range(20):
-                rec.log({"loss": scale * step}, step=step)
-    with following(root, visdom_server.endpoint, env=run_name):
-        compare = f"{run_name}_compare"
-        wait_until(lambda: set(reader.traces(compare, "compare_train_loss")) == {"a", "b"})
-        assert reader.traces(f"{run_name}_a", "train")["loss"][1] == [float(s) for s in range(20)]
-        assert reader.traces(f"{run_name}_b", "train")["loss"][1] == [2.0 * s for s in range(20)]
-        with recorder(root / "c" / "pickle") as rec:  # a run that starts later is picked up
-            rec.log({"loss": 7.0}, step=0)
-        wait_until(lambda: set(reader.traces(compare, "compare_train_loss")) == {"a", "b", "c"})
-        assert reader.traces(f"{run_name}_c", "train")["loss"] == ([0], [7.0])
-    assert reader.traces(compare, "compare_train_loss")["b"] == (
-        [*range(20)],
-        [2.0 * s for s in range(20)],
-    )
 
 
 def test_status_panel_flags_a_silent_running_run(tmp_path, visdom_server, reader, run_name):
@@ -362,20 +286,6 @@ def test_followed_run_with_a_malformed_status_shows_dashes(
     assert reader.traces(run_name, "train")["loss"] == ([3], [1.0])
     rows = dict(re.findall(r"<td[^>]*>([^<]*)</td><td>([^<]*)</td>", panel))
     assert rows["step"] == rows["epoch"] == rows["last heartbeat"] == rows["ETA"] == "-", rows
-
-
-def test_the_page_is_announced_once_known_then_the_comparison(tmp_path, visdom_server, run_name):
-    """Nothing while no store exists; the run's env once drawn; the comparison env with a second run."""
-    root, pages = tmp_path / run_name, []
-    with following(root, visdom_server.endpoint, on_page=pages.append) as follower:
-        time.sleep(0.5)  # a few passes over a directory that does not exist yet
-        assert pages == [] and follower.screen.page_env is None
-        with recorder(root / "a" / "pickle") as rec:
-            rec.log({"loss": 1.0}, step=0)
-        wait_until(lambda: pages == ["a"])
-        with recorder(root / "b" / "pickle") as rec:
-            rec.log({"loss": 2.0}, step=0)
-        wait_until(lambda: pages == ["a", f"{run_name}_compare"])
 
 
 def test_missing_directory_is_awaited_then_followed(

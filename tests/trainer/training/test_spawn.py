@@ -174,7 +174,7 @@ def test_interrupt_in_caller_stops_the_workers(tmp_path):
 
 UNGUARDED_SCRIPT = """
 import os
-from trainer import spawn, start_method
+from trainer.training import spawn, start_method
 
 def work():
     return os.getpid()
