@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +22,11 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from run_core.tags import key_of
+from snapshot_store import Recorder
 from trainer import SummaryWriter
 from trainer.ranks.distributed import settle_collectives_at_exit
-from trainer.training.sync import send_remaining
-from transfer_plugins.runner import TransferRunner, resolve_hook
+from trainer.training.writing_run import WritingRun
+from transfer_plugins.runner import resolve_hook, run_preflight
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,10 @@ def check_adapter(
 class MonitorRun:
     """The one writer of a run: our SummaryWriter over ``store_dir``, and the transfer hook.
 
+    A :class:`~trainer.training.writing_run.WritingRun` opens and closes them, as it does
+    the trainer's: ``store_dir`` is held for one writer from here to :meth:`close`, so a
+    second process given the same directory is refused, naming the first.
+
     Args:
         store_dir: the snapshot store, conventionally ``<root>/<run>/pickle``.
         root: what transferred paths are relative to (the trainer's checkpoints dir).
@@ -76,21 +81,33 @@ class MonitorRun:
         world_size: int = 1,
         **writer_kwargs: Any,
     ) -> None:
-        self.transfer = TransferRunner.from_spec(transfer_spec, root) if transfer_spec else None
-        try:
+        hook = None
+        if transfer_spec:  # checked before the run is taken: a bad hook touches nothing
+            hook = resolve_hook(transfer_spec)
+            run_preflight(hook, transfer_spec)
+
+        def open_writer(on_file: Callable[[Path, bool], None] | None) -> Recorder:
             self.writer = SummaryWriter(
                 store_dir,
                 options=dict(options or {}),
                 world_size=world_size,
-                on_file=self.transfer.submit if self.transfer is not None else None,
+                on_file=on_file,
                 rank=0,  # opened only where the framework says global rank zero
                 **writer_kwargs,
             )
-        except BaseException:  # an unwritable store: stop the runner's threads too
-            if self.transfer is not None:
-                self.transfer.close(0)
-            raise
-        self.recorder = self.writer.recorder
+            return self.writer.recorder
+
+        # An adapter's run is its store: the directory that two writers must not share.
+        self._run = WritingRun(
+            Path(store_dir),
+            open_writer,
+            hook=hook,
+            spec=transfer_spec,
+            transfer_root=root,
+            instead="log this run to another directory",
+        ).open()
+        self.transfer = self._run.transfer
+        self.recorder = self._run.recorder
         self._keys: dict[str, tuple[str, str]] = {}  # logged name -> store key, split once
         self._warned: set[str] = set()
 
@@ -128,18 +145,14 @@ class MonitorRun:
 
     def send(self, paths: list[Path]) -> None:
         """Hand finished files (checkpoints) to the transfer hook, if one is set."""
-        if self.transfer is not None:
-            for path in paths:
-                self.transfer.submit(path, closed=True)
+        for path in paths:
+            self._run.send(path)
 
     def close(self, state: str = "finished") -> None:
-        """Close the store as ``state``, then drain pending uploads as the trainer does
-        (:func:`trainer.training.sync.send_remaining`: up to a minute, then what was not sent is named)."""
-        try:
-            self.recorder.close(state)
-        finally:
-            if self.transfer is not None:
-                send_remaining(self.transfer, None)
+        """Close the store as ``state``, drain pending uploads as the trainer does
+        (:func:`trainer.training.sync.send_remaining`: up to a minute, then what was not sent
+        is named), and free the run for the next writer."""
+        self._run.close(state)
 
 
 def files_under(directory: Path) -> list[Path]:

@@ -62,10 +62,17 @@ class Holder:
 
 
 class RunLock:
-    """``with RunLock(run_dir):`` holds ``run_dir``'s writer lock; :class:`RunLockError` if taken."""
+    """``with RunLock(run_dir):`` holds ``run_dir``'s writer lock; :class:`RunLockError` if taken.
 
-    def __init__(self, run_dir: str | os.PathLike[str]) -> None:
+    ``instead`` is what the refused writer is told to do besides waiting (the trainer's
+    ``--name``; an adapter names its own way to another directory).
+    """
+
+    def __init__(
+        self, run_dir: str | os.PathLike[str], instead: str = "choose another --name"
+    ) -> None:
         self.run_dir = Path(run_dir)
+        self.instead = instead
         self.path = self.run_dir / LOCK_NAME
         self._file: IO[bytes] | None = None
 
@@ -130,7 +137,7 @@ class RunLock:
             who = holder.describe() if holder is not None else "another process"
             raise RunLockError(
                 f"{self.run_dir} is being written by another trainer, {who} (lock file "
-                f"{self.path}); wait for it to end or stop it, or choose another --name"
+                f"{self.path}); wait for it to end or stop it, or {self.instead}"
             ) from None
         except BaseException:
             f.close()

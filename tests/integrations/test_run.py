@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 
 import pytest
 
 from integrations._run import MonitorRun, UnsupportedVersionError, require_version
+from run_core.run_lock import RunLockError
 from run_core.tags import key_of, tag_of
 from snapshot_store import StoreError, read_store
 from tests.fixtures.examples import read
@@ -117,3 +121,35 @@ def test_an_unwritable_store_fails_at_open_naming_it(tmp_path):
     blocker.write_text("not a directory")
     with pytest.raises(StoreError, match=str(blocker)):
         MonitorRun(blocker / "pickle", tmp_path)
+
+
+@pytest.mark.integration
+def test_a_second_process_writing_the_same_store_is_refused_naming_the_first(tmp_path):
+    store = tmp_path / "run" / "pickle"
+    code = (
+        "import sys; from pathlib import Path; from integrations._run import MonitorRun; "
+        f"run = MonitorRun(Path({str(store)!r}), Path({str(tmp_path)!r})); "
+        "run.log({'loss': 1.0}, 0); print('held', flush=True); sys.stdin.read(); run.close()"
+    )
+    first = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=os.getcwd(),
+    )
+    try:
+        assert first.stdout is not None and first.stdout.readline() == "held\n"
+        with pytest.raises(RunLockError) as refused:
+            MonitorRun(store, tmp_path)
+    finally:
+        first.communicate(timeout=60)  # its stdin closes: the first run ends
+    message = str(refused.value)
+    assert f"{store} is being written by another trainer, PID {first.pid} on this host" in message
+    assert message.endswith("or log this run to another directory") and "\n" not in message
+    run = MonitorRun(store, tmp_path)  # free again once the first closed
+    run.log({"loss": 0.5}, 1)
+    run.close()
+    history, meta, status = read(store)
+    assert history.series(("", "loss"))[3] == [1.0, 0.5] and status["state"] == "finished"
+    assert len(meta["sessions"]) == 2  # the refused writer wrote nothing

@@ -1,8 +1,9 @@
 """Everything around one run's training loop, opened in an order that fails early and closed together.
 
-The session owns the process group, the snapshot store's recorder, the
-transfer runner the recorder's files go to, ``loss_log.txt`` and the live
-view. Only global rank 0 records, transfers, logs and saves.
+What every writing run opens (the run lock, the transfer runner, the store) is
+a :class:`~trainer.training.writing_run.WritingRun`; the session adds what only
+training has: the process group, ``loss_log.txt``, checkpoints, the live view and
+the system metrics. Only global rank 0 records, transfers, logs and saves.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import torch
 from run_core.endings import ended_state
 from run_core.launch_env import LaunchEnv
 from run_core.redaction import redact
-from run_core.run_lock import RunLock
 from snapshot_store import Recorder
 from trainer.ranks import distributed
 from trainer.ranks.distributed import Devices
@@ -31,8 +31,8 @@ from trainer.training.config import RunConfig
 from trainer.training.live import LiveView
 from trainer.training.sampling import Loaders
 from trainer.training.state import RunState
-from trainer.training.sync import send_remaining
 from trainer.training.system_metrics import StepTimer, SystemMetrics
+from trainer.training.writing_run import WritingRun
 from transfer_plugins.runner import Hook, TransferRunner
 
 log = logging.getLogger(__name__)
@@ -66,8 +66,7 @@ class RunSession:
         self.writes = self.is_rank_zero and config.record  # the one gate for files and uploads
         self._hook = hook
         self._stack = ExitStack()
-        self.transfer: TransferRunner | None = None
-        self.recorder: Recorder | None = None
+        self.run: WritingRun | None = None  # the lock, transfer runner and store (rank 0)
         self.live: LiveView | None = None
         self.system: SystemMetrics | None = None
         self.step_timer = StepTimer()  # fed by the loop; read by the system metrics sampler
@@ -80,39 +79,34 @@ class RunSession:
         """rank 0's text log of the run."""
         return self.config.run_dir / LOSS_LOG
 
+    @property
+    def recorder(self) -> Recorder | None:
+        """The store's recorder on the writing process; None elsewhere."""
+        return self.run.recorder if self.run is not None else None
+
+    @property
+    def transfer(self) -> TransferRunner | None:
+        """The transfer hook's runner on the writing process, when a hook is set."""
+        return self.run.transfer if self.run is not None else None
+
     def __enter__(self) -> RunSession:
         stack = self._stack
         try:
             if self.writes:  # first: a second writer must not touch loss_log.txt either
-                stack.enter_context(RunLock(self.config.run_dir))
+                self.run = self._writing_run().open()
+                stack.callback(self.run.release)  # last: after loss_log.txt is closed
             stack.enter_context(
                 console.run_logging(
                     self.is_rank_zero, self.loss_log if self.config.record else None
                 )
             )
-            if self.writes:
-                if self._hook is not None:
-                    self.transfer = TransferRunner(
-                        self._hook,
-                        Path(self.config.checkpoints_dir),
-                        name=str(self.config.remote_transfer_cmd),
-                        spec=self.config.remote_transfer_cmd,
-                    )
-                self.recorder = Recorder(
-                    self.config.store_dir,
-                    options=self.options,
-                    world_size=self.env.world_size,
-                    hosts=[socket.gethostname()],
-                    rank=0,
-                    on_file=self._on_file,
-                )
-                if self.config.system_metrics_interval:
-                    self.system = SystemMetrics(
-                        self.recorder,
-                        self.config.system_metrics_interval,
-                        self.step_timer,
-                        self.devices.device,
-                    ).start()
+            if self.recorder is not None and self.config.system_metrics_interval:
+                self.system = SystemMetrics(
+                    self.recorder,
+                    self.config.system_metrics_interval,
+                    self.step_timer,
+                    self.devices.device,
+                ).start()
             if distributed.init_process_group(self.env, self.devices):
                 stack.callback(distributed.destroy_process_group)
             self.hosts = sorted(
@@ -214,14 +208,15 @@ class RunSession:
         """
         path = self.config.run_dir / filename
         full: checkpoint.DiskFullError | None = None
-        if self.recorder is not None:
-            self.recorder.flush()  # points up to this step are on disk before the checkpoint says so
+        if self.run is not None:
+            # The points up to this step are on disk before the checkpoint says so.
+            self.run.recorder.flush()
             try:
                 checkpoint.save(state, path)
             except checkpoint.DiskFullError as err:
                 full = err
             else:
-                self._on_file(path, True)
+                self.run.send(path)
         flag = torch.tensor([0.0 if full is None else 1.0], device=self.devices.device)
         if not distributed.all_reduce_sum(flag).item():
             if self._disk_full:
@@ -282,14 +277,31 @@ class RunSession:
 
     def send_log(self) -> None:
         """Send the growing ``loss_log.txt`` (once an epoch: each send copies the whole file)."""
-        if self.transfer is not None and self.loss_log.exists():
-            self.transfer.submit(self.loss_log, closed=False)
+        if self.run is not None and self.loss_log.exists():
+            self.run.send(self.loss_log, closed=False)
 
     # --- setup and teardown ------------------------------------------------------------------
 
-    def _on_file(self, path: Path, closed: bool) -> None:
-        if self.transfer is not None:
-            self.transfer.submit(path, closed=closed)
+    def _writing_run(self) -> WritingRun:
+        cfg = self.config
+        spec = cfg.remote_transfer_cmd
+        return WritingRun(
+            cfg.run_dir,
+            lambda on_file: Recorder(
+                cfg.store_dir,
+                options=self.options,
+                world_size=self.env.world_size,
+                hosts=[socket.gethostname()],
+                rank=0,
+                on_file=on_file,
+            ),
+            hook=self._hook,
+            spec=str(spec) if spec is not None else None,
+            transfer_root=Path(cfg.checkpoints_dir),
+            sync_dir=cfg.run_dir,
+            # loss_log.txt is complete at the close: its final copy, after what the drain logs.
+            log_file=self.loss_log,
+        )
 
     def _start_live_view(self) -> LiveView | None:
         env = self.config.display_env or self.config.name
@@ -308,12 +320,10 @@ class RunSession:
     def _close_outputs(self, state: str) -> None:
         if self.system is not None:
             self.system.stop()  # before the recorder closes: no sample is lost or refused
-        if self.recorder is not None:
-            self.recorder.close(state)
-        if self.transfer is not None:
-            # Shows progress, Ctrl-C skips; what is left stays in transfer.unsent for the exit
-            # status. loss_log.txt is complete now: its final copy, after what the wait logs.
-            send_remaining(self.transfer, self.config.run_dir, log_file=self.loss_log)
+        if self.run is not None:
+            # The drain shows progress, Ctrl-C skips it; what is left stays in
+            # transfer.unsent for the exit status. The lock goes with the stack, last.
+            self.run.finish(state)
         if self.live is not None:
             self.live.stop()  # after the recorder: the visualizer draws the last points first
             log.info(

@@ -1,0 +1,74 @@
+"""trainer.training.writing_run: the lock first, the store last, closed together as the run ended."""
+
+from __future__ import annotations
+
+import pytest
+
+from run_core.run_lock import LOCK_NAME, RunLock, RunLockError
+from snapshot_store import Recorder, StoreError
+from tests.fixtures.examples import read
+from trainer.training.writing_run import WritingRun
+
+
+def _store_of(run_dir):
+    """An ``open_store`` that records what it was given."""
+    calls = []
+
+    def open_store(on_file):
+        calls.append(on_file)
+        return Recorder(run_dir / "pickle", rank=0, on_file=on_file)
+
+    return open_store, calls
+
+
+def test_a_held_run_is_refused_before_the_store_is_opened(tmp_path):
+    open_store, calls = _store_of(tmp_path)
+    with RunLock(tmp_path), pytest.raises(RunLockError, match="or choose another --name"):
+        WritingRun(tmp_path, open_store).open()
+    assert calls == [] and not (tmp_path / "pickle").exists()
+
+
+def test_a_store_that_fails_to_open_frees_the_run(tmp_path):
+    def open_store(on_file):
+        raise StoreError("no store here")
+
+    with pytest.raises(StoreError, match="no store here"):
+        WritingRun(tmp_path, open_store).open()
+    with RunLock(tmp_path):  # taken at once: the failed open released it
+        pass
+
+
+def test_an_unwritable_run_dir_is_a_store_error_naming_it(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    open_store, calls = _store_of(blocker)
+    with pytest.raises(StoreError, match=f"can not write {blocker}"):
+        WritingRun(blocker, open_store).open()
+    assert calls == []
+
+
+def test_the_run_ends_as_its_block_did_and_frees_the_run(tmp_path):
+    open_store, calls = _store_of(tmp_path)
+    with pytest.raises(KeyboardInterrupt), WritingRun(tmp_path, open_store) as run:
+        run.recorder.log({"loss": 1.0}, step=0)
+        assert (tmp_path / LOCK_NAME).read_bytes()  # held, naming this process
+        raise KeyboardInterrupt
+    assert calls == [None]  # no hook: the store's files go nowhere else
+    assert read(tmp_path / "pickle")[2]["state"] == "stopped"
+    assert (tmp_path / LOCK_NAME).read_bytes() == b""  # no holder left
+
+
+def test_store_files_and_sent_files_go_through_the_hook(tmp_path):
+    sent = []
+
+    def hook(source_path):
+        sent.append(source_path)
+
+    open_store, _calls = _store_of(tmp_path)
+    run = WritingRun(tmp_path, open_store, hook=hook, spec="test.hook").open()
+    checkpoint = tmp_path / "model.pth"
+    checkpoint.write_bytes(b"weights")
+    run.send(checkpoint)
+    run.close("finished")
+    assert run.transfer is not None and run.transfer.unsent == []
+    assert {str(checkpoint), str(tmp_path / "pickle" / "status.pickle")} <= set(sent)
