@@ -183,7 +183,7 @@ class Follower:
             if not self.known:
                 raise NoRunsError(f"no snapshot store found: waiting for {self.runs.waiting_for()}")
             raise NoRunsError(f"nothing to show yet at {self.runs}: the store is empty")
-        self._sync(time.time(), raise_errors=True, force=True)
+        self._draw(time.time(), raise_errors=True, force=True)
         self._passed()
         self.screen.announce_page()
 
@@ -206,7 +206,7 @@ class Follower:
                 self._poll_due(now, woken)
                 following = {feed.key for feed in self.feeds.values()}
                 self.catalog.recheck(time.monotonic(), following)
-                self._sync(time.time())
+                self._draw(time.time())
                 self._passed()
                 self.screen.announce_page()
                 self._wake.wait(self._timeout(time.time()))
@@ -224,7 +224,7 @@ class Follower:
         now = time.time()
         for feed in self.feeds.values():
             self._poll(feed, now)
-        self._sync(time.time(), force=True)
+        self._draw(time.time(), force=True)
         self._passed()
 
     def _passed(self) -> None:
@@ -335,10 +335,10 @@ class Follower:
 
     # --- drawing ------------------------------------------------------------------
 
-    def _sync(self, now: float, raise_errors: bool = False, force: bool = False) -> None:
+    def _draw(self, now: float, raise_errors: bool = False, force: bool = False) -> None:
         """Hand every run to the screen, which draws what is new."""
         runs = {name: feed.data for name, feed in self.feeds.items()}
-        self.screen.sync(runs, now, raise_errors, force, self.runset.table_state(now))
+        self.screen.draw(runs, now, raise_errors, force, self.runset.table_state(now))
         self.runset.drawn()
 
     def _timeout(self, now: float) -> float:

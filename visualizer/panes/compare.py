@@ -162,7 +162,7 @@ class CompareDisplay(EnvDisplay):
         elif win == PARCOORDS_WIN:
             self._parcoords = None
 
-    def sync(self, runs: Iterable[RunData], now: float | None = None, force: bool = False) -> bool:
+    def draw(self, runs: Iterable[RunData], now: float | None = None, force: bool = False) -> bool:
         """Overlay the selected runs' series; True if anything was sent."""
         now = time.time() if now is None else now
         runs = sorted(runs, key=lambda r: r.name)
@@ -185,13 +185,13 @@ class CompareDisplay(EnvDisplay):
         # A group column only where runs are grouped: groups of one say nothing.
         together = any(len(group.runs) > 1 for group in groups)
         grouped = {n: g.label for g in groups for n in g.runs} if together else None
-        sent = self._sync_table(chosen, left_out, grouped)
-        sent |= self._sync_controls()
-        sent |= self._sync_select(keys, varying_keys([run_config(run) for run in runs]))
-        sent |= self._sync_parcoords(parcoords)
-        sent |= self._sync_plots(windows, now, force)
+        sent = self._draw_table(chosen, left_out, grouped)
+        sent |= self._draw_controls()
+        sent |= self._draw_select(keys, varying_keys([run_config(run) for run in runs]))
+        sent |= self._draw_parcoords(parcoords)
+        sent |= self._draw_plots(windows, now, force)
         self._drawn(now)
-        self._synced = versions
+        self._drawn_version = versions
         return sent
 
     def _windows(
@@ -207,7 +207,7 @@ class CompareDisplay(EnvDisplay):
         ordered = sorted(windows, key=lambda key: (specs[key].order, key))
         return [(specs[key], windows[key]) for key in ordered]
 
-    def _sync_table(
+    def _draw_table(
         self, runs: list[RunData], left_out: int = 0, groups: dict[str, str] | None = None
     ) -> bool:
         table = comparison_table(
@@ -257,14 +257,14 @@ class CompareDisplay(EnvDisplay):
             log.warning("ignoring the page's comparison change %r: %s", value, err)
         return self.selection
 
-    def _sync_parcoords(self, message: dict[str, Any] | None) -> bool:
+    def _draw_parcoords(self, message: dict[str, Any] | None) -> bool:
         if message is None or message == self._parcoords:
             return False
         self.client.post("events", message)
         self._parcoords = message
         return True
 
-    def _sync_select(self, keys: tuple[SeriesKey, ...], varying: list[str]) -> bool:
+    def _draw_select(self, keys: tuple[SeriesKey, ...], varying: list[str]) -> bool:
         group_by = self.selection.group_by
         groupings = tuple(sorted({*varying, group_by} - {""}))
         if self._select_drawn == (self.selection, keys, groupings):

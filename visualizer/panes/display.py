@@ -54,13 +54,13 @@ class RunDisplay(EnvDisplay):
         super()._forget(win)
         self.images.forget(win)
 
-    def sync(self, run: RunData, now: float | None = None, force: bool = False) -> bool:
+    def draw(self, run: RunData, now: float | None = None, force: bool = False) -> bool:
         """Send whatever of ``run`` the server does not show yet; True if anything was sent."""
         now = time.time() if now is None else now
         # With nothing new only the clock moves the status panel's ages and the
-        # layout charts: a hundred idle runs cost a few comparisons each, not a full sync.
+        # layout charts: a hundred idle runs cost a few comparisons each, not a full draw.
         if self._idle(run.version, now, force, CONTROLS_WIN):
-            return self._sync_status(run, now) | self.extra.sync(run, now)
+            return self._draw_status(run, now) | self.extra.draw(run, now)
         windows, folding = fold_run(self._windows(run))
         self._keep_order(
             [
@@ -71,8 +71,8 @@ class RunDisplay(EnvDisplay):
                 *self.images.windows(run),
             ]
         )
-        sent = self._sync_status(run, now)
-        sent |= self._sync_controls()
+        sent = self._draw_status(run, now)
+        sent |= self._draw_controls()
         sent |= self._text(
             layout.OPTIONS_WIN,
             markup.join(self.download, folding.note() if folding else "", run_table(run)),
@@ -80,12 +80,12 @@ class RunDisplay(EnvDisplay):
             width=560,
             height=layout.HEADER_HEIGHT,
         )
-        sent |= self._sync_plots([(spec, lines) for spec, lines, _ in windows], now, force)
-        sent |= self.images.sync(run)
-        sent |= self.extra.sync(run, now)
+        sent |= self._draw_plots([(spec, lines) for spec, lines, _ in windows], now, force)
+        sent |= self.images.draw(run)
+        sent |= self.extra.draw(run, now)
         self._drawn(now)
         self.sent_steps = self._sent_steps(windows)
-        self._synced = run.version
+        self._drawn_version = run.version
         return sent
 
     def _sent_steps(self, windows: list[_RunWindow]) -> dict[SeriesKey, int]:
@@ -119,7 +119,7 @@ class RunDisplay(EnvDisplay):
             )
         return out
 
-    def _sync_status(self, run: RunData, now: float) -> bool:
+    def _draw_status(self, run: RunData, now: float) -> bool:
         running = (run.status or {}).get("state") == "running"
         refresh = STATUS_REFRESH_RUNNING if running else STATUS_REFRESH_IDLE
         drawn = layout.STATUS_WIN in self._texts

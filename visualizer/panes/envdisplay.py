@@ -1,7 +1,7 @@
 """Keep visdom windows equal to the data: append what is new, redraw what changed.
 
 Each env is drawn by an :class:`EnvDisplay` that remembers, per window and per
-trace, how much of each series is already on the server. A sync then sends at
+trace, how much of each series is already on the server. A draw then sends at
 most one message per window: an ``append`` of the new points of every trace
 (small windows), or a full redraw, decimated to ``max_points`` per trace, when
 a trace is new, a series rewound (a resumed run logged a step again), or the
@@ -64,13 +64,13 @@ class EnvDisplay:
         self.controls_drawn = False
         self._last_probe = 0.0
         self._drawn_at = 0.0  # when the sentinel was last drawn anew
-        self._synced: object = None  # what the data was at the last full sync (see _idle)
+        self._drawn_version: object = None  # what the data was at the last full draw (see _idle)
         self._texts: dict[str, str] = {}  # text pane -> HTML on the server
         self._shown: list[str] = []  # windows on the server, in the page's order
         self.header_height = layout.HEADER_HEIGHT
 
     def invalidate(self) -> None:
-        """Forget everything on the server; the next sync rebuilds the env."""
+        """Forget everything on the server; the next draw rebuilds the env."""
         for window in self.plots.values():
             window.invalidate()
         self.sentinel_drawn = False
@@ -79,12 +79,12 @@ class EnvDisplay:
         self._shown = []
 
     def _drawn(self, now: float) -> None:
-        """A sync ended with the env's sentinel on the server."""
+        """A draw ended with the env's sentinel on the server."""
         if not self.sentinel_drawn:
             self.sentinel_drawn, self._drawn_at = True, now
 
     def _keep_order(self, wanted: list[str]) -> None:
-        """Make the server's windows come in the order of ``wanted`` once this sync draws them.
+        """Make the server's windows come in the order of ``wanted`` once this draw draws them.
 
         The page lays windows out in the order they were created. A window that
         is new and ranks before windows already there (a group that appears late
@@ -101,7 +101,7 @@ class EnvDisplay:
         self._shown = list(wanted)
 
     def _forget(self, win: str) -> None:
-        """Window ``win`` was closed: the next sync draws it anew."""
+        """Window ``win`` was closed: the next draw draws it anew."""
         if win in self.plots:
             self.plots[win].invalidate()
         self._texts.pop(win, None)
@@ -121,7 +121,7 @@ class EnvDisplay:
             if event.get("event_type") == kind:
                 yield event
 
-    def _sync_controls(self) -> bool:
+    def _draw_controls(self) -> bool:
         """Apply the page's changes to the view; draw the controls pane if it is not there."""
         for event in self._property_updates(CONTROLS_WIN):
             view = apply_event(self.view, event)
@@ -139,7 +139,7 @@ class EnvDisplay:
         self.controls_drawn = True
         return True
 
-    def _sync_plots(self, windows: _Windows, now: float, force: bool = False) -> bool:
+    def _draw_plots(self, windows: _Windows, now: float, force: bool = False) -> bool:
         """Bring every plot window up to date; True when something was sent."""
         plans = self._plan_all(windows, now, force)
         appending = [win for win, plan in plans.items() if not plan.redraw]
@@ -186,16 +186,16 @@ class EnvDisplay:
         return True
 
     def _idle(self, news: object, now: float, force: bool, *panes: str) -> bool:
-        """True when a full sync would find nothing to send.
+        """True when a full draw would find nothing to send.
 
-        That is: ``news`` (the data's update counts) equals :attr:`_synced`, stored at the
-        last full sync; the env is drawn; no point waits for a redraw slot; and the page
+        That is: ``news`` (the data's update counts) equals :attr:`_drawn_version`, stored at the
+        last full draw; the env is drawn; no point waits for a redraw slot; and the page
         changed none of ``panes`` nor zoomed a plot. Now and then it checks that the server
-        still has the env; an env found gone is forgotten, so the full sync rebuilds it.
+        still has the env; an env found gone is forgotten, so the full draw rebuilds it.
         """
         quiet = (
             not force
-            and news == self._synced
+            and news == self._drawn_version
             and self.sentinel_drawn
             and self.controls_drawn
             and not self.pending

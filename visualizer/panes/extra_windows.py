@@ -113,10 +113,10 @@ class ExtraWindows:
         self._layout_at = 0.0
 
     def invalidate(self) -> None:
-        """Forget what the server shows: the next sync draws every window again."""
+        """Forget what the server shows: the next draw draws every window again."""
         self.drawn.clear()
 
-    def sync(self, run: RunData, now: float | None = None) -> bool:
+    def draw(self, run: RunData, now: float | None = None) -> bool:
         """Post every window whose data changed or is not drawn; True when something was sent."""
         extras = run.extras
         keys = set(extras.latest) | {("text", t) for t in extras.texts}

@@ -72,7 +72,7 @@ class ImagePanes:
         self.sent: dict[SeriesKey, int] = {}  # snapshots logged so far that the server has
 
     def invalidate(self) -> None:
-        """Forget what the server shows: the next sync draws every pane anew."""
+        """Forget what the server shows: the next draw draws every pane anew."""
         self.sent.clear()
 
     def forget(self, win: str) -> None:
@@ -85,7 +85,7 @@ class ImagePanes:
         """The image windows of ``run``, in display order."""
         return [layout.image_window(*key) for key in sorted(run.image_history)]
 
-    def sync(self, run: RunData) -> bool:
+    def draw(self, run: RunData) -> bool:
         """Send the snapshots the server lacks; True if anything was sent.
 
         A pane is drawn once, with every snapshot of its history in one message,

@@ -18,10 +18,10 @@ class Pane(Protocol[Shown]):
         """True when points are held back until a later redraw slot."""
         ...
 
-    def sync(self, shown: Shown, /, now: float | None = None, force: bool = False) -> bool:
+    def draw(self, shown: Shown, /, now: float | None = None, force: bool = False) -> bool:
         """Send visdom what of ``shown`` it does not show yet; True if anything was sent."""
         ...
 
     def invalidate(self) -> None:
-        """Forget what the server shows (a restarted server): the next sync sends it all."""
+        """Forget what the server shows (a restarted server): the next draw sends it all."""
         ...

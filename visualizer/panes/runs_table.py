@@ -76,26 +76,26 @@ class RunsTable:
         return False
 
     def invalidate(self) -> None:
-        """Forget what the server shows (a restarted server): the next sync re-sends it."""
+        """Forget what the server shows (a restarted server): the next draw re-sends it."""
         self._html = None
         self._controls = None
         self._built = None
 
-    def sync(self, state: RunsTableState, now: float | None = None, force: bool = False) -> bool:
+    def draw(self, state: RunsTableState, now: float | None = None, force: bool = False) -> bool:
         """Apply the page's choices and re-send the table if it changed; True when sent."""
         now = time.time() if now is None else now
         self._apply_page_events()
         built = (state.version, self.view, self.compare_env)
         if not force and now - self._built_at < REFRESH_S and self._html is not None:
-            return self._sync_controls()  # 10,000 rows are sorted at most this often
+            return self._draw_controls()  # 10,000 rows are sorted at most this often
         if self._live_at != state.version:  # a running run's row may fall silent
             self._live_at = state.version
             self._live = any(s.state == "running" for s in state.summaries)
         if not force and built == self._built and not self._live:
-            return self._sync_controls()
+            return self._draw_controls()
         self._built, self._built_at = built, now
         self._count(state)  # the series to choose from, before the controls show them
-        sent = self._sync_controls()
+        sent = self._draw_controls()
         page = self.html(state, now)
         if page == self._html:
             return sent
@@ -210,7 +210,7 @@ class RunsTable:
         log.warning("ignoring the runs pane's change %r of row %r", value, row)
         return view
 
-    def _sync_controls(self) -> bool:
+    def _draw_controls(self) -> bool:
         drawn = (self.view, self._series)
         if self._controls == drawn:
             return False

@@ -4,7 +4,7 @@ The :class:`~visualizer.follower.Follower` reads the sources and hands each run
 here; a :class:`Screen` draws it in its env (a :class:`~visualizer.panes.display.RunDisplay`),
 overlays the runs in a comparison env once there are several, and lists them in
 the runs index. Each of these is a :class:`~visualizer.panes.pane.Pane`. While
-visdom does not answer, syncs are spaced out and every pane is rebuilt when it is back.
+visdom does not answer, draws are spaced out and every pane is rebuilt when it is back.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ class Screen:
         pending = any(pane.pending for pane in self._panes())
         return MIN_REDRAW_INTERVAL / 2 if pending else math.inf
 
-    def sync(
+    def draw(
         self,
         runs: Mapping[str, RunData],
         now: float,
@@ -170,7 +170,7 @@ class Screen:
         if self._down_since is not None and now < self._retry_at and not raise_errors:
             return
         try:
-            self._sync_panes(runs, now, force, table)
+            self._draw_panes(runs, now, force, table)
         except (VisdomUnavailableError, VisdomRequestError) as err:
             if raise_errors:
                 raise
@@ -180,19 +180,19 @@ class Screen:
             log.info("visdom at %s answers again: windows rebuilt from the store", self.client.url)
             self._down_since = None
 
-    def _sync_panes(
+    def _draw_panes(
         self, runs: Mapping[str, RunData], now: float, force: bool, table: RunsTableState | None
     ) -> None:
         for name, display in self.runs.items():
             data = runs[name]
-            if data.has_data and display.sync(data, now, force) and self.on_sent:
+            if data.has_data and display.draw(data, now, force) and self.on_sent:
                 self.on_sent(name, dict(display.sent_steps), time.time())
         if self.compare is not None:
             names = self.runs if self.compared is None else self.compared
-            self.compare.sync([runs[name] for name in names if name in runs], now, force)
+            self.compare.draw([runs[name] for name in names if name in runs], now, force)
         if table is not None and (table.summaries or table.total):
             self.index.compare_env = self.compare.env if self.compare else None
-            self.index.sync(table, now, force)
+            self.index.draw(table, now, force)
 
     def _visdom_failed(self, err: Exception, now: float) -> None:
         # Whatever the server holds now is unknown: rebuild every window when it is back.

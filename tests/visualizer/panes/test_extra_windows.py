@@ -188,7 +188,7 @@ def test_any_record_the_schema_passes_can_be_drawn(batch):
     run.extras.apply(valid)
     sent: list[dict] = []
     windows = ExtraWindows(lambda route, msg: sent.append(msg), "fuzz")
-    windows.sync(run, now=100.0)
+    windows.draw(run, now=100.0)
     assert len(sent) >= len({(r[0], r[1]) for r in valid if r[0] not in ("hparams", "layout")})
 
 
@@ -208,7 +208,7 @@ def test_each_default_hparams_record_is_a_row_and_a_named_run_keeps_its_last():
         (".", 3.0),
     ]
     sent: list[dict] = []
-    ExtraWindows(lambda route, msg: sent.append(msg), "r").sync(run, now=0.0)
+    ExtraWindows(lambda route, msg: sent.append(msg), "r").draw(run, now=0.0)
     [table] = [m["data"][0]["content"] for m in sent if m["win"] == HPARAMS_WIN]
     cells = table_cells(table)
     assert len(cells) == 1 + 7 and cells[5][0] == "hparams 5"

@@ -56,11 +56,11 @@ def test_a_pane_is_drawn_once_with_its_history_then_only_appended_to():
     client, run = PostLog(), RunData("r")
     panes = ImagePanes(client, "env")  # type: ignore[arg-type]
     log_images(run, "pred", range(2 * IMAGE_HISTORY))
-    panes.sync(run)
+    panes.draw(run)
     assert client.posts == [("events", "image_images_pred", IMAGE_HISTORY)]
     for start in range(2 * IMAGE_HISTORY, 5 * IMAGE_HISTORY, 7):
         log_images(run, "pred", range(start, start + 7))
-        panes.sync(run)
+        panes.draw(run)
     assert {route for route, _, _ in client.posts[1:]} == {"update"}
     assert len(client.posts) == 1 + 3 * IMAGE_HISTORY + 1
 
@@ -78,12 +78,12 @@ def test_a_pane_the_server_lost_is_drawn_again_with_the_panes_after_it():
     panes = ImagePanes(client, "env")  # type: ignore[arg-type]
     log_images(run, "a", range(3))
     log_images(run, "b", range(3))
-    panes.sync(run)
+    panes.draw(run)
     client.missing.add("image_images_a")  # closed on a page
     client.posts.clear()
     log_images(run, "a", range(3, 4))
     log_images(run, "b", range(3, 4))
-    panes.sync(run)
+    panes.draw(run)
     assert client.posts == [
         ("update", "image_images_a", 1),
         ("events", "image_images_a", 4),
