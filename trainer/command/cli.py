@@ -62,10 +62,10 @@ def train(argv: Sequence[str]) -> int:
     from trainer.ranks import distributed
     from trainer.training import console
 
-    env = distributed.detect()
-    console.configure_logging(env.is_rank_zero)
-    result = _fit_recipe(recipe, config, datasets, env)
-    if env.is_rank_zero:
+    launch = distributed.detect()
+    console.configure_logging(launch.is_rank_zero)
+    result = _fit_recipe(recipe, config, datasets, launch)
+    if launch.is_rank_zero:
         _log_done(result)
     if result.unsent:  # listed with the sync command by the drain, just above
         log.error(
@@ -78,7 +78,7 @@ def train(argv: Sequence[str]) -> int:
 
 
 def _fit_recipe(
-    recipe: RecipeConfig, config: RunConfig, datasets: dict[str, ImageFolder], env: LaunchEnv
+    recipe: RecipeConfig, config: RunConfig, datasets: dict[str, ImageFolder], launch: LaunchEnv
 ) -> FitResult:
     """Build the recipe's model, optimizer and schedule, and train them with :func:`trainer.fit`."""
     from torch import nn
@@ -90,12 +90,12 @@ def _fit_recipe(
 
     checkpoint.seed_everything(config.seed)  # the same initial weights on every rank
     model = SmallCNN(num_classes=len(datasets["train"].classes))
-    lr = recipe.scaled_lr(env.world_size)
+    lr = recipe.scaled_lr(launch.world_size)
     optimizer = build_optimizer(recipe, model.parameters(), lr)
     options = {
         **recipe.__dict__,
         **config.to_options(),
-        "world_size": env.world_size,
+        "world_size": launch.world_size,
         "scaled_lr": lr,
         "classes": datasets["train"].classes,
     }
@@ -109,7 +109,7 @@ def _fit_recipe(
         metrics={"accuracy": accuracy},
         display_fn=prediction_grid,
         options=options,
-        env=env,
+        launch=launch,
     )
 
 
@@ -171,7 +171,7 @@ def make_dataset(argv: Sequence[str]) -> int:
     return 0
 
 
-def launch(argv: Sequence[str]) -> int:
+def launch_job(argv: Sequence[str]) -> int:
     """``trainer launch``: see :mod:`trainer.command.launch`."""
     from trainer.command.launch import main as launch_main
 
@@ -227,7 +227,7 @@ def _top_parser() -> argparse.ArgumentParser:
 _HANDLERS: dict[str, Callable[[Sequence[str]], int]] = {
     "train": train,
     "make-dataset": make_dataset,
-    "launch": launch,
+    "launch": launch_job,
     "sync": sync,
 }
 

@@ -69,7 +69,7 @@ def check_gpu_ids(gpu_ids: Sequence[int] | None) -> None:
         )
 
 
-def select_devices(gpu_ids: Sequence[int] | None, env: LaunchEnv) -> Devices:
+def select_devices(gpu_ids: Sequence[int] | None, launch: LaunchEnv) -> Devices:
     """Pick this process's device the DeepLIIF way: ``gpu_ids[local_rank]`` under a launcher.
 
     ``gpu_ids`` None or empty: GPU ``local_rank`` when CUDA is there, else the CPU.
@@ -80,16 +80,16 @@ def select_devices(gpu_ids: Sequence[int] | None, env: LaunchEnv) -> Devices:
     if ids == [-1]:
         return Devices(torch.device("cpu"))
     if not ids:
-        if env.local_rank < torch.cuda.device_count():
-            return Devices(torch.device("cuda", env.local_rank))
+        if launch.local_rank < torch.cuda.device_count():
+            return Devices(torch.device("cuda", launch.local_rank))
         return Devices(torch.device("cpu"))
-    if env.distributed or env.launcher != "none":
-        if env.local_rank >= len(ids):
+    if launch.distributed or launch.launcher != "none":
+        if launch.local_rank >= len(ids):
             raise LaunchError(
-                f"--gpu-ids {ids}: local rank {env.local_rank} has no GPU; give "
-                f"one --gpu-ids per process on the node ({env.local_world_size})"
+                f"--gpu-ids {ids}: local rank {launch.local_rank} has no GPU; give "
+                f"one --gpu-ids per process on the node ({launch.local_world_size})"
             )
-        return Devices(torch.device("cuda", ids[env.local_rank]))
+        return Devices(torch.device("cuda", ids[launch.local_rank]))
     if len(ids) > 1:
         return Devices(torch.device("cuda", ids[0]), tuple(ids))
     return Devices(torch.device("cuda", ids[0]))
@@ -109,14 +109,16 @@ def parse_device(device: str | torch.device | Sequence[int] | None) -> list[int]
     raise LaunchError(f"device {chosen}: only cpu and cuda are supported")
 
 
-def wrap_model(model: nn.Module, env: LaunchEnv, devices: Devices) -> tuple[nn.Module, nn.Module]:
+def wrap_model(
+    model: nn.Module, launch: LaunchEnv, devices: Devices
+) -> tuple[nn.Module, nn.Module]:
     """The module to train and the one to evaluate: DDP, DataParallel or ``model`` itself.
 
     DDP's own forward expects every rank to run the same number of batches, and
     validation shards differ in length, so DDP runs evaluate the bare module.
     DDP broadcasts rank 0's (possibly resumed) weights when it is built.
     """
-    if env.distributed:
+    if launch.distributed:
         ids = [devices.device.index] if devices.device.type == "cuda" else None
         return DistributedDataParallel(model, device_ids=ids), model
     if devices.data_parallel_ids:
@@ -128,9 +130,9 @@ def wrap_model(model: nn.Module, env: LaunchEnv, devices: Devices) -> tuple[nn.M
 # --- the process group -------------------------------------------------------------------
 
 
-def init_process_group(env: LaunchEnv, devices: Devices, timeout_s: float = 600.0) -> bool:
+def init_process_group(launch: LaunchEnv, devices: Devices, timeout_s: float = 600.0) -> bool:
     """Join the job's process group; True when this call created it (and must destroy it)."""
-    if not env.distributed or dist.is_initialized():
+    if not launch.distributed or dist.is_initialized():
         return False
     settle_collectives_at_exit()
     if devices.device.type == "cuda":
@@ -141,34 +143,38 @@ def init_process_group(env: LaunchEnv, devices: Devices, timeout_s: float = 600.
         # --max-restarts): a restarted group would read the dead group's gloo addresses.
         # One key namespace per attempt keeps the groups apart.
         agent_store = dist.TCPStore(
-            str(env.master_addr),
-            int(env.master_port or 0),  # set: read_launch_env refuses a group without one
-            env.world_size,
+            str(launch.master_addr),
+            int(launch.master_port or 0),  # set: read_launch_env refuses a group without one
+            launch.world_size,
             is_master=False,
             timeout=timeout,
         )
-        store = dist.PrefixStore(f"trainer/attempt_{env.restart_count}", agent_store)
+        store = dist.PrefixStore(f"trainer/attempt_{launch.restart_count}", agent_store)
         dist.init_process_group(
-            devices.backend, store=store, rank=env.rank, world_size=env.world_size, timeout=timeout
+            devices.backend,
+            store=store,
+            rank=launch.rank,
+            world_size=launch.world_size,
+            timeout=timeout,
         )
     else:
         # Exported for anything in this process that reads them (Slurm's were derived in detect()).
-        os.environ.setdefault("MASTER_ADDR", str(env.master_addr))
-        os.environ.setdefault("MASTER_PORT", str(env.master_port))
+        os.environ.setdefault("MASTER_ADDR", str(launch.master_addr))
+        os.environ.setdefault("MASTER_PORT", str(launch.master_port))
         dist.init_process_group(
             devices.backend,
-            store=job_store(env, timeout),
-            rank=env.rank,
-            world_size=env.world_size,
+            store=job_store(launch, timeout),
+            rank=launch.rank,
+            world_size=launch.world_size,
             timeout=timeout,
         )
     log.debug(
         "rank %d/%d joined %s group at %s:%s",
-        env.rank,
-        env.world_size,
+        launch.rank,
+        launch.world_size,
         devices.backend,
-        env.master_addr,
-        env.master_port,
+        launch.master_addr,
+        launch.master_port,
     )
     return True
 

@@ -26,19 +26,19 @@ SERVED_KEY = "trainer/served"
 PROBE_TIMEOUT_S = 30.0
 
 
-def job_store(env: LaunchEnv, timeout: timedelta) -> dist.Store:
+def job_store(launch: LaunchEnv, timeout: timedelta) -> dist.Store:
     """This job's store: served by rank 0, or the launcher's, under a prefix per run."""
-    host, port = str(env.master_addr), int(env.master_port or 0)
+    host, port = str(launch.master_addr), int(launch.master_port or 0)
     store = None
-    if env.rank == 0:
-        store = _serve(host, port, env.world_size, timeout)
+    if launch.rank == 0:
+        store = _serve(host, port, launch.world_size, timeout)
     if store is None:  # another rank, or rank 0 beside a launcher that holds the port
-        wait = timeout if env.rank else timedelta(seconds=PROBE_TIMEOUT_S)
-        store = _connect(host, port, env, wait)
+        wait = timeout if launch.rank else timedelta(seconds=PROBE_TIMEOUT_S)
+        store = _connect(host, port, launch, wait)
         store.set_timeout(timeout)
     # The n-th trainer run of each rank meets the n-th of the others: a wrapper that
     # runs the trainer twice in the launcher's group does not read its first run's keys.
-    run = store.add(f"trainer/runs/rank_{env.rank}", 1)
+    run = store.add(f"trainer/runs/rank_{launch.rank}", 1)
     return dist.PrefixStore(f"trainer/run_{run}", store)
 
 
@@ -63,17 +63,17 @@ def _serve(host: str, port: int, world_size: int, timeout: timedelta) -> dist.St
     return store
 
 
-def _connect(host: str, port: int, env: LaunchEnv, wait: timedelta) -> dist.Store:
+def _connect(host: str, port: int, launch: LaunchEnv, wait: timedelta) -> dist.Store:
     try:
-        store = dist.TCPStore(host, port, env.world_size, is_master=False, timeout=wait)
+        store = dist.TCPStore(host, port, launch.world_size, is_master=False, timeout=wait)
     except (dist.DistError, RuntimeError) as err:
-        if env.rank:
+        if launch.rank:
             raise
         raise LaunchError(
             f"MASTER_PORT {port} on {host} is taken by a program that is not a PyTorch "
             f"process group ({str(err).splitlines()[0]}): set MASTER_PORT to a free port"
         ) from None
-    if env.rank == 0:
+    if launch.rank == 0:
         if store.check([SERVED_KEY]):
             raise LaunchError(
                 f"MASTER_PORT {port} on {host} is already used by another training job: "
@@ -84,6 +84,6 @@ def _connect(host: str, port: int, env: LaunchEnv, wait: timedelta) -> dist.Stor
             "init_process_group before starting the trainer): the trainer's %d ranks meet "
             "through that store",
             port,
-            env.world_size,
+            launch.world_size,
         )
     return store

@@ -235,7 +235,7 @@ def _gpu_shortage(wanted: int, available: int, absent: Sequence[int] = ()) -> st
 
 
 @_without_secrets
-def preflight(config: RunConfig, env: LaunchEnv, devices: Devices | None = None) -> Hook | None:
+def preflight(config: RunConfig, launch: LaunchEnv, devices: Devices | None = None) -> Hook | None:
     """Every check that can fail on bad input, before a process group or a worker exists.
 
     Returns the resolved transfer hook (checked against its destination on rank 0).
@@ -250,8 +250,8 @@ def preflight(config: RunConfig, env: LaunchEnv, devices: Devices | None = None)
         raise UsageError(
             f"--continue-train: no checkpoint {config.run_dir / checkpoint.LATEST} to resume from"
         )
-    if env.is_rank_zero and config.record:
-        check_one_writer(config, env)
+    if launch.is_rank_zero and config.record:
+        check_one_writer(config, launch)
         if hook is not None and spec:
             # The rank that uploads checks the destination (bucket, credentials, endpoint).
             run_preflight(hook, spec)
@@ -268,7 +268,7 @@ def preflight(config: RunConfig, env: LaunchEnv, devices: Devices | None = None)
 # --- one writer per run ----------------------------------------------------------------------
 
 
-def check_one_writer(config: RunConfig, env: LaunchEnv) -> None:
+def check_one_writer(config: RunConfig, launch: LaunchEnv) -> None:
     """Refuse a run dir another trainer is writing, and a new run into an old run's store.
 
     Only probes the lock: rank 0's :class:`~trainer.training.session.RunSession` takes it for the run
@@ -278,7 +278,7 @@ def check_one_writer(config: RunConfig, env: LaunchEnv) -> None:
         RunLock(config.run_dir).check_free()
     except RunLockError as err:
         raise UsageError(str(err)) from None
-    if config.continue_train or env.restart_count:
+    if config.continue_train or launch.restart_count:
         return  # resuming (asked for, or an elastic restart) continues the old store
     store = config.store_dir
     if not (store.is_dir() and any(store.iterdir())):

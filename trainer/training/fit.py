@@ -81,7 +81,7 @@ def fit(
     start_method: str = "auto",
     config: RunConfig | None = None,
     options: Mapping[str, Any] | None = None,
-    env: LaunchEnv | None = None,
+    launch: LaunchEnv | None = None,
     **settings: Any,
 ) -> FitResult:
     """Train ``model`` and return a :class:`~trainer.training.loop.FitResult`.
@@ -105,7 +105,7 @@ def fit(
         config: a :class:`~trainer.training.config.RunConfig`; ``settings`` override its fields.
         options: what the run's metadata and checkpoints record as its options
             (default: the config and the optimizer's name and learning rate).
-        env: this process's place in the job (default: read from the launcher).
+        launch: this process's place in the job (default: read from the launcher).
         **settings: :class:`~trainer.training.config.RunConfig` fields: ``batch_size``, ``num_epochs``
             (or ``n_epochs``), ``name``, ``checkpoints_dir``, ``remote_transfer_cmd``, ``seed``...
 
@@ -115,16 +115,18 @@ def fit(
     """
     config = RunConfig.from_options(settings, base=config)
     built = _checked_datasets(model, criterion, optimizer, scheduler, datasets, dataset_fn)
-    env = env or distributed.detect()
+    launch = launch or distributed.detect()
     options = options if options is not None else _default_options(config, optimizer, scheduler)
     parts = _Parts(criterion, optimizer, scheduler, metrics, display_fn, options)
     with terminate_as_exit():
-        config, workers = _where_to_run(config, env, ddp, nprocs, device)
+        config, workers = _where_to_run(config, launch, ddp, nprocs, device)
         if not workers:
-            return _fit_checked_here(model, built, config, env, parts)
+            return _fit_checked_here(model, built, config, launch, parts)
         data = built if dataset_fn is None else None
         del built  # a dataset_fn's data was built here only to check it: workers build theirs
-        return _fit_in_workers(model, data, dataset_fn, config, env, parts, workers, start_method)
+        return _fit_in_workers(
+            model, data, dataset_fn, config, launch, parts, workers, start_method
+        )
 
 
 def _checked_datasets(
@@ -148,20 +150,20 @@ def _checked_datasets(
 
 
 def _where_to_run(
-    config: RunConfig, env: LaunchEnv, ddp: bool, nprocs: int | None, device: Device
+    config: RunConfig, launch: LaunchEnv, ddp: bool, nprocs: int | None, device: Device
 ) -> tuple[RunConfig, int]:
     """``(config with the GPUs to use, workers to start)``; no workers: train in this process.
 
     A launched rank and ``ddp=False`` train here; ``ddp=True`` plans the workers
     (one per GPU, or ``nprocs``) and trains here too when there is one to run.
     """
-    launched = env.launcher != "none"
-    if launched and nprocs not in (None, env.world_size):
+    launched = launch.launcher != "none"
+    if launched and nprocs not in (None, launch.world_size):
         log.warning(
             "nprocs=%d ignored: the %s launcher started %d process(es)",
             nprocs,
-            env.launcher,
-            env.world_size,
+            launch.launcher,
+            launch.world_size,
         )
     if launched or not ddp:
         if device not in ("auto", None) and config.gpu_ids is None:
@@ -180,7 +182,7 @@ def _fit_in_workers(
     datasets: Datasets | None,
     dataset_fn: Callable[[], Datasets] | None,
     config: RunConfig,
-    env: LaunchEnv,
+    launch: LaunchEnv,
     parts: _Parts,
     count: int,
     start_method: str,
@@ -188,7 +190,7 @@ def _fit_in_workers(
     """Start ``count`` local DDP workers and load rank 0's trained states into the caller's objects."""
     on_gpus = config.gpu_ids != (-1,)
     worker_device = distributed.Devices(torch.device("cuda" if on_gpus else "cpu"))
-    preflight(config, env, worker_device)  # this process stands in for the workers' rank 0
+    preflight(config, launch, worker_device)  # this process stands in for the workers' rank 0
     worker_args = {
         "model": model,
         "datasets": datasets,
@@ -221,19 +223,19 @@ def _default_options(
 
 
 def _fit_checked_here(
-    model: nn.Module, datasets: Datasets, config: RunConfig, env: LaunchEnv, parts: _Parts
+    model: nn.Module, datasets: Datasets, config: RunConfig, launch: LaunchEnv, parts: _Parts
 ) -> FitResult:
     """Check everything :func:`~trainer.training.checks.preflight` checks, then run the loop here."""
-    devices = distributed.select_devices(config.gpu_ids, env)
-    hook = preflight(config, env, devices)
-    return _fit_here(model, datasets, config, env, devices, parts, hook)
+    devices = distributed.select_devices(config.gpu_ids, launch)
+    hook = preflight(config, launch, devices)
+    return _fit_here(model, datasets, config, launch, devices, parts, hook)
 
 
 def _fit_here(
     model: nn.Module,
     datasets: Datasets,
     config: RunConfig,
-    env: LaunchEnv,
+    launch: LaunchEnv,
     devices: distributed.Devices,
     parts: _Parts,
     hook: Hook | None,
@@ -245,15 +247,15 @@ def _fit_here(
         # state again casts it onto the parameters.
         model.to(devices.device)
         parts.optimizer.load_state_dict(parts.optimizer.state_dict())
-    with RunSession(config, env, devices, parts.options, hook) as session:
+    with RunSession(config, launch, devices, parts.options, hook) as session:
         # A distinct stream per rank for dropout/augmentation; model init was the caller's.
-        checkpoint.seed_everything(config.seed + env.rank)
+        checkpoint.seed_everything(config.seed + launch.rank)
         loaders = build_loaders(
             datasets,
             config.batch_size,
             config.num_workers,
             config.seed,
-            env,
+            launch,
             pin_memory=devices.device.type == "cuda",
         )
         trainer = Trainer(
@@ -294,12 +296,12 @@ def _train_worker(
     """One spawned worker: build the data, run the loop (it joins the process group)."""
     data = dataset_fn() if dataset_fn is not None else datasets
     assert data is not None
-    env = distributed.detect()
+    launch = distributed.detect()
     # The caller checked the destination already; the hook only has to be imported here.
     hook = resolve_hook(config.remote_transfer_cmd) if config.remote_transfer_cmd else None
-    devices = distributed.select_devices(config.gpu_ids, env)
-    result = _fit_here(model, data, config, env, devices, parts, hook)
-    if not env.is_rank_zero:
+    devices = distributed.select_devices(config.gpu_ids, launch)
+    result = _fit_here(model, data, config, launch, devices, parts, hook)
+    if not launch.is_rank_zero:
         return None
     return _Trained(
         result=dataclasses.replace(result, model=None),  # type: ignore[arg-type]

@@ -84,7 +84,7 @@ class Trainer:
         """Train for ``num_epochs`` (or until early stopping); the result on every rank."""
         self._resume()
         self.net, self.eval_net = distributed.wrap_model(
-            self.model, self.session.env, self.session.devices
+            self.model, self.session.launch, self.session.devices
         )
         try:
             self.session.announce(self.loaders, self.state)
@@ -271,7 +271,7 @@ class Trainer:
         state = {
             **checkpoint.parts_state(self._parts),
             **self.state.to_checkpoint(),
-            "world_size": self.session.env.world_size,
+            "world_size": self.session.launch.world_size,
             "batch_size": self.config.batch_size,
             "rng": rng_states,
             "options": self.session.options,
@@ -285,18 +285,18 @@ class Trainer:
         path = self.session.checkpoint_to_resume()
         if path is None:
             return
-        env, saved = self.session.env, checkpoint.load(path)
+        launch, saved = self.session.launch, checkpoint.load(path)
         checkpoint.load_parts(saved, self._parts)
         layout = (saved["world_size"], saved["batch_size"])
-        same_layout = layout == (env.world_size, self.config.batch_size)
+        same_layout = layout == (launch.world_size, self.config.batch_size)
         self.state = RunState.from_checkpoint(saved, mid_epoch=same_layout)
         if same_layout:
-            checkpoint.set_rng_state(saved["rng"][env.rank])
+            checkpoint.set_rng_state(saved["rng"][launch.rank])
         elif saved["batch_in_epoch"]:
             log.warning(
                 "resuming with %d process(es) x batch %d instead of %d x %d: epoch %d "
                 "restarts from its first batch",
-                env.world_size,
+                launch.world_size,
                 self.config.batch_size,
                 *layout,
                 self.state.epoch + 1,
@@ -305,8 +305,8 @@ class Trainer:
             n: self.config.run_dir / n for n in (LATEST, BEST) if (self.config.run_dir / n).exists()
         }
         why = (
-            f"restart {env.restart_count} of the worker group"
-            if env.restart_count
+            f"restart {launch.restart_count} of the worker group"
+            if launch.restart_count
             else "continue_train"
         )
         log.info(

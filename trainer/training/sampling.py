@@ -78,14 +78,14 @@ def build_loaders(
     batch_size: int,
     num_workers: int,
     seed: int,
-    env: LaunchEnv,
+    launch: LaunchEnv,
     pin_memory: bool,
 ) -> Loaders:
     """Loaders over this rank's share of ``datasets["train"]`` and ``datasets["valid"]``."""
     train = datasets["train"]
     valid = next((datasets[k] for k in VALID_SPLITS if k in datasets), None)
     sampler = ResumableDistributedSampler(
-        train, num_replicas=env.world_size, rank=env.rank, shuffle=True, seed=seed
+        train, num_replicas=launch.world_size, rank=launch.rank, shuffle=True, seed=seed
     )
     generator = torch.Generator()
     loader_args: dict[str, Any] = dict(
@@ -100,8 +100,8 @@ def build_loaders(
             valid,
             sampler=ShardSampler(
                 len(valid),
-                env.rank,
-                env.world_size,
+                launch.rank,
+                launch.world_size,
             ),
             **loader_args,
         )
@@ -114,5 +114,5 @@ def build_loaders(
         train_size=len(train),
         batch_size=batch_size,
         seed=seed,
-        rank=env.rank,
+        rank=launch.rank,
     )

@@ -45,7 +45,7 @@ class RunSession:
 
     Args:
         config: the run's options.
-        env: this process's place in the job.
+        launch: this process's place in the job.
         devices: where this process computes.
         options: what the store's metadata and the checkpoints record as the run's options
             (secrets redacted).
@@ -55,14 +55,14 @@ class RunSession:
     def __init__(
         self,
         config: RunConfig,
-        env: LaunchEnv,
+        launch: LaunchEnv,
         devices: Devices,
         options: Mapping[str, Any],
         hook: Hook | None = None,
     ) -> None:
-        self.config, self.env, self.devices = config, env, devices
+        self.config, self.launch, self.devices = config, launch, devices
         self.options = redact(options)  # only ever stored: the config keeps the real values
-        self.is_rank_zero = env.is_rank_zero
+        self.is_rank_zero = launch.is_rank_zero
         self.writes = self.is_rank_zero and config.record  # the one gate for files and uploads
         self._hook = hook
         self._stack = ExitStack()
@@ -107,7 +107,7 @@ class RunSession:
                     self.step_timer,
                     self.devices.device,
                 ).start()
-            if distributed.init_process_group(self.env, self.devices):
+            if distributed.init_process_group(self.launch, self.devices):
                 stack.callback(distributed.destroy_process_group)
             self.hosts = sorted(
                 {str(h) for h in distributed.all_gather_objects(socket.gethostname())}
@@ -147,19 +147,19 @@ class RunSession:
 
     def announce(self, loaders: Loaders, state: RunState) -> None:
         """Say how the run is laid out (log and status), once, before the first step."""
-        env, cfg, steps_per_epoch = self.env, self.config, loaders.steps_per_epoch
-        effective = cfg.batch_size * env.world_size
+        launch, cfg, steps_per_epoch = self.launch, self.config, loaders.steps_per_epoch
+        effective = cfg.batch_size * launch.world_size
         total = state.step + (cfg.num_epochs - state.epoch) * steps_per_epoch - state.batch_in_epoch
         dp = self.devices.data_parallel_ids
         where = f"{self.devices.device}" + (f" (DataParallel over GPUs {list(dp)})" if dp else "")
-        launch = "one process" if env.launcher == "none" else f"{env.world_size} processes"
-        if env.launcher != "none":
-            launch += f" ({env.launcher} launch)"
+        processes = "one process" if launch.launcher == "none" else f"{launch.world_size} processes"
+        if launch.launcher != "none":
+            processes += f" ({launch.launcher} launch)"
         log.info(
             "run %s: %s on %s; batch size %d per process, effective "
             "batch size %d; %d training samples, %d steps per epoch, %d epochs (%d steps)",
             cfg.run_dir,
-            launch,
+            processes,
             where,
             cfg.batch_size,
             effective,
@@ -179,7 +179,7 @@ class RunSession:
             total_steps=total,
             steps_per_epoch=steps_per_epoch,
             n_epochs=cfg.num_epochs,
-            world_size=env.world_size,
+            world_size=launch.world_size,
             hosts=self.hosts,
             effective_batch_size=effective,
         )
@@ -258,7 +258,7 @@ class RunSession:
 
     def checkpoint_to_resume(self) -> Path | None:
         """``latest.pth`` when asked to continue (or after an elastic restart), seen by every rank."""
-        path, restarts = self.config.run_dir / checkpoint.LATEST, self.env.restart_count
+        path, restarts = self.config.run_dir / checkpoint.LATEST, self.launch.restart_count
         if not (self.config.continue_train or restarts):
             return None
         found = torch.tensor([float(path.exists()), 1.0])
@@ -290,7 +290,7 @@ class RunSession:
             lambda on_file: Recorder(
                 cfg.store_dir,
                 options=self.options,
-                world_size=self.env.world_size,
+                world_size=self.launch.world_size,
                 hosts=[socket.gethostname()],
                 rank=0,
                 on_file=on_file,
