@@ -6,7 +6,9 @@ Switching a script that logs to TensorBoard takes one import::
 
 Every tag is stored, exported and shown as written: the store keys it as
 :func:`run_core.tags.key_of` says (split at the first ``/``, nothing
-renamed), and which window shows it is the viewer's display rule. The methods beyond scalars and images are in :mod:`trainer.tensorboard.writer_extras`.
+renamed), and which window shows it is the viewer's display rule.
+Each method beyond scalars and images builds its record with
+:mod:`trainer.tensorboard.summaries` and hands it to the recorder.
 """
 
 from __future__ import annotations
@@ -14,20 +16,21 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from run_core.endings import ended_state
-from run_core.launch_env import global_rank
 from run_core.tags import key_of
 from snapshot_store import Recorder
-from snapshot_store.format import frames as fmt
 from snapshot_store.write.encoders import DEFAULT_BINS
+from trainer.tensorboard import summaries
 from trainer.tensorboard.bad_input import skips_bad_input
 from trainer.tensorboard.file_writer import FileWriter
-from trainer.tensorboard.image_formats import tensorboard_pixels
-from trainer.tensorboard.writer_extras import WriterExtras
+from trainer.tensorboard.image_formats import figure_pixels, tensorboard_pixels
+from trainer.tensorboard.log_dir import default_log_dir, say_if_appending
+from trainer.tensorboard.summaries import Record
 from trainer.training.interrupts import close_at_exit
 
 log = logging.getLogger(__name__)
@@ -37,29 +40,12 @@ log = logging.getLogger(__name__)
 _LIVE_SECONDS = 0.1
 
 
-def _say_if_appending(store: Path) -> None:
-    """One line when ``store`` holds a run that ended: this writer adds a session to it.
-
-    TensorBoard merges writers of one log_dir too; a second experiment given the first's
-    log_dir mixes two runs' curves and options, which a user should hear of at the start.
-    """
-    if global_rank() != 0:
-        return
-    try:
-        status = fmt.decode_document((store / fmt.STATUS_FILE).read_bytes(), store)
-    except (OSError, fmt.StoreError):
-        return  # a new store (or one the recorder will say is damaged)
-    state = status.get("state")
-    if state in fmt.ENDED_STATES:
-        log.warning(
-            "%s holds a run that %s: this writer appends to it as a new session, as "
-            "TensorBoard merges writers of one log_dir; give a new log_dir for a new run",
-            store,
-            "was stopped" if state == "stopped" else state,
-        )
+def _step(global_step: int | None) -> int:
+    """TensorBoard's step: an event without one has step 0."""
+    return 0 if global_step is None else int(global_step)
 
 
-class SummaryWriter(WriterExtras):
+class SummaryWriter:
     """Writes the snapshot store directly in ``log_dir`` (rank 0 only).
 
     TensorBoard's arguments are accepted with its defaults; ``flush_secs`` bounds
@@ -86,12 +72,7 @@ class SummaryWriter(WriterExtras):
         filename_suffix: str = "",
         **recorder_kwargs: Any,
     ) -> None:
-        if log_dir is None:  # TensorBoard's default: runs/<date>_<host><comment>
-            import socket
-
-            stamp = datetime.now().strftime("%b%d_%H-%M-%S")
-            log_dir = Path("runs") / f"{stamp}_{socket.gethostname()}{comment}"
-        self.log_dir = str(log_dir)
+        self.log_dir = str(default_log_dir(comment) if log_dir is None else log_dir)
         self.flush_secs = flush_secs
         self.max_queue = max_queue
         self.filename_suffix = filename_suffix
@@ -102,27 +83,17 @@ class SummaryWriter(WriterExtras):
         recorder_kwargs.setdefault("flush_interval", min(float(flush_secs), _LIVE_SECONDS))
         self._recorder_kwargs = recorder_kwargs
         self._tags: dict[str, tuple[str, str]] = {}  # tag -> store key, split once
-        _say_if_appending(Path(self.log_dir))  # once: a reopen after close() is this run's own
-        self.recorder = self._new_recorder()
-
-    def _new_recorder(self) -> Recorder:
-        recorder = Recorder(self.log_dir, **self._recorder_kwargs)
-        close_at_exit(self, recorder.close)
-        self._log_scalar = recorder.log_scalar  # bound once: add_scalar is the hot path
-        return recorder
+        say_if_appending(Path(self.log_dir))  # once: a reopen after close() is this run's own
+        self.recorder = Recorder(self.log_dir, **recorder_kwargs)
+        close_at_exit(self, self.recorder.close)
 
     def _open_recorder(self) -> Recorder:
         """The recorder, reopened (a new session of the same store) after :meth:`close`."""
         if self.recorder.closed:
             log.info("%s: writing again after close(), as TensorBoard does", self.log_dir)
-            self.recorder = self._new_recorder()
+            self.recorder = Recorder(self.log_dir, **self._recorder_kwargs)
+            close_at_exit(self, self.recorder.close)
         return self.recorder
-
-    def _log_scalar_reopening(
-        self, name: str, value: Any, step: int, group: str, wall_time: float | None
-    ) -> None:
-        """``_log_scalar`` between close() and the next call: reopen, then log."""
-        self._open_recorder().log_scalar(name, value, step, group, wall_time)
 
     def _get_file_writer(self) -> FileWriter:
         """TensorBoard's default file writer (made again when code set it to None)."""
@@ -135,9 +106,11 @@ class SummaryWriter(WriterExtras):
         """The directory this writer writes to."""
         return self.log_dir
 
-    def _step(self, global_step: int | None) -> int:
-        """TensorBoard's step: an event without one has step 0."""
-        return 0 if global_step is None else int(global_step)
+    def _write(self, record: Record, global_step: int | None, walltime: float | None) -> None:
+        """Hand one summary's record to the recorder."""
+        kind, tag, value, encode = record
+        recorder = self._open_recorder()
+        recorder.log_record(kind, tag, value, _step(global_step), wall_time=walltime, encode=encode)
 
     def add_scalar(
         self,
@@ -155,7 +128,10 @@ class SummaryWriter(WriterExtras):
             split = self._tags[tag] = key_of(tag)
         if global_step is None:
             global_step = 0  # TensorBoard's default; log_scalar makes any other step an int
-        self._log_scalar(split[1], scalar_value, global_step, split[0], walltime)
+        recorder = self.recorder
+        if recorder.closed:
+            recorder = self._open_recorder()
+        recorder.log_scalar(split[1], scalar_value, global_step, split[0], walltime)
 
     def add_scalars(
         self,
@@ -165,9 +141,8 @@ class SummaryWriter(WriterExtras):
         walltime: float | None = None,
     ) -> None:
         """Record several scalars as traces of one window, ``main_tag``."""
-        self._open_recorder().log(
-            tag_scalar_dict, self._step(global_step), group=main_tag, wall_time=walltime
-        )
+        step = _step(global_step)
+        self._open_recorder().log(tag_scalar_dict, step, group=main_tag, wall_time=walltime)
 
     @skips_bad_input
     def add_image(
@@ -180,15 +155,8 @@ class SummaryWriter(WriterExtras):
     ) -> None:
         """Record one image (CHW by default; any layout and scaling TensorBoard accepts)."""
         pixels, layout = tensorboard_pixels(img_tensor, dataformats)
-        group, name = key_of(tag)
-        self._open_recorder().log_image(
-            name,
-            pixels,
-            self._step(global_step),
-            group=group,
-            dataformats=layout,
-            wall_time=walltime,
-        )
+        (group, name), step = key_of(tag), _step(global_step)
+        self._open_recorder().log_image(name, pixels, step, None, group, layout, walltime)
 
     @skips_bad_input
     def add_images(
@@ -202,6 +170,151 @@ class SummaryWriter(WriterExtras):
         """Record a batch of images, tiled into one grid."""
         self.add_image(tag, img_tensor, global_step, walltime, dataformats)
 
+    @skips_bad_input
+    def add_figure(self, tag, figure, global_step=None, close=True, walltime=None) -> None:
+        """Record a matplotlib figure (or a list of them, tiled) as an image."""
+        figures = figure if isinstance(figure, list) else [figure]
+        pixels = np.stack([figure_pixels(f, close) for f in figures])
+        (group, name), step = key_of(tag), _step(global_step)
+        self._open_recorder().log_image(name, pixels, step, None, group, "NHWC", walltime)
+
+    @skips_bad_input
+    def add_image_with_boxes(
+        self, tag, img_tensor, box_tensor, global_step=None, walltime=None, rescale=1,
+        dataformats="CHW", labels=None,
+    ) -> None:  # fmt: skip
+        """Record an image with its boxes (x1, y1, x2, y2) drawn in red, labels at their corners."""
+        record = summaries.image_with_boxes(
+            tag, img_tensor, box_tensor, rescale, dataformats, labels
+        )
+        self._write(record, global_step, walltime)
+
+    @skips_bad_input
+    def add_text(self, tag, text_string, global_step=None, walltime=None) -> None:
+        """Record a text (Markdown in TensorBoard; shown as text)."""
+        self._write(summaries.text(tag, text_string), global_step, walltime)
+
+    @skips_bad_input
+    def add_tensor(self, tag, tensor, global_step=None, walltime=None) -> None:
+        """Record a tensor's shape, dtype and values."""
+        self._write(summaries.tensor(tag, tensor), global_step, walltime)
+
+    @skips_bad_input
+    def add_histogram(
+        self, tag, values, global_step=None, bins="tensorflow", walltime=None, max_bins=None
+    ) -> None:
+        """Record a histogram, bucketed on the writer thread as TensorBoard buckets it."""
+        self._write(summaries.histogram(tag, values, bins, max_bins), global_step, walltime)
+
+    @skips_bad_input
+    def add_histogram_raw(
+        self, tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts,
+        global_step=None, walltime=None,
+    ) -> None:  # fmt: skip
+        """Record a histogram already bucketed: ``bucket_limits`` are right edges, one per count."""
+        record = summaries.histogram_raw(
+            tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts
+        )
+        self._write(record, global_step, walltime)
+
+    @skips_bad_input
+    def add_video(self, tag, vid_tensor, global_step=None, fps=4, walltime=None) -> None:
+        """Record a video batch (N, T, C, H, W) as an animated GIF."""
+        self._write(summaries.video(tag, vid_tensor, fps), global_step, walltime)
+
+    @skips_bad_input
+    def add_audio(
+        self, tag, snd_tensor, global_step=None, sample_rate=44100, walltime=None
+    ) -> None:
+        """Record mono audio in [-1, 1] as a 16-bit WAV."""
+        self._write(summaries.audio(tag, snd_tensor, sample_rate), global_step, walltime)
+
+    @skips_bad_input
+    def add_graph(self, model, input_to_model=None, verbose=False, use_strict_trace=True) -> None:
+        """Record the module tree of ``model`` as text under tag ``graph`` (no tracing)."""
+        self._write(summaries.graph(model), None, None)
+
+    @skips_bad_input
+    def add_onnx_graph(self, prototxt) -> None:
+        """Record which ONNX file was given, and its size, as text under tag ``onnx_graph``."""
+        self._write(summaries.onnx_graph(prototxt), None, None)
+
+    @skips_bad_input
+    def add_embedding(
+        self, mat, metadata=None, label_img=None, global_step=None, tag="default",
+        metadata_header=None,
+    ) -> None:  # fmt: skip
+        """Record an embedding's 2-D projection (its first two principal components)."""
+        self._write(summaries.embedding(tag, mat, metadata), global_step, None)
+
+    @skips_bad_input
+    def add_pr_curve(
+        self, tag, labels, predictions, global_step=None, num_thresholds=127, weights=None,
+        walltime=None,
+    ) -> None:  # fmt: skip
+        """Record a precision-recall curve, binned on the writer thread as TensorBoard bins it."""
+        record = summaries.pr_curve(tag, labels, predictions, num_thresholds, weights)
+        self._write(record, global_step, walltime)
+
+    @skips_bad_input
+    def add_pr_curve_raw(
+        self, tag, true_positive_counts, false_positive_counts, true_negative_counts,
+        false_negative_counts, precision, recall, global_step=None, num_thresholds=127,
+        weights=None, walltime=None,
+    ) -> None:  # fmt: skip
+        """Record a precision-recall curve already computed (one value per threshold)."""
+        columns = (true_positive_counts, false_positive_counts, true_negative_counts,
+                   false_negative_counts, precision, recall)  # fmt: skip
+        self._write(summaries.pr_curve_raw(tag, columns, num_thresholds), global_step, walltime)
+
+    @skips_bad_input
+    def add_custom_scalars(self, layout) -> None:
+        """Record a layout ``{category: {title: ["Multiline" | "Margin", [tags]]}}``."""
+        self._write(summaries.custom_scalars(layout), None, None)
+
+    @skips_bad_input
+    def add_custom_scalars_multilinechart(self, tags, category="default", title="untitled") -> None:
+        """Record a layout of one chart drawing ``tags`` as lines."""
+        self._write(summaries.one_chart("Multiline", tags, category, title), None, None)
+
+    @skips_bad_input
+    def add_custom_scalars_marginchart(self, tags, category="default", title="untitled") -> None:
+        """Record a layout of one margin chart: ``tags`` are value, lower and upper bound."""
+        self._write(summaries.one_chart("Margin", tags, category, title), None, None)
+
+    @skips_bad_input
+    def add_mesh(
+        self, tag, vertices, colors=None, faces=None, config_dict=None, global_step=None,
+        walltime=None,
+    ) -> None:  # fmt: skip
+        """Record the first mesh of a batch: vertices (B, N, 3), faces (B, M, 3), colors (B, N, 3)."""
+        self._write(summaries.mesh(tag, vertices, faces, colors), global_step, walltime)
+
+    @skips_bad_input
+    def add_hparams(
+        self, hparam_dict, metric_dict, hparam_domain_discrete=None, run_name=None, global_step=None
+    ) -> None:
+        """Record hyperparameters and their metrics: one row of the hparams table per call
+        (tag ``run_name``, default ``hparams``); the metrics are also scalars in group
+        ``hparams``, as TensorBoard logs them."""
+        metrics = summaries.hparams_metrics(hparam_dict, metric_dict)
+        self._write(summaries.hparams_row(hparam_dict, metrics, run_name), global_step, None)
+        if metrics:
+            step = _step(global_step)
+            self._open_recorder().log(metrics, step, group="hparams")
+
+    def add_hparams_row(
+        self,
+        hparam_dict: Mapping[str, Any],
+        metrics: dict[str, float],
+        run_name: str | None,
+        global_step: int | None,
+        walltime: float | None = None,
+    ) -> None:
+        """Record one row of the hparams table, without the metrics as scalars (a W&B run's
+        config and summary); a NaN metric's value is the scalar of that tag."""
+        self._write(summaries.hparams_row(hparam_dict, metrics, run_name), global_step, walltime)
+
     def flush(self) -> None:
         """Block until everything recorded so far is on disk."""
         self._end_hparams_session()
@@ -211,17 +324,15 @@ class SummaryWriter(WriterExtras):
         """Flush and mark the run finished; a later ``add_*`` reopens the store, as TensorBoard."""
         self._end_hparams_session()
         self.recorder.close()
-        self._log_scalar = self._log_scalar_reopening  # type: ignore[assignment]
 
     def __enter__(self) -> SummaryWriter:
         return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb) -> None:
+        self._end_hparams_session()
+        self.recorder.close(ended_state(exc_val))
 
     def _end_hparams_session(self) -> None:
         """An hparams session given to the file writer and not ended is a row now."""
         if self.file_writer is not None:
             self.file_writer.end_session()
-
-    def __exit__(self, exc_type, exc_val, exc_tb) -> None:
-        self._end_hparams_session()
-        self.recorder.close(ended_state(exc_val))
-        self._log_scalar = self._log_scalar_reopening  # type: ignore[assignment]

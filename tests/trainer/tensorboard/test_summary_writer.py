@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import signal
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from torch.utils.tensorboard import SummaryWriter as TBWriter
 
 from remote_train_monitor import SummaryWriter
 from snapshot_store import read_store
@@ -112,24 +114,6 @@ def test_exception_inside_the_context_marks_the_run_failed(tmp_path):
     except RuntimeError:
         pass
     assert read_store(tmp_path)[2].status["state"] == "failed"
-
-
-def test_a_writer_given_an_ended_runs_log_dir_says_it_appends_once(tmp_path, caplog):
-    with SummaryWriter(tmp_path / "exp1") as writer:
-        writer.add_scalar("loss", 1.0, 0)
-    with SummaryWriter(tmp_path / "exp2") as fresh:  # a new log_dir: nothing said
-        fresh.add_scalar("loss", 1.0, 0)
-    assert "appends to it" not in caplog.text
-    writer = SummaryWriter(tmp_path / "exp1")  # the recipe's second experiment, same log_dir
-    writer.add_scalar("loss", 2.0, 1)
-    writer.close()
-    writer.add_scalar("loss", 3.0, 2)  # reopened after close(): its own run, nothing said again
-    writer.close()
-    said = [r.getMessage() for r in caplog.records if "appends to it" in r.getMessage()]
-    assert said == [
-        f"{tmp_path / 'exp1'} holds a run that finished: this writer appends to it as a new "
-        "session, as TensorBoard merges writers of one log_dir; give a new log_dir for a new run"
-    ]
 
 
 UNCLOSED = """
@@ -249,3 +233,51 @@ def test_a_step_outside_int64_raises_tensorboards_error_and_writes_nothing(tmp_p
     history, reader, update = read_store(tmp_path / "ours")
     assert reader.warnings == [] and update.extras == [] and update.images == []
     assert history.series(("", "loss"))[::3] == ([7], [2.0])
+
+
+TB_METHODS = sorted(
+    name
+    for name, _ in inspect.getmembers(TBWriter, inspect.isfunction)
+    if not name.startswith("_") or name in ("__init__", "__enter__", "__exit__")
+)
+
+
+def _params(func) -> list[tuple[str, object, object]]:
+    """Name, kind and default of each parameter, TensorBoard's extensions (**kwargs) left out."""
+    return [
+        (p.name, p.kind, p.default)
+        for p in inspect.signature(func).parameters.values()
+        if p.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
+
+
+@pytest.mark.parametrize("name", TB_METHODS)
+def test_every_method_of_tensorboards_writer_has_its_parameters(name):
+    ours = getattr(SummaryWriter, name, None)
+    assert ours is not None, f"SummaryWriter has no {name}"
+    assert _params(ours) == _params(getattr(TBWriter, name))
+
+
+def test_writing_after_close_reopens_the_store_as_tensorboard_does(tmp_path):
+    writer = SummaryWriter(tmp_path)
+    writer.add_scalar("loss", 1.0, 0)
+    writer.close()
+    writer.add_scalar("loss", 0.5, 1)
+    writer.add_text("note", "after close", 1)
+    writer.close()
+    with writer:
+        writer.add_scalar("loss", 0.25, 2)
+    writer.add_histogram("w", np.arange(10.0), 3)
+    writer.close()
+    history, _, update = read_store(tmp_path)
+    assert history.series(("", "loss"))[3] == [1.0, 0.5, 0.25]
+    assert [tag for _k, tag, *_ in update.extras] == ["note", "w"]
+    assert len(update.meta["sessions"]) == 4 and update.status["state"] == "finished"
+
+
+def test_walltime_is_kept_and_defaults_to_now(tmp_path):
+    with SummaryWriter(tmp_path) as writer:
+        writer.add_text("given", "a", 1, walltime=1234.5)
+        writer.add_text("now", "b", 1)
+    walls = {tag: wall for _k, tag, _s, wall, _d in read_store(tmp_path)[2].extras}
+    assert walls["given"] == 1234.5 and walls["now"] > 1e9
