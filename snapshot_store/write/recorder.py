@@ -27,18 +27,13 @@ from snapshot_store.format.schema import INT64_MAX, INT64_MIN, SCHEMAS, int64_st
 from snapshot_store.write.documents import RunDocuments
 from snapshot_store.write.encoders import Encoder
 from snapshot_store.write.frame_sink import PendingLimitError
-from snapshot_store.write.scalar_columns import ScalarColumns
-from snapshot_store.write.tensor_values import TENSOR_TYPES, held, is_tensor
+from snapshot_store.write.scalar_columns import RECORD_ITEMS, ScalarColumns
+from snapshot_store.write.tensor_values import queued_value
 from snapshot_store.write.writer_thread import OnFile, Queues, WriterThread
 
 log = logging.getLogger(__name__)
 
 _now = time.time  # bound once: log() is the hot path
-
-# The calls that take values or options (and flush). While the recorder takes values each is the
-# method itself, which checks nothing; from then on (another rank, closed, failed)
-# the rank gate, Recorder._stop_taking, replaces each on the instance.
-_TAKING = ("log", "log_scalar", "log_image", "log_record", "set_status", "set_options")
 
 
 class RecorderError(fmt.StoreError):
@@ -49,7 +44,7 @@ class Recorder:
     """Writes scalars, images and status of one run to a snapshot store.
 
     Only the process of global rank 0 writes (:attr:`is_rank_zero`); on every
-    other rank each method returns at once and no file is touched.
+    other rank each call records nothing and no file is touched.
 
     Args:
         store_dir: the store, conventionally ``<checkpoints_dir>/<name>/pickle``.
@@ -89,22 +84,26 @@ class Recorder:
         self.is_rank_zero = self.rank == 0
         self.closed = False
         self._error: BaseException | None = None
-        if not self.is_rank_zero:
-            self._stop_taking()
-            return
-        self.flush_interval = flush_interval
-        self.heartbeat_seconds = heartbeat_seconds
-        self.max_pending_bytes = max_pending_bytes
-        self._pid = os.getpid()
+        self._epoch = 0.0
         queues = Queues()
         self._scalars = queues.scalars
         self._push = queues.scalars.extend  # bound once: log() is the hot path
         self._images = queues.images
         self._extras = queues.extras
         self._flush_waiters = queues.flush_waiters
-        self._epoch = 0.0
         columns = ScalarColumns()
         self._copied = columns.copied  # names whose tensors changed in place: copied at log()
+        # The one gate: rank 0 takes values until it closes or fails; other ranks take none.
+        # log() reads it through the queue limit, -1 while closed: no check of its own.
+        self._taking = self.is_rank_zero
+        self._max_queued = -1
+        self._gate = threading.Lock()  # the writer's new limit never reopens a closed gate
+        if not self.is_rank_zero:
+            return
+        self.flush_interval = flush_interval
+        self.heartbeat_seconds = heartbeat_seconds
+        self.max_pending_bytes = max_pending_bytes
+        self._pid = os.getpid()
         remove_leftover_tmp_files(self.store_dir)  # of a write killed in an earlier session
         self._documents = RunDocuments(self.store_dir, heartbeat_seconds)
         self._documents.open(options or {}, world_size, hosts)
@@ -122,7 +121,7 @@ class Recorder:
             on_fail=self._fail,
         )
         # Queue items allowed now; the writer lowers it while frames wait for the disk.
-        self._max_queued = self._writer.queue_limit(0)
+        self._set_queue_limit(self._writer.queue_limit(0))
         self._writer.start()
 
     # --- public API ------------------------------------------------------------
@@ -163,20 +162,12 @@ class Recorder:
         else:
             self._epoch = epoch = float(epoch)
         wall_time = wall_time or _now()
-        hold, push = self._held, self._push
+        copied, push = self._copied, self._push
         for name, v in values.items():
-            push(
-                (
-                    group,
-                    name,
-                    step,
-                    epoch,
-                    wall_time,
-                    v if type(v) is float else hold(group, name, v),
-                )
-            )
+            value = v if type(v) is float else queued_value(v, copied, group, name)
+            push((group, name, step, epoch, wall_time, value))  # scalar_columns.GROUP...VALUE
         if len(self._scalars) > self._max_queued:
-            self._queue_full()
+            self._past_queue_limit(len(values) * RECORD_ITEMS)
 
     def log_scalar(
         self, name: str, value: Any, step: int, group: str = "train", wall_time: float | None = None
@@ -186,21 +177,20 @@ class Recorder:
         if type(step) is not int or not INT64_MIN <= step <= INT64_MAX:
             step = int64_step(step)
         if type(value) is not float:
-            value = self._held(group, name, value)
+            value = queued_value(value, self._copied, group, name)
+        # One record: its items in the order scalar_columns names (GROUP ... VALUE).
         self._push((group, name, step, self._epoch, wall_time or _now(), value))
         if len(self._scalars) > self._max_queued:
-            self._queue_full()
+            self._past_queue_limit(RECORD_ITEMS)
 
-    def _held(self, group: str, name: str, value: Any) -> Any:
-        """What the queue keeps of a value that is not a float (see :func:`.tensor_values.held`):
-        other numbers and bad input as they are, for the writer thread to convert or drop."""
-        if type(value) in TENSOR_TYPES or is_tensor(value):
-            copied = self._copied
-            return held(value, bool(copied) and (group, name) in copied)
-        return value
-
-    def _queue_full(self) -> None:
-        """The queue reached its share of ``max_pending_bytes``: fail the recorder, loudly."""
+    def _past_queue_limit(self, just_queued: int) -> None:
+        """The queue is past its limit: the gate is closed (the limit is -1: the values just
+        queued are taken back), or the queue reached its share of ``max_pending_bytes``,
+        which fails the recorder, loudly."""
+        if not self._taking:
+            del self._scalars[len(self._scalars) - just_queued :]
+            self._raise_if_failed()
+            return
         pending = self._writer.pending_bytes()
         self._fail(PendingLimitError(self.store_dir, pending, self.max_pending_bytes))
         self._raise_if_failed()
@@ -220,6 +210,8 @@ class Recorder:
         The pixels are copied now; PNG encoding happens on the writer thread.
         ``image`` may also be PNG bytes already.
         """
+        if self._refused():
+            return
         step, pixels = int64_step(step), to_pixels(image, dataformats)
         if epoch is not None:
             self._epoch = float(epoch)
@@ -242,16 +234,22 @@ class Recorder:
         that fails to encode or breaks the kind's schema is skipped with one
         warning naming ``tag``.
         """
+        if self._refused():
+            return
         if kind != "image" and kind not in SCHEMAS:
             raise ValueError(f"unknown record kind {kind!r}; expected one of {sorted(SCHEMAS)}")
         self._extras.append((kind, tag, int64_step(step), wall_time or _now(), value, encode))
 
     def set_status(self, **fields: Any) -> None:
         """Add fields to the status document (e.g. ``total_steps`` for an ETA)."""
+        if self._refused():
+            return
         self._documents.set_fields(fields)
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Block until everything logged so far is written; False on timeout."""
+        if self._refused():
+            return True
         done = threading.Event()
         self._flush_waiters.append(done)
         # Checked again after queueing: a writer failing in between has either
@@ -304,26 +302,24 @@ class Recorder:
     def set_options(self, options: Mapping[str, Any]) -> None:
         """Replace the run's options in ``meta.pickle`` (redacted), for callers that learn
         them after the store opened (Lightning logs hyperparameters after its writer exists)."""
-        self._raise_if_failed()
+        if self._refused():
+            return
         self._documents.set_options(options)
         self._writer.announce(self._documents.meta_path, closed=True)
 
-    # --- the rank gate and errors -------------------------------------------------------
+    # --- the gate and errors -------------------------------------------------------
 
     def _stop_taking(self) -> None:
-        """The one gate: from now on each call of :data:`_TAKING` only raises the writer
-        thread's error, if any. Other ranks pass through it at once; rank 0 when it
-        closes or its writer fails. Set on the instance, so the live calls check nothing."""
-        for name in _TAKING:
-            setattr(self, name, self._refuse)
-        setattr(self, "flush", self._refuse_flush)  # noqa: B010 (a method is replaced)
+        """Close the one gate (rank 0 closing, or its writer failed): from now on each call
+        records nothing and raises the writer's error, if any."""
+        with self._gate:
+            self._taking = False
+            self._max_queued = -1
 
-    def _refuse(self, *_args: Any, **_kwargs: Any) -> None:
+    def _refused(self) -> bool:
+        """Whether the gate is closed; raises the writer's error once it has failed."""
         self._raise_if_failed()
-
-    def _refuse_flush(self, timeout: float = 10.0) -> bool:
-        self._raise_if_failed()
-        return True
+        return not self._taking
 
     def _raise_if_failed(self) -> None:
         error = self._error
@@ -345,4 +341,6 @@ class Recorder:
             self._flush_waiters.popleft().set()
 
     def _set_queue_limit(self, items: int) -> None:  # the writer thread's, after each round
-        self._max_queued = items
+        with self._gate:
+            if self._taking:
+                self._max_queued = items

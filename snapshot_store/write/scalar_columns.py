@@ -27,13 +27,21 @@ from snapshot_store.write.tensor_values import CHANGED_IN_PLACE, DeviceCopyError
 
 log = logging.getLogger(__name__)
 
-# group, name, step, epoch, wall_time, value: a logged value's items in the queue.
-# value is a number, a Pending tensor, or whatever the caller passed (dropped here).
+# A logged value's items in the queue, by position: the one place their order is named.
+# The recorder appends them as a plain tuple in this order (a NamedTuple would cost its
+# hot path about a microsecond a call). value is a number, a Pending tensor, or whatever
+# the caller passed (dropped here).
+GROUP, NAME, STEP, EPOCH, WALL_TIME, VALUE = range(6)
 RECORD_ITEMS = 6
 
 # Packed typecodes of the steps and float columns (see packed.py); a batch with a
 # step outside int64 is stored as lists.
 _TYPECODES = ("q", "d", "d", "d")
+
+
+def last_wall_time(queued: list[Any]) -> float:
+    """The wall time of the last record in ``queued``."""
+    return float(queued[WALL_TIME - RECORD_ITEMS])
 
 
 def _to_float(value: Any) -> float:
@@ -57,7 +65,7 @@ class ScalarColumns:
         step does not fit int64, which the frame stores as lists.
         """
         groups, names, steps, epochs, times, values = (
-            queued[i::RECORD_ITEMS] for i in range(RECORD_ITEMS)
+            queued[i::RECORD_ITEMS] for i in (GROUP, NAME, STEP, EPOCH, WALL_TIME, VALUE)
         )
         failures: list[Exception] = []
         if set(map(type, values)) != {float}:

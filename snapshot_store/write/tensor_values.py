@@ -70,6 +70,15 @@ def held(value: Any, copy: bool) -> Any:
     return Pending(value, value._version)
 
 
+def queued_value(value: Any, copied: set[tuple[str, str]], group: str, name: str) -> Any:
+    """What the recorder's queue keeps of a logged value that is not a float: a tensor's
+    :func:`held` (copied when ``(group, name)`` is in ``copied``); other numbers and bad
+    input as they are, for the writer thread to convert or drop."""
+    if type(value) in TENSOR_TYPES or is_tensor(value):
+        return held(value, bool(copied) and (group, name) in copied)
+    return value
+
+
 class DeviceCopyError(RuntimeError):
     """The batched copy of one device's pending values failed; names the values involved."""
 

@@ -27,7 +27,7 @@ from snapshot_store.format.kinds import encode_extra_batch
 from snapshot_store.write.documents import RunDocuments
 from snapshot_store.write.encoders import PendingExtra, encode_pending
 from snapshot_store.write.frame_sink import FrameSink
-from snapshot_store.write.scalar_columns import RECORD_ITEMS, ScalarColumns
+from snapshot_store.write.scalar_columns import RECORD_ITEMS, ScalarColumns, last_wall_time
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 PendingImage = tuple[str, str, int, float, float, Any]
 OnFile = Callable[[Path, bool], None]
 
-# Memory a queued scalar holds (six list slots, its wall time and value): the
+# Memory a queued scalar holds (RECORD_ITEMS list slots, its wall time and value): the
 # queue's share of max_pending_bytes is counted in records, not measured.
 _RECORD_BYTES = 144
 
@@ -184,7 +184,7 @@ class WriterThread:
         if columns:
             self._sink.add(fmt.SCALARS, encode_scalar_batch(columns))
             self._documents.summary.add(columns)
-        self._documents.saw_scalars(last, queued[-2])
+        self._documents.saw_scalars(last, last_wall_time(queued))
         return failures
 
     def _frame_images_and_extras(self) -> None:
