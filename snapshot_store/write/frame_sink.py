@@ -24,7 +24,8 @@ log = logging.getLogger(__name__)
 # Seconds between two reports of the same full disk.
 _ERROR_REPORT_SECONDS = 30.0
 
-Announce = Callable[[Path, bool], None]
+# Told of every file the store wrote: ``on_file(path, closed)`` (see the glossary).
+OnFile = Callable[[Path, bool], None]
 
 
 class PendingLimitError(RuntimeError):
@@ -47,13 +48,13 @@ class FrameSink:
         store_dir: Path,
         segment_bytes: int,
         segment_seconds: float,
-        announce: Announce,
+        on_file: OnFile,
         max_bytes: int,
     ) -> None:
         self.store_dir = store_dir
         self.max_bytes = max_bytes
         self.waiting_bytes = 0  # frames not yet on disk, all streams
-        self._announce = announce
+        self._on_file = on_file
         self._segments = {
             stream: SegmentWriter(store_dir, stream, segment_bytes, segment_seconds)
             for stream in fmt.STREAMS
@@ -89,24 +90,24 @@ class FrameSink:
                 self.waiting_bytes -= len(frames.popleft())
                 wrote.add(stream)
                 if closed is not None:
-                    self._announce(closed, True)
+                    self._on_file(closed, True)
         if self.waiting_bytes > self.max_bytes:
             raise PendingLimitError(self.store_dir, self.waiting_bytes, self.max_bytes)
         return wrote
 
-    def announce_active(self, streams: set[str]) -> None:
-        """Announce the open segments of ``streams`` (appended to, still open)."""
+    def report_open_segments(self, streams: set[str]) -> None:
+        """Tell ``on_file`` of the open segments of ``streams`` (appended to, still open)."""
         for stream in streams:
             active = self._segments[stream].active_path
             if active is not None:
-                self._announce(active, False)
+                self._on_file(active, False)
 
     def close(self) -> None:
-        """Close every segment (announced closed); report what could not be written."""
+        """Close every segment (each told to ``on_file`` as closed); report what could not be written."""
         for stream, segment in self._segments.items():
             closed = segment.close()
             if closed is not None:
-                self._announce(closed, True)
+                self._on_file(closed, True)
             if self._waiting[stream]:
                 log.error(
                     "%d batch(es) of %s could not be written to %s (disk full?)",
@@ -121,7 +122,7 @@ class FrameSink:
             try:
                 path = segment.close()
                 if path is not None:
-                    self._announce(path, True)
+                    self._on_file(path, True)
             except Exception as err:
                 log.warning("could not close the %s segment of %s: %s", stream, self.store_dir, err)
 

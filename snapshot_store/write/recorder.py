@@ -26,10 +26,10 @@ from snapshot_store.format.images import to_pixels
 from snapshot_store.format.schema import INT64_MAX, INT64_MIN, SCHEMAS, int64_step
 from snapshot_store.write.documents import RunDocuments
 from snapshot_store.write.encoders import Encoder
-from snapshot_store.write.frame_sink import PendingLimitError
+from snapshot_store.write.frame_sink import OnFile, PendingLimitError
 from snapshot_store.write.scalar_columns import RECORD_ITEMS, ScalarColumns
 from snapshot_store.write.tensor_values import queued_value
-from snapshot_store.write.writer_thread import OnFile, Queues, WriterThread
+from snapshot_store.write.writer_thread import Queues, WriterThread
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +60,8 @@ class Recorder:
             thread and frames waiting for a full disk may hold together; reaching it
             raises :class:`RecorderError` (the values from then on are not recorded).
 
-    Raises :class:`~.frames.StoreError` when ``store_dir`` can not be written, and
-    :class:`~.rank.LaunchError` for inconsistent launcher variables.
+    Raises :class:`~snapshot_store.format.frames.StoreError` when ``store_dir`` can not be written, and
+    :class:`~run_core.launch_env.LaunchError` for inconsistent launcher variables.
     """
 
     def __init__(
@@ -305,7 +305,7 @@ class Recorder:
         if self._refused():
             return
         self._documents.set_options(options)
-        self._writer.announce(self._documents.meta_path, closed=True)
+        self._writer.on_file(self._documents.meta_path, closed=True)
 
     # --- the gate and errors -------------------------------------------------------
 

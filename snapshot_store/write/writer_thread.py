@@ -1,4 +1,4 @@
-"""The recorder's writer thread: drain the queues, encode, append, announce written files.
+"""The recorder's writer thread: drain the queues, encode, append, tell ``on_file`` of written files.
 
 It follows TensorBoard's ``EventFileWriter``: one thread behind a queue and a stop
 flag. Each round takes what the training thread queued, encodes it (scalar columns,
@@ -26,14 +26,13 @@ from snapshot_store.format.images import encode_png
 from snapshot_store.format.kinds import encode_extra_batch
 from snapshot_store.write.documents import RunDocuments
 from snapshot_store.write.encoders import PendingExtra, encode_pending
-from snapshot_store.write.frame_sink import FrameSink
+from snapshot_store.write.frame_sink import FrameSink, OnFile
 from snapshot_store.write.scalar_columns import RECORD_ITEMS, ScalarColumns, last_wall_time
 
 log = logging.getLogger(__name__)
 
 # (group, name, step, epoch, wall_time, HWC uint8 pixels or PNG bytes).
 PendingImage = tuple[str, str, int, float, float, Any]
-OnFile = Callable[[Path, bool], None]
 
 # Memory a queued scalar holds (RECORD_ITEMS list slots, its wall time and value): the
 # queue's share of max_pending_bytes is counted in records, not measured.
@@ -92,7 +91,7 @@ class WriterThread:
         self._on_queue_limit = on_queue_limit
         self._on_fail = on_fail
         self._sink = FrameSink(
-            documents.store_dir, segment_bytes, segment_seconds, self.announce, max_pending_bytes
+            documents.store_dir, segment_bytes, segment_seconds, self.on_file, max_pending_bytes
         )
         self._wake = threading.Event()
         self._stop = False
@@ -119,7 +118,7 @@ class WriterThread:
         """Memory the queued scalars and the frames waiting for the disk hold together."""
         return len(self.queues.scalars) // RECORD_ITEMS * _RECORD_BYTES + self._sink.waiting_bytes
 
-    def announce(self, path: Path, closed: bool) -> None:
+    def on_file(self, path: Path, closed: bool) -> None:
         """Tell ``on_file`` that ``path`` was written (``closed``: it will not change again)."""
         if self._on_file is not None:
             self._on_file(path, closed)
@@ -138,7 +137,7 @@ class WriterThread:
     def _run(self) -> None:
         waiters = self.queues.flush_waiters
         try:
-            self.announce(self._documents.meta_path, closed=True)
+            self.on_file(self._documents.meta_path, closed=True)
             while True:
                 self._wake.wait(self.flush_interval)
                 self._wake.clear()
@@ -170,7 +169,7 @@ class WriterThread:
         if final:
             self._sink.close()
         else:
-            self._sink.announce_active(wrote)
+            self._sink.report_open_segments(wrote)
 
     def _frame_scalars(self) -> list[Exception]:
         """Frame the queued scalars for the sink; the failed device copies among them."""
@@ -210,7 +209,7 @@ class WriterThread:
         except OSError as err:
             self._sink.report_write_error("status", err)
             return
-        self.announce(self._documents.status_path, closed=ended)
+        self.on_file(self._documents.status_path, closed=ended)
 
 
 def _encode_images(records: list[PendingImage]) -> list[ImageRecord]:

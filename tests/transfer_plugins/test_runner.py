@@ -127,7 +127,7 @@ def test_hooks_run_at_lower_cpu_priority_than_training(tmp_path):
 
 
 def test_uploads_of_a_recording_grow_linearly_closed_segments_sent_once_when_final(tmp_path):
-    # A real recorder announces its files to the runner, as the trainer wires them.
+    # A real recorder tells the runner of its files (on_file), as the trainer wires them.
     sends: list[tuple[str, int]] = []
 
     def hook(source_path, relative_path):

@@ -87,7 +87,7 @@ class Trainer:
             self.model, self.session.launch, self.session.devices
         )
         try:
-            self.session.announce(self.loaders, self.state)
+            self.session.log_layout(self.loaders, self.state)
             for epoch in range(self.state.epoch, self.config.num_epochs):
                 self._run_epoch(epoch)
                 scores = self._validate(epoch)

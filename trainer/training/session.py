@@ -145,7 +145,7 @@ class RunSession:
 
     # --- what the loop calls ---------------------------------------------------------------
 
-    def announce(self, loaders: Loaders, state: RunState) -> None:
+    def log_layout(self, loaders: Loaders, state: RunState) -> None:
         """Say how the run is laid out (log and status), once, before the first step."""
         launch, cfg, steps_per_epoch = self.launch, self.config, loaders.steps_per_epoch
         effective = cfg.batch_size * launch.world_size
