@@ -57,8 +57,8 @@ class NoRunsError(RuntimeError):
 
 
 class Follower:
-    """Follows every run under ``location`` (the ``--pickle-dir`` value: a path or an
-    ``s3://`` URL) into visdom.
+    """Follows every run under ``root`` (the ``--pickle-dir`` value: a path or an ``s3://``
+    URL) into visdom.
 
     Call :meth:`run_once` for a single pass, or :meth:`run` to follow until
     :meth:`stop` (thread-safe). Every run is known by its summary (its
@@ -69,7 +69,7 @@ class Follower:
 
     def __init__(
         self,
-        location: str,
+        root: str,
         client: VisdomClient,
         *,
         env: str | None = None,
@@ -87,16 +87,10 @@ class Follower:
         memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB,
     ) -> None:
         check_max_points(max_points)
-        if not (math.isfinite(poll_interval) and poll_interval > 0):  # NaN would spin the loop
-            raise ValueError(
-                f"poll_interval (--poll-interval) must be a finite number above 0, not {poll_interval}"
-            )
-        self.runs: LocalRuns | S3Runs = locate(location, s3_client)
-        self.client = client
-        self.env_prefix = env
-        self.poll_interval = poll_interval
-        self.max_idle_interval = max_idle_interval
-        self.downloads = downloads
+        _check_poll_interval(poll_interval)
+        self.runs: LocalRuns | S3Runs = locate(root, s3_client)
+        self.client, self.env_prefix, self.downloads = client, env, downloads
+        self.poll_interval, self.max_idle_interval = poll_interval, max_idle_interval
         self.catalog = Catalog(self.runs, poll_interval, max_idle_interval, compare)
         # --compare: how many runs are overlaid (the comparison page may change it).
         selection = replace(selection if selection is not None else Selection(), count=compare)
@@ -122,19 +116,15 @@ class Follower:
         )
         if downloads is not None:
             downloads.on_open = self._opened_from_page
-        self._wake = threading.Event()
-        self._stop = threading.Event()
+        self._wake, self._stop = threading.Event(), threading.Event()
         self._watch = FileEvents(
             self.runs, self._wake, poll_interval, enabled=use_watchdog, on_path=self.catalog.touched
         )
-        self._watching = False  # file events arrive (their watches are set up)
-        self._last_wait_log = -WAIT_LOG_INTERVAL
+        self._watching, self._once = False, False  # file events arrive; in a run_once pass
+        self._last_wait_log, self._last_discovery = -WAIT_LOG_INTERVAL, -math.inf
         self._next_discovery = 0.0
-        self._last_discovery = -math.inf
-        # The last S3 failure (bad credentials, a missing bucket): --once reports
-        # it instead of calling the store empty; following logs it and retries.
+        # The last S3 failure (bad credentials, no bucket): --once reports it; following retries.
         self.source_error: S3ReadError | None = None
-        self._once = False
         # Called with the time after each pass over the runs (alerts look at them then).
         self.on_pass: Callable[[float], None] | None = None
 
@@ -348,3 +338,10 @@ class Follower:
         pace = READING_TICK if not self.catalog.complete else TICK
         timeout = min(due - now, pace, self.poll_interval, self.screen.redraw_wait())
         return max(0.005, timeout)
+
+
+def _check_poll_interval(poll_interval: float) -> None:
+    if not (math.isfinite(poll_interval) and poll_interval > 0):  # NaN would spin the loop
+        raise ValueError(
+            f"poll_interval (--poll-interval) must be a finite number above 0, not {poll_interval}"
+        )

@@ -97,14 +97,12 @@ def fit(
         metrics: ``name -> fn(outputs, targets)``: per-sample values, averaged exactly over
             the validation set.
         display_fn: ``fn(inputs, targets, outputs) -> NCHW tensor`` shown every display_freq.
-        ddp: train with DistributedDataParallel; starts the workers itself unless a
-            launcher (torchrun, Slurm, Kubernetes) already started this process.
+        ddp: train with DistributedDataParallel; starts the workers unless a launcher did.
         nprocs: workers for ``ddp=True``: default one per GPU, else two CPU workers (gloo).
         device: ``"auto"`` (GPUs if any), ``"cpu"``, ``"cuda"``, ``"cuda:N"``, or GPU ids.
         start_method: ``"auto"`` (fork in a notebook, else spawn), "spawn", "fork", "forkserver".
         config: a :class:`~trainer.training.config.RunConfig`; ``settings`` override its fields.
-        options: what the run's metadata and checkpoints record as its options
-            (default: the config and the optimizer's name and learning rate).
+        options: the run's options as its metadata and checkpoints keep them (default: config, optimizer).
         launch: this process's place in the job (default: read from the launcher).
         **settings: :class:`~trainer.training.config.RunConfig` fields: ``batch_size``, ``num_epochs``
             (or ``n_epochs``), ``name``, ``checkpoints_dir``, ``remote_transfer_cmd``, ``seed``...

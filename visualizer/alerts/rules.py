@@ -9,7 +9,7 @@ last value holds (``--alert-rule 'val/loss>2.5'``).
 
 Each event fires once; a run's end once per session (a resumed run's end
 alerts again: the key is its status' ``session_start``). What was sent is remembered per run in a small JSON file
-in the user's state dir (:mod:`visualizer.userdirs`), one per followed location,
+in the user's state dir (:mod:`visualizer.userdirs`), one per followed root,
 so a restarted visualizer does not send it again. A run that had already ended
 before this visualizer started, and that no visualizer told about before, is
 history, not news: its events are remembered without an alert.
@@ -110,7 +110,7 @@ class Alert:
 
 
 class AlertMemory:
-    """Which alerts were sent, per run; kept in one JSON file per followed location."""
+    """Which alerts were sent, per run; kept in one JSON file per followed root."""
 
     def __init__(self, path: Path, source: str) -> None:
         self.path, self.source = path, source

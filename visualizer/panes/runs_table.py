@@ -5,7 +5,7 @@ state, step, started, duration, last update, the last and best value of a chosen
 series, and the options that differ between runs. The page's *runs* pane filters
 by name and state, sorts by any column and pages through :data:`PAGE_ROWS` rows
 at a time, so 10,000 runs cost the page 100 rows. One table per visualizer (its
-windows' ids name the followed location, so two visualizers on one server keep
+windows' ids name the followed root, so two visualizers on one server keep
 one each).
 """
 

@@ -51,11 +51,11 @@ def export_command(store: str, run: str, kind: str = "scalars") -> str:
 
 
 class CsvDownloads:
-    """The loopback server and the runs it offers, by name -> store location (path or s3:// URL)."""
+    """The loopback server and the runs it offers, by name -> store (a path or s3:// URL)."""
 
     def __init__(self, s3_client: Any = None) -> None:
         self.stores: dict[str, str] = {}
-        self.root: str | None = None  # the location followed: the sweep's downloads
+        self.root: str | None = None  # the root followed: the sweep's downloads
         self.s3_client = s3_client
         self.on_open: OnOpen | None = None  # serves /open/<run> when set
         self._server: ThreadingHTTPServer | None = None
@@ -99,7 +99,7 @@ class CsvDownloads:
         return self.url(run)
 
     def offer_sweep(self, root: str) -> tuple[str, str]:
-        """Serve the sweep at ``root`` (the followed location) whole; the URLs of every run's
+        """Serve the sweep at ``root`` (the followed root) whole; the URLs of every run's
         points and of the runs table."""
         self.root = root
         base = f"http://{HOST}:{self.port}{_ALL}"
@@ -166,7 +166,7 @@ class CsvDownloads:
         self._export(request, store, "scalars", f"{run}{_SUFFIX}")
 
     def answer_sweep(self, request: BaseHTTPRequestHandler) -> None:
-        """Send every run's points, or the runs table, of the followed location as CSV."""
+        """Send every run's points, or the runs table, of the followed root as CSV."""
         file = SWEEP_FILES.get(request.path.split("?", 1)[0][len(_ALL) :])
         if file is None or self.root is None:
             self._fail(request, HTTPStatus.NOT_FOUND, "no such download here")
