@@ -184,15 +184,15 @@ class RunSession:
             effective_batch_size=effective,
         )
 
-    def log(self, values: Mapping[str, float], step: int, progress: float, group: str) -> None:
+    def log(self, values: Mapping[str, float], step: int, epoch: float, group: str) -> None:
         """Record scalars (rank 0; nothing elsewhere)."""
         if self.recorder is not None:
-            self.recorder.log(values, step=step, epoch=progress, group=group)
+            self.recorder.log(values, step=step, epoch=epoch, group=group)
 
-    def log_image(self, name: str, image: Any, step: int, progress: float) -> None:
+    def log_image(self, name: str, image: Any, step: int, epoch: float) -> None:
         """Record an NCHW batch of images as one grid (rank 0)."""
         if self.recorder is not None:
-            self.recorder.log_image(name, image, step, epoch=progress, dataformats="NCHW")
+            self.recorder.log_image(name, image, step, epoch=epoch, dataformats="NCHW")
 
     def set_status(self, **fields: Any) -> None:
         """Add fields to the run's status document (rank 0)."""
