@@ -1,6 +1,7 @@
 """A Lightning logger writing the snapshot store: ``Trainer(logger=MonitorLogger("checkpoints"))``.
 
-The store is ``<save_dir>/<name>/<version>/pickle``, beside Lightning's
+The store is ``<save_dir>/<name>/<version>/pickle``, the run named ``<name>/<version>``
+(TensorBoard's name for it: its path under ``save_dir``), beside Lightning's
 ``checkpoints/`` directory, so one transfer hook (``remote_transfer_cmd``) sends
 both with the same relative layout. Only global rank zero writes: every writing
 method is ``rank_zero_only``, as in Lightning's own loggers, and the writer is
@@ -97,8 +98,13 @@ class MonitorLogger(Logger):
     @property
     def log_dir(self) -> str:
         """This run's directory; the store is its ``pickle`` subdirectory."""
+        return str(self._save_dir / self._run_name())
+
+    def _run_name(self) -> str:
+        """``<name>/<version>``: the run's name in the store's metadata, so the viewer names it
+        as TensorBoard does (its path under ``save_dir``), not ``version_0`` alone."""
         version = self.version if isinstance(self.version, str) else f"version_{self.version}"
-        return str(self._save_dir / self._name / version)
+        return (Path(self._name) / version).as_posix()
 
     @property
     @rank_zero_experiment
@@ -156,6 +162,7 @@ class MonitorLogger(Logger):
                 options=self._hparams,
                 transfer_spec=self._transfer_spec,
                 world_size=distributed.group_size(),
+                name=self._run_name(),
             )
         return self._run
 

@@ -68,9 +68,14 @@ class RunDocuments:
         self._dirty = True
 
     def open(
-        self, options: Mapping[str, Any], world_size: int | None, hosts: list[str] | None
+        self,
+        options: Mapping[str, Any],
+        world_size: int | None,
+        hosts: list[str] | None,
+        name: str | None = None,
     ) -> None:
-        """Write meta.pickle, merged with an earlier session's (a resumed run appends)."""
+        """Write meta.pickle, merged with an earlier session's (a resumed run appends); the
+        run is ``name``, else its folder's (the ``<name>`` of ``<name>/pickle``)."""
         try:
             ensure_writable_dir(self.store_dir)
         except OSError as err:
@@ -96,7 +101,7 @@ class RunDocuments:
         store = self.store_dir
         meta.update(
             format_version=fmt.FORMAT_VERSION,
-            name=store.parent.name if store.name == "pickle" else store.name,
+            name=name or (store.parent.name if store.name == "pickle" else store.name),
             options=redact(options),
             world_size=world_size or 1,
             hosts=list(hosts) if hosts else [socket.gethostname()],

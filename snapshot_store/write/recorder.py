@@ -50,6 +50,7 @@ class Recorder:
         store_dir: the store, conventionally ``<checkpoints_dir>/<name>/pickle``.
         options: run options, saved in the metadata with secrets redacted.
         world_size, hosts: recorded in the metadata.
+        name: the run's name in the metadata, the viewer's for it (default: its folder's).
         on_file: called on the writer thread as ``on_file(path, closed)`` for every
             file the store writes: meta.pickle once written, each segment when it
             is closed (``closed=True``) and after appends (``closed=False``),
@@ -78,6 +79,7 @@ class Recorder:
         heartbeat_seconds: float = 5.0,
         rank: int | None = None,
         max_pending_bytes: int = 256 << 20,
+        name: str | None = None,
     ) -> None:
         self.store_dir = Path(store_dir)
         self.rank = global_rank() if rank is None else rank
@@ -106,7 +108,7 @@ class Recorder:
         self._pid = os.getpid()
         remove_leftover_tmp_files(self.store_dir)  # of a write killed in an earlier session
         self._documents = RunDocuments(self.store_dir, heartbeat_seconds)
-        self._documents.open(options or {}, world_size, hosts)
+        self._documents.open(options or {}, world_size, hosts, name)
         self._writer = WriterThread(
             queues,
             columns,

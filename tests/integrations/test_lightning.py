@@ -18,6 +18,7 @@ from integrations.lightning import MonitorLogger
 from tests.fixtures.examples import EXAMPLES, read, run_example
 from tests.fixtures.tensorboard import exported_records, exported_scalars, tensorboard_scalars
 from trainer import SummaryWriter
+from visualizer.sources.runs import LocalRuns
 
 
 @pytest.mark.integration
@@ -93,6 +94,17 @@ def test_checkpoints_go_through_the_transfer_hook_and_experiment_is_our_writer(
     history, meta, _ = read(tmp_path / "ckpts/exp/version_1/pickle")
     assert set(history.keys()) == {("val", "acc"), ("", "train_loss"), ("", "epoch")}
     assert len(meta["sessions"]) == 1
+
+
+def test_two_versions_in_one_folder_are_named_with_their_experiment(tmp_path):
+    # Not version_0 and version_1: the viewer's table and envs show the experiment too.
+    for _ in range(2):
+        logger = MonitorLogger(tmp_path, name="exp")
+        logger.log_metrics({"train_loss": 1.0}, step=0)
+        logger.finalize("success")
+    runs = LocalRuns(tmp_path / "exp").discover()  # followed as the docs say: the experiment
+    assert sorted(spec.name for spec in runs) == ["exp/version_0", "exp/version_1"]
+    assert read(tmp_path / "exp/version_1/pickle")[1]["name"] == "exp/version_1"
 
 
 def test_an_unsupported_lightning_is_refused_at_construction(monkeypatch):

@@ -36,6 +36,17 @@ def test_resumed_run_appends_and_replaces_repeated_steps(tmp_path):
     assert update.status["session_start"] == second["start_time"] > first["start_time"]
 
 
+def test_the_run_is_named_after_its_folder_unless_a_name_is_given(tmp_path):
+    with Recorder(tmp_path / "version_0" / "pickle"):
+        pass
+    with Recorder(tmp_path / "version_1" / "pickle", name="lightning_logs/version_1"):
+        pass
+    assert read_store(tmp_path / "version_0" / "pickle")[2].meta["name"] == "version_0"
+    assert read_store(tmp_path / "version_1" / "pickle")[2].meta["name"] == (
+        "lightning_logs/version_1"
+    )
+
+
 def test_unwritable_store_dir_is_a_clear_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")

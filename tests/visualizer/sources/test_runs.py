@@ -17,7 +17,7 @@ from snapshot_store import Recorder
 from snapshot_store.format import frames as fmt
 from tests.fixtures.export import run_export
 from visualizer.sources.export import export_csv
-from visualizer.sources.runs import LocalRuns
+from visualizer.sources.runs import LocalRuns, env_name
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -65,6 +65,18 @@ def test_a_store_without_usable_metadata_is_named_after_its_folder(tmp_path):
         fmt.encode_document({"name": ["not", "a", "name"]})
     )
     assert sorted(spec.name for spec in LocalRuns(tmp_path).discover()) == ["exp1", "renamed"]
+
+
+def test_runs_named_by_their_writer_keep_the_path_it_gave_in_the_table_and_env(tmp_path):
+    # Lightning's versions of one experiment: every folder is version_<n>, the stored names
+    # carry the experiment, as TensorBoard's path under its logdir does.
+    for version in ("version_0", "version_1"):
+        with Recorder(tmp_path / version / "pickle", name=f"lightning_logs/{version}", rank=0):
+            pass
+    names = sorted(spec.name for spec in LocalRuns(tmp_path).discover())
+    assert names == ["lightning_logs/version_0", "lightning_logs/version_1"]
+    envs = [env_name(name, None, multi=True) for name in names]
+    assert envs == ["lightning_logs_version_0", "lightning_logs_version_1"]
 
 
 def test_the_visualizer_draws_a_downloaded_run_in_its_stored_names_env(
