@@ -8,6 +8,7 @@ computed from its series.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -50,8 +51,8 @@ def status_version(source: Source) -> object:
     """A local store's status.pickle version (size and mtime), None where it has none."""
     if not isinstance(source, LocalSource):
         return None
-    try:
-        st = (source.root / fmt.STATUS_FILE).stat()
+    try:  # a string path: joining Paths cost more than the stat, 10,000 runs over
+        st = os.stat(f"{os.fspath(source.root)}{os.sep}{fmt.STATUS_FILE}")  # noqa: PTH116
     except OSError:
         return None
     return (st.st_size, st.st_mtime_ns)

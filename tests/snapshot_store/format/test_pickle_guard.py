@@ -10,7 +10,7 @@ import pytest
 
 from snapshot_store.format import batches
 from snapshot_store.format import frames as fmt
-from snapshot_store.format.pickle_guard import memo_problem
+from snapshot_store.format.pickle_guard import _names_no_index, _walk, memo_problem
 
 # Each names a memo index far beyond its opcodes: the C unpickler of Python 3.11
 # zeroes a memo table twice that long (gigabytes) before storing the object.
@@ -56,6 +56,61 @@ def test_every_pickle_python_writes_passes(protocol):
 @pytest.mark.parametrize("payload", HOSTILE)
 def test_a_memo_index_beyond_the_opcodes_is_refused(payload):
     assert "index" in memo_problem(payload)
+    assert not _names_no_index(payload)
+
+
+def _seeds() -> list[bytes]:
+    """Small pickles of every protocol: strings holding ``r`` and ``p``, runs, long strings."""
+    docs = [
+        {"state": "running", "replace": "p1\nr", "series": {"train/loss": {"last": 0.5}}},
+        [[1.5] * 3, [2.5] * 8, [3.5] * 9, [7] * 20, list(range(300, 340))],
+        ["x" * 300, b"y" * 300, 2**70, "\n", None, True, (1, 2, 3)],
+    ]
+    payloads = [
+        pickle.dumps(d, protocol=p) for d in docs for p in range(pickle.HIGHEST_PROTOCOL + 1)
+    ]
+    return payloads + HOSTILE
+
+
+def _mutated(rng: random.Random, payload: bytes) -> bytes:
+    """``payload`` with a memo index put where an opcode starts, a byte changed, or cut."""
+    try:
+        starts = [pos for _, _, pos in pickletools.genops(payload)]
+    except ValueError:  # a hostile seed
+        starts = [0]
+    choice = rng.randrange(4)
+    if choice == 0:  # a PUT or LONG_BINPUT where an opcode starts, small or huge index
+        at = rng.choice(starts)
+        index = rng.choice([0, 1, 5, 30, 2**31 - 1, rng.randrange(2**32)])
+        op = b"r" + index.to_bytes(4, "little") if rng.random() < 0.7 else b"p%d\n" % index
+        return payload[:at] + op + payload[at:]
+    at = rng.randrange(len(payload))
+    if choice == 1:
+        return payload[:at] + bytes([rng.randrange(256)]) + payload[at + 1 :]
+    if choice == 2:
+        return payload[:at] + rng.choice([b"r", b"p", b"G", b"\x8c"]) + payload[at:]
+    return payload[:at]
+
+
+def test_the_fast_pass_says_no_index_only_where_the_walk_finds_no_problem():
+    rng = random.Random(3)
+    seeds, refused = _seeds(), 0
+    for _ in range(3000):
+        payload = _mutated(rng, rng.choice(seeds))
+        problem = _walk(payload)
+        refused += problem is not None
+        assert memo_problem(payload) == problem
+        if _names_no_index(payload):
+            assert problem is None, payload
+    assert refused > 300  # the mutations reach the check, not only the unpickler's errors
+
+
+def test_the_stores_documents_take_the_fast_pass():
+    # not a timing: a store document walked in Python cost six times its unpickling
+    meta = {"name": "run", "options": {"lr": [0.1, 0.01], "argv": ["train.py"] * 3}}
+    status = {"state": "running", "series": {f"s{i}": {"last": 0.5, "step": 9} for i in range(300)}}
+    for doc in (meta, status, _documents()[0]):
+        assert _names_no_index(fmt.dumps(doc))
 
 
 def test_loads_refuses_it_before_the_unpickler_runs():
@@ -67,7 +122,10 @@ def test_loads_refuses_it_before_the_unpickler_runs():
 
 @pytest.mark.parametrize(
     "payload",
-    [b"", b"]r\xff", b"(lp12", b"\xff\xfe", b"\x80\x04\x95\x00", b"cos\nsystem\n)R."],
+    [
+        *(b"", b"]r\xff", b"(lp12", b"\xff\xfe", b"\x80\x04\x95\x00", b"cos\nsystem\n)R."),
+        b"\x8d" + b"\xff" * 8 + b"r\xff\xff\xff\x7f.",  # a length past any payload
+    ],
 )
 def test_what_the_unpickler_rejects_itself_passes_the_walk(payload):
     assert memo_problem(payload) is None
