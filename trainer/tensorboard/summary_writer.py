@@ -244,8 +244,10 @@ class SummaryWriter:
         self, mat, metadata=None, label_img=None, global_step=None, tag="default",
         metadata_header=None,
     ) -> None:  # fmt: skip
-        """Record an embedding's 2-D projection (its first two principal components)."""
-        self._write(summaries.embedding(tag, mat, metadata), global_step, None)
+        """Record an embedding as TensorBoard's projector keeps it (features, metadata, sprite)
+        and its first two principal components; ``export --kind projector`` writes its files."""
+        record = summaries.embedding(tag, mat, metadata, label_img, metadata_header)
+        self._write(record, global_step, None)
 
     @skips_bad_input
     def add_pr_curve(

@@ -162,7 +162,7 @@ class ExtraWindows:
             trace = {"x": data["recall"], "y": data["precision"], "name": tag}
             trace.update(mode="lines", type="scatter")
             return _plot_msg(env, win, title, [trace], ("recall", "precision"))
-        if kind == "points":
+        if kind in ("points", "embedding"):  # an embedding's 2-D view
             trace = {"x": data["x"], "y": data["y"], "text": data["labels"], "name": tag}
             trace.update(mode="markers", type="scatter", marker={"size": 6})
             return _plot_msg(env, win, title, [trace], ("component 1", "component 2"))

@@ -15,6 +15,7 @@ import csv
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, Any
 
 from run_core.tags import tag_of
@@ -29,6 +30,7 @@ from visualizer.api.table import (
     write_runs_csv,
 )
 
+from . import projector
 from .runs import LocalRuns, RunSpec, S3Runs, locate
 
 HEADER = POINT_COLUMNS
@@ -89,7 +91,7 @@ def export_csv(root: str, out: IO[str], s3_client: Any = None, runs: str = "") -
 
 # What ``--kind`` takes: the CSV of scalars (the default), a row a run, one kind as JSON
 # lines, or all of them.
-EXPORT_KINDS = ("scalars", "runs", *sorted(schema.SCHEMAS), "image", "all")
+EXPORT_KINDS = ("scalars", "runs", *sorted(schema.SCHEMAS), "image", "all", "projector")
 TABLES = ("scalars", "runs")  # the kinds --format parquet writes
 
 
@@ -143,6 +145,13 @@ def export_runs(
     return write_parquet(columns, out) if fmt == "parquet" else write_runs_csv(columns, out)
 
 
+def export_projector(root: str, out_dir: str, s3_client: Any = None, runs: str = "") -> int:
+    """Write every run's embeddings as TensorBoard's projector files under ``out_dir``, a
+    folder a run (see :mod:`.projector`); the embeddings written."""
+    out = Path(out_dir)
+    return sum(projector.write_run(spec, out) for spec in find_specs(root, s3_client, runs))
+
+
 def export(
     root: str,
     out: IO[Any],
@@ -174,7 +183,14 @@ def add_export_arguments(parser: Any, regex: Callable[[str], str] = str) -> None
         default="scalars",
         help="scalars: a row a point (the default); runs: a row a run (name, state, steps, start, "
         "duration, config.*, summary.*); any other kind, or all: JSON lines, one record a line "
-        '{"run", "kind", "tag", "step", "wall_time", "data"}, bytes as base64',
+        '{"run", "kind", "tag", "step", "wall_time", "data"}, bytes as base64; projector: '
+        "each run's embeddings as TensorBoard's projector files, in --out DIR",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="--kind projector's folder: DIR/<run>/projector_config.pbtxt and the files it names "
+        "(open with tensorboard --logdir DIR)",
     )
     parser.add_argument(
         "--format",

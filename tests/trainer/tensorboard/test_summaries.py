@@ -24,7 +24,7 @@ EXPECTED_EXTRAS = {
     ("text", "lstm"),
     ("text", "graph"),
     ("text", "onnx_graph"),
-    ("points", "default"),
+    ("embedding", "default"),
     ("pr_curve", "pr_curve"),
     ("pr_curve", "pr_raw"),
     ("layout", "custom_scalars"),
