@@ -194,6 +194,9 @@ _PR_FIELDS = ("tp", "fp", "tn", "fn", "precision", "recall")
 # kind -> field -> check. Every field is required; no other field is allowed.
 SCHEMAS: dict[str, dict[str, Callable[[object], bool]]] = {
     "text": {"text": _is(str)},
+    # add_graph: the model's outline, and TensorBoard's serialized GraphDef and RunMetadata
+    # (empty when the model could not be traced).
+    "graph": {"text": _is(str), "graph_def": _is(bytes), "run_metadata": _is(bytes)},
     "tensor": {"shape": _ints, "dtype": _is(str), "values": _numbers},
     "histogram": {
         **dict.fromkeys(("min", "max", "num", "sum", "sum_squares"), is_number),

@@ -231,8 +231,9 @@ class SummaryWriter:
 
     @skips_bad_input
     def add_graph(self, model, input_to_model=None, verbose=False, use_strict_trace=True) -> None:
-        """Record the module tree of ``model`` as text under tag ``graph`` (no tracing)."""
-        self._write(summaries.graph(model), None, None)
+        """Record the graph TensorBoard traces of ``model`` run on ``input_to_model``, and the
+        model's outline, under tag ``graph``; a model that can not be traced: one warning."""
+        self._write(summaries.graph(model, input_to_model, verbose, use_strict_trace), None, None)
 
     @skips_bad_input
     def add_onnx_graph(self, prototxt) -> None:

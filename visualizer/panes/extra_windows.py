@@ -179,6 +179,8 @@ class ExtraWindows:
         if kind == "alert":  # a W&B-style run.alert(): the latest of this title
             text = markup.element("p", markup.element("b", data["level"]), " ", data["text"])
             return _text_msg(env, win, f"alert: {tag} @ step {step}", text)
+        if kind == "graph":  # the outline; the traced graph is for export
+            return _text_msg(env, win, tag, _pre(data["text"]))
         if kind == "tensor":
             values = ", ".join(f"{v:.6g}" for v in data["values"][:200])
             more = " ..." if len(data["values"]) > 200 else ""

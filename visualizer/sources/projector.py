@@ -29,7 +29,7 @@ def tag_folder(tag: str) -> str:
     return tag.replace("%", "%25").replace("/", "%2f")
 
 
-def _run_folder(out_dir: Path, name: str) -> Path:
+def run_folder(out_dir: Path, name: str) -> Path:
     """``out_dir/name``, the name's parts kept only where they stay below ``out_dir``."""
     parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".", "..")]
     return out_dir.joinpath(*parts) if parts else out_dir / "run"
@@ -77,7 +77,7 @@ def write_run(spec: RunSpec, out_dir: Path) -> int:
     """
     _history, _reader, update = read_store(spec.source)  # extras come with the images
     entries: dict[str, str] = {}
-    folder = _run_folder(out_dir, spec.name)
+    folder = run_folder(out_dir, spec.name)
     for kind, tag, step, _wall, data in update.extras:
         if kind != "embedding":
             continue

@@ -22,7 +22,7 @@ EXPECTED_EXTRAS = {
     ("video", "video"),
     ("audio", "audio"),
     ("text", "lstm"),
-    ("text", "graph"),
+    ("graph", "graph"),
     ("text", "onnx_graph"),
     ("embedding", "default"),
     ("pr_curve", "pr_curve"),

@@ -65,7 +65,7 @@ def test_every_method_with_a_pane_shows_in_visdom(tmp_path, visdom_server, reade
             writer.add_scalar("twse/0050", float(step), step)
     wins = {
         extra_window("text", "lstm"),
-        extra_window("text", "graph"),
+        extra_window("graph", "graph"),
         extra_window("text", "onnx_graph"),
         extra_window("tensor", "x"),
         extra_window("histogram", "distribution centers"),
