@@ -133,7 +133,8 @@ def export_main(argv: list[str], prog: str | None = None) -> int:
         prog=prog,
         description="Print every scalar (latest value per step) as CSV: "
         "run,group,tag,step,epoch,wall_time,value; with --kind runs, a row a run; with another "
-        "--kind, those records as JSON lines; with --format parquet, one Parquet file.",
+        "--kind, those records as JSON lines; with --format parquet, one Parquet file; with --kind "
+        "projector or graph_events, TensorBoard's own files in --out DIR.",
     )
     add_source_argument(parser)
     add_export_arguments(parser, runs_regex)  # issues 13 and 35: record kinds, runs, parquet
