@@ -38,7 +38,7 @@ from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import page_asset_failures, visdom_answers
 from visualizer.server.process import VisdomServer, VisdomServerError, ensure_server
 from visualizer.sources.download import CsvDownloads
-from visualizer.sources.export import add_export_arguments, export
+from visualizer.sources.export import FILE_KINDS, add_export_arguments, export, export_files
 from visualizer.sources.runs import LocalRuns, RunSpec
 from visualizer.sources.s3 import S3ReadError
 from visualizer.visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
@@ -133,7 +133,8 @@ def export_main(argv: list[str], prog: str | None = None) -> int:
         prog=prog,
         description="Print every scalar (latest value per step) as CSV: "
         "run,group,tag,step,epoch,wall_time,value; with --kind runs, a row a run; with another "
-        "--kind, those records as JSON lines; with --format parquet, one Parquet file.",
+        "--kind, those records as JSON lines; with --format parquet, one Parquet file; with --kind "
+        "projector or graph_events, TensorBoard's own files in --out DIR.",
     )
     add_source_argument(parser)
     add_export_arguments(parser, runs_regex)  # issues 13 and 35: record kinds, runs, parquet
@@ -143,10 +144,17 @@ def export_main(argv: list[str], prog: str | None = None) -> int:
     if binary and sys.stdout.isatty():
         parser.error("--format parquet writes binary: redirect it to a file (> runs.parquet)")
 
+    if (args.kind in FILE_KINDS) != (args.out is not None) or (binary and args.out):
+        parser.error(f"--kind {' and '.join(FILE_KINDS)} write files: --out DIR goes with them")
+
     def export_records() -> int:
         out = sys.stdout.buffer if binary else sys.stdout
         try:
-            export(args.pickle_dir, out, args.kind, args.format, args.runs)
+            if args.kind in FILE_KINDS:
+                count = export_files(args.pickle_dir, args.kind, args.out, runs=args.runs)
+                print(f"{count} written: tensorboard --logdir {args.out}", file=sys.stderr)
+            else:
+                export(args.pickle_dir, out, args.kind, args.format, args.runs)
         except FileNotFoundError as err:
             log.error("%s", err)
             return ExitCode.NO_DATA

@@ -9,6 +9,7 @@ can build: builtins, never a subclass (``bool`` is not a number here).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -138,6 +139,9 @@ def image_problem(item: object) -> str | None:
 # --- the record kinds of the extras stream (see kinds.py) --------------------------------
 
 _PLAIN = (str, int, float, bool, type(None))
+# The dtypes an embedding's features may be stored in: little-endian (or one-byte)
+# numbers, as numpy's ``dtype.str`` spells them.
+EMBEDDING_DTYPE = re.compile(r"<[fiu][248]|\|[iub]1")
 
 
 def _numbers(value: object) -> bool:
@@ -190,6 +194,9 @@ _PR_FIELDS = ("tp", "fp", "tn", "fn", "precision", "recall")
 # kind -> field -> check. Every field is required; no other field is allowed.
 SCHEMAS: dict[str, dict[str, Callable[[object], bool]]] = {
     "text": {"text": _is(str)},
+    # add_graph: the model's outline, and TensorBoard's serialized GraphDef and RunMetadata
+    # (empty when the model could not be traced).
+    "graph": {"text": _is(str), "graph_def": _is(bytes), "run_metadata": _is(bytes)},
     "tensor": {"shape": _ints, "dtype": _is(str), "values": _numbers},
     "histogram": {
         **dict.fromkeys(("min", "max", "num", "sum", "sum_squares"), is_number),
@@ -200,7 +207,20 @@ SCHEMAS: dict[str, dict[str, Callable[[object], bool]]] = {
     "pr_curve": {**dict.fromkeys(_PR_FIELDS, _numbers), "num_thresholds": _is(int)},
     "audio": {"wav": _is(bytes), "sample_rate": is_number},
     "video": {"gif": _is(bytes), "fps": is_number},
-    "points": {"x": _numbers, "y": _numbers, "labels": _strs},
+    "points": {"x": _numbers, "y": _numbers, "labels": _strs},  # before embeddings kept features
+    # add_embedding: the 2-D view (as points), the features (shape, little-endian dtype,
+    # raw bytes), metadata.tsv's lines (a header first when given), sprite PNG and [W, H].
+    "embedding": {
+        "x": _numbers,
+        "y": _numbers,
+        "labels": _strs,
+        "shape": _ints,
+        "dtype": lambda value: type(value) is str and EMBEDDING_DTYPE.fullmatch(value) is not None,
+        "values": _is(bytes),
+        "metadata": _strs,
+        "sprite": _is(bytes),
+        "sprite_dim": _ints,
+    },
     "mesh": {"vertices": _numbers, "faces": _ints, "colors": _ints},
     "layout": {"layout": _layout},
     # A W&B-style alert (tag: its title): text and level (INFO, WARN or ERROR).
@@ -211,6 +231,7 @@ _SAME_LENGTH = {
     "histogram": ("limits", "counts"),
     "pr_curve": _PR_FIELDS,
     "points": ("x", "y"),
+    "embedding": ("x", "y"),
 }
 
 
@@ -236,10 +257,24 @@ def record_problem(item: object) -> str | None:
     lengths = {len(data[name]) for name in _SAME_LENGTH.get(kind, ())}
     if len(lengths) > 1:
         return f"{tag}: {kind} lists {_SAME_LENGTH[kind]} differ in length"
-    if kind == "points" and len(data["labels"]) not in (0, len(data["x"])):
+    if kind in ("points", "embedding") and len(data["labels"]) not in (0, len(data["x"])):
         return f"{tag}: points have {len(data['labels'])} labels for {len(data['x'])} points"
+    if kind == "embedding":
+        return _embedding_problem(tag, data)
     if kind == "mesh":
         return _mesh_problem(tag, data)
+    return None
+
+
+def _embedding_problem(tag: str, data: dict) -> str | None:
+    """Why an embedding's bytes are not its N x D values of one row a point, or None."""
+    shape, size = data["shape"], int(data["dtype"][2:])
+    if len(shape) != 2 or shape[0] != len(data["x"]) or min(shape) < 0:
+        return f"{tag}: embedding of shape {shape} for {len(data['x'])} points"
+    if len(data["values"]) != shape[0] * shape[1] * size:
+        return f"{tag}: embedding holds {len(data['values'])} bytes, not {shape} of {size}"
+    if len(data["sprite_dim"]) not in (0, 2) or bool(data["sprite"]) != bool(data["sprite_dim"]):
+        return f"{tag}: embedding sprite without its image size, or the reverse"
     return None
 
 

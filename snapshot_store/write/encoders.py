@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 import wave
 from collections.abc import Callable
 from typing import Any
@@ -187,18 +188,77 @@ def boxes(raw: tuple[Any, Any, str, float, list[str] | None]) -> bytes:
     return encode_png(np.asarray(img))
 
 
-def points_2d(raw: tuple[Any, list[str] | None]) -> dict[str, Any]:
-    """The first two principal components of an (N, D) embedding, with N labels or none."""
-    mat, labels = raw
-    array = _finite_floats(mat, "embedding").reshape(to_numpy(mat).shape[0], -1)
-    if labels is not None and len(labels) != len(array):
-        raise ValueError(f"{len(labels)} metadata labels for {len(array)} rows")
+# An embedding's features and sprite together stay well below a frame (64 MiB), so the
+# record is never dropped at write; a bigger one is refused with one warning.
+MAX_EMBEDDING_BYTES = 32 * 1024 * 1024
+
+
+def _projection(array: np.ndarray) -> np.ndarray:
+    """The (N, 2) first two principal components of ``array`` (a flat second for 1-D data)."""
     centred = array - array.mean(axis=0)
     _, _, vt = np.linalg.svd(centred, full_matrices=False)
     xy = centred @ vt[:2].T
-    if xy.shape[1] < 2:  # one-dimensional data: a flat second axis
+    if xy.shape[1] < 2:
         xy = np.hstack([xy, np.zeros((len(xy), 2 - xy.shape[1]))])
-    return {"x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(), "labels": list(labels or [])}
+    return xy
+
+
+def _sprite(label_img: Any) -> tuple[bytes, list[int]]:
+    """TensorBoard's ``sprite.png`` of (N, C, H, W) label images in [0, 1], and [W, H]:
+    the images in rows of ceil(sqrt(N)) on a square black canvas, as ``make_sprite`` draws."""
+    images = to_numpy(label_img)
+    if images.ndim != 4 or images.shape[1] not in (1, 3):
+        raise ValueError(f"label_img of shape {images.shape}; expected (N, 1 or 3, H, W)")
+    n, _, h, w = images.shape
+    if images.shape[1] == 1:
+        images = np.concatenate([images] * 3, axis=1)
+    ncols = min(n, math.ceil(n**0.5))
+    nrows = math.ceil(n / ncols)
+    side = max(w * ncols, h * nrows)  # TensorBoard's square of the grid's width
+    canvas = np.zeros((side, side, 3))
+    for i, image in enumerate(images):
+        row, col = divmod(i, ncols)
+        canvas[row * h : (row + 1) * h, col * w : (col + 1) * w] = image.transpose(1, 2, 0)
+    return encode_png((canvas * 255).clip(0, 255).astype(np.uint8)), [w, h]
+
+
+def embedding(raw: tuple[Any, list[str] | None, list[str], Any]) -> dict[str, Any]:
+    """An (N, D) embedding as TensorBoard's projector files hold it, and its 2-D view.
+
+    ``raw``: the matrix, the N labels (or None), the lines of ``metadata.tsv`` and the
+    label images (or None). The features keep their dtype (``tensors.tsv`` prints them as
+    TensorBoard does); ``x``, ``y`` are the first two principal components.
+    """
+    mat, labels, metadata, label_img = raw
+    array = to_numpy(mat)
+    if array.ndim != 2:
+        raise ValueError(f"embedding of shape {array.shape}; expected (N, D)")
+    if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+        raise ValueError(f"embedding must be numbers, not {array.dtype}")
+    if labels is not None and len(labels) != len(array):
+        raise ValueError(f"{len(labels)} metadata labels for {len(array)} rows")
+    if label_img is not None and len(to_numpy(label_img)) != len(array):
+        raise ValueError(f"{len(to_numpy(label_img))} label images for {len(array)} rows")
+    sprite, dim = _sprite(label_img) if label_img is not None else (b"", [])
+    if array.nbytes + len(sprite) > MAX_EMBEDDING_BYTES:
+        raise ValueError(
+            f"embedding of {array.shape[0]}x{array.shape[1]} {array.dtype} with its sprite is "
+            f"{(array.nbytes + len(sprite)) / 2**20:.0f} MiB, above the "
+            f"{MAX_EMBEDDING_BYTES // 2**20} MiB kept: log a sample of its rows"
+        )
+    xy = _projection(_finite_floats(array, "embedding").reshape(array.shape))
+    plain = array.astype(array.dtype.newbyteorder("<"))  # stored little-endian on every host
+    return {
+        "x": xy[:, 0].tolist(),
+        "y": xy[:, 1].tolist(),
+        "labels": list(labels or []),
+        "shape": [int(n) for n in array.shape],
+        "dtype": plain.dtype.str,
+        "values": np.ascontiguousarray(plain).tobytes(),
+        "metadata": metadata,
+        "sprite": sprite,
+        "sprite_dim": dim,
+    }
 
 
 def tensor(value: Any) -> dict[str, Any]:

@@ -231,8 +231,9 @@ class SummaryWriter:
 
     @skips_bad_input
     def add_graph(self, model, input_to_model=None, verbose=False, use_strict_trace=True) -> None:
-        """Record the module tree of ``model`` as text under tag ``graph`` (no tracing)."""
-        self._write(summaries.graph(model), None, None)
+        """Record the graph TensorBoard traces of ``model`` run on ``input_to_model``, and the
+        model's outline, under tag ``graph``; a model that can not be traced: one warning."""
+        self._write(summaries.graph(model, input_to_model, verbose, use_strict_trace), None, None)
 
     @skips_bad_input
     def add_onnx_graph(self, prototxt) -> None:
@@ -244,8 +245,10 @@ class SummaryWriter:
         self, mat, metadata=None, label_img=None, global_step=None, tag="default",
         metadata_header=None,
     ) -> None:  # fmt: skip
-        """Record an embedding's 2-D projection (its first two principal components)."""
-        self._write(summaries.embedding(tag, mat, metadata), global_step, None)
+        """Record an embedding as TensorBoard's projector keeps it (features, metadata, sprite)
+        and its first two principal components; ``export --kind projector`` writes its files."""
+        record = summaries.embedding(tag, mat, metadata, label_img, metadata_header)
+        self._write(record, global_step, None)
 
     @skips_bad_input
     def add_pr_curve(

@@ -162,7 +162,7 @@ class ExtraWindows:
             trace = {"x": data["recall"], "y": data["precision"], "name": tag}
             trace.update(mode="lines", type="scatter")
             return _plot_msg(env, win, title, [trace], ("recall", "precision"))
-        if kind == "points":
+        if kind in ("points", "embedding"):  # an embedding's 2-D view
             trace = {"x": data["x"], "y": data["y"], "text": data["labels"], "name": tag}
             trace.update(mode="markers", type="scatter", marker={"size": 6})
             return _plot_msg(env, win, title, [trace], ("component 1", "component 2"))
@@ -179,6 +179,8 @@ class ExtraWindows:
         if kind == "alert":  # a W&B-style run.alert(): the latest of this title
             text = markup.element("p", markup.element("b", data["level"]), " ", data["text"])
             return _text_msg(env, win, f"alert: {tag} @ step {step}", text)
+        if kind == "graph":  # the outline; the traced graph is for export
+            return _text_msg(env, win, tag, _pre(data["text"]))
         if kind == "tensor":
             values = ", ".join(f"{v:.6g}" for v in data["values"][:200])
             more = " ..." if len(data["values"]) > 200 else ""

@@ -15,6 +15,7 @@ import csv
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, Any
 
 from run_core.tags import tag_of
@@ -29,6 +30,7 @@ from visualizer.api.table import (
     write_runs_csv,
 )
 
+from . import graph_events, projector
 from .runs import LocalRuns, RunSpec, S3Runs, locate
 
 HEADER = POINT_COLUMNS
@@ -87,9 +89,12 @@ def export_csv(root: str, out: IO[str], s3_client: Any = None, runs: str = "") -
     return rows
 
 
+# The kinds written as TensorBoard's own files into --out DIR, a folder a run: the
+# projector's files, the traced graphs' event files.
+FILE_KINDS = {"projector": projector.write_run, "graph_events": graph_events.write_run}
 # What ``--kind`` takes: the CSV of scalars (the default), a row a run, one kind as JSON
-# lines, or all of them.
-EXPORT_KINDS = ("scalars", "runs", *sorted(schema.SCHEMAS), "image", "all")
+# lines, or all of them, or TensorBoard's files.
+EXPORT_KINDS = ("scalars", "runs", *sorted(schema.SCHEMAS), "image", "all", *FILE_KINDS)
 TABLES = ("scalars", "runs")  # the kinds --format parquet writes
 
 
@@ -143,6 +148,13 @@ def export_runs(
     return write_parquet(columns, out) if fmt == "parquet" else write_runs_csv(columns, out)
 
 
+def export_files(root: str, kind: str, out_dir: str, s3_client: Any = None, runs: str = "") -> int:
+    """Write every run's records of the file ``kind`` (:data:`FILE_KINDS`) as TensorBoard's
+    files under ``out_dir``, a folder a run; how many records were written."""
+    write_run, out = FILE_KINDS[kind], Path(out_dir)
+    return sum(write_run(spec, out) for spec in find_specs(root, s3_client, runs))
+
+
 def export(
     root: str,
     out: IO[Any],
@@ -174,7 +186,14 @@ def add_export_arguments(parser: Any, regex: Callable[[str], str] = str) -> None
         default="scalars",
         help="scalars: a row a point (the default); runs: a row a run (name, state, steps, start, "
         "duration, config.*, summary.*); any other kind, or all: JSON lines, one record a line "
-        '{"run", "kind", "tag", "step", "wall_time", "data"}, bytes as base64',
+        '{"run", "kind", "tag", "step", "wall_time", "data"}, bytes as base64; projector, graph_events: '
+        "each run's embeddings, or traced graph, as TensorBoard's own files in --out DIR",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="--kind projector's or graph_events' folder: DIR/<run>/projector_config.pbtxt and "
+        "the files it names, or DIR/<run>/events.out.tfevents.* (tensorboard --logdir DIR)",
     )
     parser.add_argument(
         "--format",

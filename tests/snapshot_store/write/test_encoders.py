@@ -44,11 +44,21 @@ def test_gif_has_one_frame_per_time_step():
         assert gif.format == "GIF" and gif.n_frames == 5
 
 
-def test_points_are_the_two_principal_components():
+def test_an_embeddings_view_is_its_two_principal_components():
     rng = np.random.default_rng(1)
     mat = np.outer(rng.normal(size=50), [1.0, 2.0, 0.0]) + 1e-3 * rng.normal(size=(50, 3))
-    data = _valid("points", encoders.points_2d((mat, None)))
+    data = _valid("embedding", encoders.embedding((mat, None, [], None)))
     assert np.var(data["x"]) > 1000 * np.var(data["y"])  # the spread lies along the first axis
+    assert np.array_equal(np.frombuffer(data["values"], data["dtype"]).reshape(50, 3), mat)
+
+
+def test_an_embeddings_bytes_must_be_its_shape():
+    data = encoders.embedding((np.ones((2, 3), np.float32), ["a", "b"], ["a", "b"], None))
+    assert schema.record_problem(("embedding", "e", 0, 1.0, data)) is None
+    assert "holds 20 bytes" in schema.record_problem(
+        ("embedding", "e", 0, 1.0, {**data, "values": data["values"][:20]})
+    )
+    assert "wrong type" in schema.record_problem(("embedding", "e", 0, 1.0, {**data, "dtype": "O"}))
 
 
 @pytest.mark.parametrize(
@@ -62,7 +72,9 @@ def test_points_are_the_two_principal_components():
         (lambda: encoders.histogram((np.array(["a"]), "tensorflow", None)), "must be numbers"),
         (lambda: encoders.pr_curve((np.ones(3), np.ones(4), 127, None)), "3 labels for 4"),
         (lambda: encoders.gif((np.ones((2, 3, 8, 8)), 4)), "(N, T, C, H, W)"),
-        (lambda: encoders.points_2d((np.ones((3, 2)), ["a"])), "1 metadata labels for 3"),
+        (lambda: encoders.embedding((np.ones((3, 2)), ["a"], [], None)), "1 metadata labels for 3"),
+        (lambda: encoders.embedding((np.ones((3, 2)), None, [], np.ones((2, 3, 4, 4)))), "2 label"),
+        (lambda: encoders.embedding((np.ones(3), None, [], None)), "expected (N, D)"),
         (
             lambda: encoders.mesh((np.ones((1, 3, 3)), np.array([[[0, 1, 5]]]), None)),
             "do not index",

@@ -65,7 +65,7 @@ def test_every_method_with_a_pane_shows_in_visdom(tmp_path, visdom_server, reade
             writer.add_scalar("twse/0050", float(step), step)
     wins = {
         extra_window("text", "lstm"),
-        extra_window("text", "graph"),
+        extra_window("graph", "graph"),
         extra_window("text", "onnx_graph"),
         extra_window("tensor", "x"),
         extra_window("histogram", "distribution centers"),
@@ -73,7 +73,7 @@ def test_every_method_with_a_pane_shows_in_visdom(tmp_path, visdom_server, reade
         HPARAMS_WIN,
         extra_window("pr_curve", "pr_curve"),
         extra_window("pr_curve", "pr_raw"),
-        extra_window("points", "default"),
+        extra_window("embedding", "default"),
         extra_window("mesh", "my_mesh"),
         extra_window("audio", "audio"),
         extra_window("video", "video"),
@@ -95,7 +95,7 @@ def test_every_method_with_a_pane_shows_in_visdom(tmp_path, visdom_server, reade
     assert mesh["content"]["data"][0]["type"] == "mesh3d"
     chart = reader.traces(run_name, extra_window("layout", "Taiwan_twse"))
     assert chart == {"twse/0050": ([1, 2, 3], [1.0, 2.0, 3.0])}
-    points = reader.traces(run_name, extra_window("points", "default"))["default"]
+    points = reader.traces(run_name, extra_window("embedding", "default"))["default"]
     assert len(points[0]) == 100
 
 

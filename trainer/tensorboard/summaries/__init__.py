@@ -12,6 +12,7 @@ TypeError, which the writer turns into one warning (:mod:`..bad_input`).
 from trainer.tensorboard.summaries.audio import audio
 from trainer.tensorboard.summaries.custom_scalars import custom_scalars, one_chart
 from trainer.tensorboard.summaries.embedding import embedding
+from trainer.tensorboard.summaries.graph import graph
 from trainer.tensorboard.summaries.histogram import histogram, histogram_raw
 from trainer.tensorboard.summaries.hparams import hparams_metrics, hparams_row
 from trainer.tensorboard.summaries.image import image_with_boxes
@@ -19,7 +20,7 @@ from trainer.tensorboard.summaries.mesh import mesh
 from trainer.tensorboard.summaries.pr_curve import pr_curve, pr_curve_raw
 from trainer.tensorboard.summaries.record import Record
 from trainer.tensorboard.summaries.tensor import tensor
-from trainer.tensorboard.summaries.text import graph, onnx_graph, text
+from trainer.tensorboard.summaries.text import onnx_graph, text
 from trainer.tensorboard.summaries.video import video
 
 __all__ = [

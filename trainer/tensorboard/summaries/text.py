@@ -1,4 +1,4 @@
-"""Texts: ``add_text``, and ``add_graph`` and ``add_onnx_graph`` stored as text."""
+"""Texts: ``add_text``, and ``add_onnx_graph`` stored as text."""
 
 from __future__ import annotations
 
@@ -14,15 +14,6 @@ def text(tag: str, text_string: Any) -> Record:
     if not isinstance(text_string, str):
         raise TypeError(f"text must be str, not {type(text_string).__name__}")
     return Record("text", tag, {"text": text_string})
-
-
-def graph(model: Any) -> Record:
-    """The module tree of ``model`` and its parameter count, under tag ``graph`` (no tracing)."""
-    lines = [repr(model)]
-    if hasattr(model, "parameters"):
-        count = sum(p.numel() for p in model.parameters())
-        lines.append(f"\n{count:,} parameters")
-    return Record("text", "graph", {"text": "\n".join(lines)})
 
 
 def onnx_graph(prototxt: str | os.PathLike[str]) -> Record:
