@@ -13,6 +13,7 @@ instead where every part is required (``make test``, CI; :mod:`tests.fixtures.pa
 
 from __future__ import annotations
 
+import logging
 import os
 
 import pytest
@@ -68,3 +69,17 @@ def pytest_make_collect_report(collector: pytest.Collector):
     return pytest.CollectReport(
         report.nodeid, "skipped", (str(collector.path), 0, reason), [], sections=report.sections
     )
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored():
+    """The root logger as each test found it: an entry point run in-process (a CLI's
+    ``main``) configures logging onto the stream pytest captured for that test, which is
+    closed once the test ends; a later test's log line would then print a logging error."""
+    root = logging.getLogger()
+    before, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        if handler not in before and not type(handler).__module__.startswith("_pytest"):
+            root.removeHandler(handler)
+    root.setLevel(level)
