@@ -86,13 +86,18 @@ def save(obj: Any, path: Path) -> None:
     """``torch.save`` ``obj`` to ``path`` so that the file appears whole or not at all.
 
     A full disk raises :class:`DiskFullError` naming the space the checkpoint needs;
-    the temporary file is gone and a previous ``path`` is kept as it was.
+    an interrupt mid-write raises the interrupt. Either way the temporary file is gone
+    and a previous ``path`` is kept as it was.
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_file(path) as f:
             torch.save(obj, f)
     except (OSError, RuntimeError) as err:
+        if isinstance(err.__context__, (KeyboardInterrupt, SystemExit)):
+            # Ctrl-C or SIGTERM mid-write: torch's zip writer, closing on the way out, raises
+            # its own error in the interrupt's place; the run must still end as interrupted.
+            raise err.__context__ from None
         if not out_of_space(err):
             raise
         raise DiskFullError(

@@ -22,6 +22,9 @@ log = logging.getLogger("trainer.training.sync")
 
 # A progress line at most this often while files are still being sent.
 PROGRESS_EVERY_S = 5.0
+# The drain's own lines grow loss_log.txt after its first copy; a quiet resend is final
+# unless something else logs into it meanwhile.
+LOG_RESENDS = 3
 
 
 def run_files(run_dir: Path) -> list[Path]:
@@ -34,8 +37,14 @@ def sync_command(run_dir: Path, spec: str) -> str:
     return f"python -m trainer sync {shlex.quote(str(run_dir))} --remote-transfer-cmd {spec}"
 
 
-def _wait_for(transfer: TransferRunner, deadline: float) -> None:
-    """Wait until ``transfer`` sent everything or ``deadline``, saying what is left."""
+def _wait_for(transfer: TransferRunner, deadline: float, quiet: bool = False) -> None:
+    """Wait until ``transfer`` sent everything or ``deadline``, saying what is left.
+
+    ``quiet``: say nothing (sending the log file again: a line would change it once more).
+    """
+    if quiet:
+        transfer.drain(max(0.0, deadline - time.monotonic()))
+        return
     count, size = transfer.backlog()
     if count:
         log.info(
@@ -71,17 +80,19 @@ def send_remaining(
     adapters) and of ``trainer sync``. Says what is left every
     :data:`PROGRESS_EVERY_S`; Ctrl-C stops waiting. Files left are listed, with the
     command that sends them later when the run's dir ``run_dir`` is known.
-    ``log_file`` (the run's ``loss_log.txt``) is sent last, and again if the wait
-    itself logged into it.
+    ``log_file`` (the run's ``loss_log.txt``) is sent last, and again, quietly, if the wait
+    logged into it (an outage's progress lines): the copy sent is the whole file.
     """
     deadline = time.monotonic() + timeout
     try:
-        for _round in range(2):
+        for again in range(LOG_RESENDS + 1):
             size = log_file.stat().st_size if log_file is not None and log_file.exists() else None
             if log_file is not None and size is not None:
                 transfer.submit(log_file, closed=True)
-            _wait_for(transfer, deadline)
+            _wait_for(transfer, deadline, quiet=bool(again))
             if size is None or log_file is None or log_file.stat().st_size == size:
+                break
+            if time.monotonic() >= deadline:
                 break
     except KeyboardInterrupt:
         log.warning("Ctrl-C: no longer waiting for %s", transfer.name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -105,6 +106,47 @@ def test_sync_with_files_left_unsent_exits_upload_incomplete_with_the_command(tm
     assert proc.returncode == ExitCode.UPLOAD_INCOMPLETE == 5, proc.stderr
     assert "ConnectionError: destination down" in proc.stderr
     assert f"run: python -m trainer sync {run} --remote-transfer-cmd downhook.save" in proc.stderr
+
+
+def test_the_log_sent_last_is_whole_though_an_outage_made_the_drain_log_into_it(
+    tmp_path, monkeypatch, caplog
+):
+    """A destination down at the close: the drain's progress lines go into loss_log.txt
+    while it waits, and the copy it leaves at the destination still has all of them."""
+    from trainer.training import sync
+
+    monkeypatch.setattr(sync, "PROGRESS_EVERY_S", 0.05)
+    run, sent = tmp_path / "exp", tmp_path / "sent"
+    run.mkdir()
+    log_file = run / "loss_log.txt"
+    log_file.write_text("epoch 1\n")
+    checkpoint = run / "latest.pth"
+    checkpoint.write_bytes(b"weights")
+    checkpoint_failures = iter(range(6))
+
+    def flaky(path, relative):
+        data = Path(path).read_bytes()
+        if Path(path) == checkpoint and next(checkpoint_failures, None) is not None:
+            raise ConnectionError("destination down")
+        if Path(path) == log_file:
+            time.sleep(0.5)  # a slow upload: progress lines are written after the bytes were read
+        (sent / relative).parent.mkdir(parents=True, exist_ok=True)
+        (sent / relative).write_bytes(data)
+
+    to_file = logging.FileHandler(log_file)
+    logger = logging.getLogger("trainer")
+    logger.addHandler(to_file)
+    caplog.set_level("INFO", logger="trainer")
+    try:
+        runner = TransferRunner(flaky, tmp_path, backoff=(0.05, 0.2), name="flaky.save")
+        runner.submit(checkpoint)
+        assert send_remaining(runner, run, timeout=60, log_file=log_file) == []
+    finally:
+        logger.removeHandler(to_file)
+        to_file.close()
+    lines = log_file.read_text().splitlines()
+    assert any("still sending through flaky.save" in line for line in lines), lines
+    assert (sent / "exp" / "loss_log.txt").read_text().splitlines() == lines
 
 
 def test_ctrl_c_skips_the_drain_and_leaves_the_list_and_the_command(tmp_path, caplog):
