@@ -28,12 +28,14 @@ def _read(found: Found) -> Read:
     """One store's documents and summary; a store that can not be read says why, once."""
     try:
         return read_store(found.source)
-    except S3ReadError:
-        raise  # the bucket's failure (credentials, no endpoint): the cause to report
+    except S3ReadError as err:
+        if not err.one_run:
+            raise  # the bucket's failure (credentials, no endpoint): the cause to report
+        why = str(err)  # a policy denying this run's prefix: the others go on
     except Exception as err:  # a hostile or broken store: the others go on
-        log.warning("run %s: can not read %s (%s: %s)", found.folder,
-                    found.source.describe(""), type(err).__name__, err)  # fmt: skip
-        return Read(summary=RunSummary(found.folder, state="unreadable"))
+        why = f"{type(err).__name__}: {err}"
+    log.warning("run %s: can not read %s (%s)", found.folder, found.source.describe(""), why)
+    return Read(summary=RunSummary(found.folder, state="unreadable"))
 
 
 def read_runs(root: str, s3_client: Any = None) -> list[Run]:

@@ -17,9 +17,8 @@ from typing import IO, Any
 import numpy as np
 
 from run_core.tags import key_of
-from snapshot_store.read.store_reader import Source
 
-from .points import read_series
+from .points import Series
 from .run import Run
 
 PARQUET_MISSING = "--format parquet needs pyarrow: pip install 'remote-train-monitor[parquet]'"
@@ -60,14 +59,15 @@ def runs_columns(runs: Iterable[Run]) -> Columns:
     return {name: [row.get(name) for row in rows] for name in names}
 
 
-def points_columns(named: Iterable[tuple[str, Source]]) -> Columns:
-    """Every point of every run, a row each, by run, then series (group, name), then step."""
+def points_columns(named: Iterable[tuple[str, list[Series]]]) -> Columns:
+    """Every point of every run's series (:func:`~visualizer.api.points.read_series`), a row
+    each, by run, then series (group, name), then step."""
     names: list[str] = []
     tags: list[str] = []
     lengths: list[int] = []
     parts: list[list[np.ndarray]] = [[], [], [], []]
-    for name, source in named:
-        for series in sorted(read_series(source), key=lambda s: key_of(s.tag)):
+    for name, run_series in named:
+        for series in sorted(run_series, key=lambda s: key_of(s.tag)):
             names.append(name)
             tags.append(series.tag)
             lengths.append(len(series.steps))

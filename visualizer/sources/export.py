@@ -13,15 +13,17 @@ from __future__ import annotations
 import base64
 import csv
 import json
+import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from run_core.tags import tag_of
 from snapshot_store.format import schema
 from snapshot_store.read.store_reader import read_store
 from visualizer.api.client import read_runs
+from visualizer.api.points import read_series
 from visualizer.api.table import (
     POINT_COLUMNS,
     points_columns,
@@ -32,9 +34,46 @@ from visualizer.api.table import (
 
 from . import graph_events, projector
 from .runs import LocalRuns, RunSpec, S3Runs, locate
+from .s3 import S3ReadError
+
+log = logging.getLogger(__name__)
 
 HEADER = POINT_COLUMNS
 FORMATS = ("csv", "parquet")
+T = TypeVar("T")
+
+
+class RunReads:
+    """Each run read in turn; a run S3 denies (``S3ReadError.one_run``: a bucket policy on its
+    prefix) is told of once and left out, the others go on. :meth:`check`, once the others
+    are written, fails the export naming the runs left out; any other S3 failure ends it."""
+
+    def __init__(self, specs: Iterable[RunSpec]) -> None:
+        self.specs = list(specs)
+        self.left_out: list[tuple[str, S3ReadError]] = []
+
+    def each(self, read: Callable[[RunSpec], T]) -> Iterator[tuple[RunSpec, T]]:
+        """``(spec, read(spec))`` of every run but those left out."""
+        for spec in self.specs:
+            try:
+                value = read(spec)
+            except S3ReadError as err:
+                if not err.one_run:
+                    raise
+                log.warning("run %s left out of the export: %s", spec.name, err)
+                self.left_out.append((spec.name, err))
+                continue
+            yield spec, value
+
+    def check(self) -> None:
+        """Raise the :class:`S3ReadError` that tells of the runs left out, if any."""
+        if self.left_out:
+            names = ", ".join(name for name, _ in self.left_out)
+            raise S3ReadError(
+                f"{len(self.left_out)} of {len(self.specs)} runs left out of the export, "
+                f"S3 denied reading them (see above): {names}; the others were written",
+                self.left_out[0][1].exit_code,
+            )
 
 
 def _selected(names: list[str], runs: str, root: str) -> list[bool]:
@@ -65,12 +104,13 @@ def export_csv(root: str, out: IO[str], s3_client: Any = None, runs: str = "") -
     sorted by run, group, name and step; ``run`` is the name in the run's
     metadata. S3 failures raise :class:`~visualizer.sources.s3.S3ReadError`.
     """
-    specs = find_specs(root, s3_client, runs)
+    reads = RunReads(find_specs(root, s3_client, runs))
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(HEADER)
     rows = 0
-    for spec in specs:
-        history, _reader, _update = read_store(spec.source, images=False)
+    for spec, (history, _reader, _update) in reads.each(
+        lambda spec: read_store(spec.source, images=False)
+    ):
         for group, name in sorted(history.keys()):
             steps, epochs, times, values = history.series((group, name))
             for step, epoch, wall_time, value in zip(steps, epochs, times, values, strict=True):
@@ -86,6 +126,7 @@ def export_csv(root: str, out: IO[str], s3_client: Any = None, runs: str = "") -
                     )
                 )
                 rows += 1
+    reads.check()
     return rows
 
 
@@ -118,10 +159,9 @@ def export_jsonl(
     are tagged by their logged name. Records come in the order they were written, per
     run. Returns the lines written.
     """
-    specs = find_specs(root, s3_client, runs)
+    reads = RunReads(find_specs(root, s3_client, runs))
     lines = 0
-    for spec in specs:
-        _history, _reader, update = read_store(spec.source)
+    for spec, (_history, _reader, update) in reads.each(lambda spec: read_store(spec.source)):
         records = [(k, tag, step, wall, data) for k, tag, step, wall, data in update.extras]
         records += [
             ("image", tag_of(group, name), step, wall, {"png": png})
@@ -134,6 +174,7 @@ def export_jsonl(
             line.update(wall_time=wall_time, data=_plain_json(data))
             out.write(json.dumps(line, allow_nan=True) + "\n")
             lines += 1
+    reads.check()
     return lines
 
 
@@ -152,7 +193,10 @@ def export_files(root: str, kind: str, out_dir: str, s3_client: Any = None, runs
     """Write every run's records of the file ``kind`` (:data:`FILE_KINDS`) as TensorBoard's
     files under ``out_dir``, a folder a run; how many records were written."""
     write_run, out = FILE_KINDS[kind], Path(out_dir)
-    return sum(write_run(spec, out) for spec in find_specs(root, s3_client, runs))
+    reads = RunReads(find_specs(root, s3_client, runs))
+    written = sum(count for _spec, count in reads.each(lambda spec: write_run(spec, out)))
+    reads.check()
+    return written
 
 
 def export(
@@ -172,8 +216,11 @@ def export(
     if kind != "scalars":
         return export_jsonl(root, out, kind, s3_client, runs)
     if fmt == "parquet":
-        specs = find_specs(root, s3_client, runs)
-        return write_parquet(points_columns((s.name, s.source) for s in specs), out)
+        reads = RunReads(find_specs(root, s3_client, runs))
+        named = reads.each(lambda spec: read_series(spec.source))
+        rows = write_parquet(points_columns((spec.name, series) for spec, series in named), out)
+        reads.check()
+        return rows
     return export_csv(root, out, s3_client, runs)
 
 

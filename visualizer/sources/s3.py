@@ -22,11 +22,17 @@ log = logging.getLogger(__name__)
 
 
 class S3ReadError(RuntimeError):
-    """An S3 request failed; the message names the real cause, ``exit_code`` the status."""
+    """An S3 request failed; the message names the real cause, ``exit_code`` the status.
 
-    def __init__(self, message: str, exit_code: ExitCode) -> None:
+    ``one_run``: the answer is about the objects asked for (a bucket policy denying one
+    run's prefix, a key deleted since it was listed), not the bucket, the endpoint or the
+    credentials: readers of many runs skip that run, say so, and go on.
+    """
+
+    def __init__(self, message: str, exit_code: ExitCode, one_run: bool = False) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+        self.one_run = one_run
 
 
 def is_s3_url(text: str) -> bool:
@@ -94,14 +100,17 @@ _REJECTED = (
     ExitCode.USAGE,
 )
 _READ_FAILED = ("reading {location} from {endpoint} failed: {message}", ExitCode.UNAVAILABLE)
+# Answers about the objects asked for, not the bucket or the endpoint (see S3ReadError.one_run).
+_ONE_RUN = frozenset({S3Fault.DENIED, S3Fault.NOT_FOUND})
 
 
 def explain(err: Exception, location: S3Location, client: Any) -> S3ReadError:
     """The one-line :class:`S3ReadError` for a botocore error met reading ``location``."""
     failure = s3_client.classify(err)
     template, exit_code = _READ_FAILURES.get(failure.fault, _READ_FAILED)
+    one_run = failure.fault in _ONE_RUN
     if failure.code in _WRONG_CREDENTIALS:
-        template, exit_code = _REJECTED
+        template, exit_code, one_run = *_REJECTED, False
     text = template.format(
         location=location,
         endpoint=_endpoint(client),
@@ -110,7 +119,7 @@ def explain(err: Exception, location: S3Location, client: Any) -> S3ReadError:
         answer=failure.answer,
         message=failure.message,
     )
-    return S3ReadError(text, exit_code)
+    return S3ReadError(text, exit_code, one_run)
 
 
 def _endpoint(client: Any) -> str:

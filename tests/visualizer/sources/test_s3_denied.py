@@ -14,12 +14,14 @@ from pathlib import Path
 import pytest
 
 from bench.s3_proxy import CountingProxy
+from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
 from snapshot_store.read.store_reader import StoreReader
 from tests.fixtures.visdom_reading import following
 from tests.fixtures.waiting import wait_until
 from tests.visualizer.sources.test_s3 import upload
 from visualizer import cli
+from visualizer.__main__ import main as python_m_visualizer
 from visualizer.sources.catalog import Catalog
 from visualizer.sources.runs import S3Runs
 from visualizer.sources.s3 import S3ReadError, S3Source, make_client
@@ -181,3 +183,37 @@ def test_a_denied_run_not_followed_is_asked_again_with_back_off(
             catalog.close()
     told = [r.getMessage() for r in caplog.records if "sweep/denied/" in r.getMessage()]
     assert len(told) == 2 and "readable again" in told[1], told
+
+
+@pytest.mark.parametrize("kind", ["scalars", "text", "runs"])
+def test_export_writes_the_other_runs_and_names_the_denied_one(
+    tmp_path, s3_bucket, run_name, caplog, capsys, monkeypatch, kind
+):
+    """One warning for the denied run, every row of the other; a run's records left out fail
+    the export (the rows written stand), while --kind runs shows it as unreadable."""
+    prefix = f"{run_name}/"
+    with (
+        CountingProxy(s3_bucket.server.endpoint_url) as proxy,
+        appending(tmp_path, s3_bucket, prefix, ("open", "denied")) as append,
+    ):
+        append("open", 3)
+        append("denied", 3)
+        proxy.deny(f"{s3_bucket.name}/{prefix}denied/", listings=False)
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+        status = python_m_visualizer(
+            ["export", "--pickle-dir", s3_bucket.uri(prefix), "--kind", kind]
+        )
+    out = capsys.readouterr().out
+    told = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any(f"{prefix}denied/" in m and "bucket policy" in m for m in told), told
+    if kind == "runs":
+        assert status == ExitCode.OK, told
+        rows = {row.split(",")[0]: row.split(",")[1] for row in out.splitlines()[1:]}
+        assert rows == {"open": "running", "denied": "unreadable"}, out  # its trainer still runs
+        return
+    assert status == ExitCode.USAGE, told
+    assert "1 of 2 runs left out of the export" in told[-1] and "denied" in told[-1], told
+    assert ",denied," not in out and "denied" not in out.replace(run_name, "")
+    if kind == "scalars":
+        open_rows = [line for line in out.splitlines()[1:] if line.startswith("open,")]
+        assert [row.split(",")[3] for row in open_rows] == ["0", "1", "2"], out
