@@ -24,7 +24,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from run_core.launch_env import LaunchEnv, LaunchError, read_launch_env
-from trainer.ranks.rendezvous import job_store
+from trainer.ranks import rendezvous
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +138,7 @@ def init_process_group(launch: LaunchEnv, devices: Devices, timeout_s: float = 6
     if devices.device.type == "cuda":
         torch.cuda.set_device(devices.device)
     timeout = timedelta(seconds=timeout_s)
+    store: dist.Store
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
         # torchrun's own store can outlive a worker group (torch 2.11 keeps it across
         # --max-restarts): a restarted group would read the dead group's gloo addresses.
@@ -150,6 +151,7 @@ def init_process_group(launch: LaunchEnv, devices: Devices, timeout_s: float = 6
             timeout=timeout,
         )
         store = dist.PrefixStore(f"trainer/attempt_{launch.restart_count}", agent_store)
+        rendezvous.await_ranks(store, launch, timeout)
         dist.init_process_group(
             devices.backend,
             store=store,
@@ -161,9 +163,11 @@ def init_process_group(launch: LaunchEnv, devices: Devices, timeout_s: float = 6
         # Exported for anything in this process that reads them (Slurm's were derived in detect()).
         os.environ.setdefault("MASTER_ADDR", str(launch.master_addr))
         os.environ.setdefault("MASTER_PORT", str(launch.master_port))
+        store = rendezvous.job_store(launch, timeout)
+        rendezvous.await_ranks(store, launch, timeout)
         dist.init_process_group(
             devices.backend,
-            store=job_store(launch, timeout),
+            store=store,
             rank=launch.rank,
             world_size=launch.world_size,
             timeout=timeout,

@@ -7,11 +7,17 @@ runs ``trainer train`` as a child with the same ``MASTER_*``, ``RANK`` and
 launcher's store instead, under keys of the trainer's own, so the launcher's
 group and ours never read each other's keys. A port held by another trainer job
 or by a program that is not a PyTorch store is refused in one line.
+
+Every wait here is cut into slices of :data:`SLICE_S`: a C++ call blocked on an
+absent rank does not run Python's signal handlers, and a job stopped before all
+its ranks came (SIGTERM from a scheduler, Ctrl-C) must stop at once, not after
+the rendezvous timeout.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 
 import torch.distributed as dist
@@ -22,6 +28,42 @@ log = logging.getLogger(__name__)
 
 # Set by a trainer's rank 0 in the store it serves: a second job finding it must not join.
 SERVED_KEY = "trainer/served"
+# Counted up by each rank as it reaches the store: the process group is made once all have.
+ARRIVED_KEY = "arrived"
+# Longest a wait for another rank blocks in C++, where signals are not handled.
+SLICE_S = 0.5
+# Rank 0 says who it waits for once the others are this late.
+SAY_WAITING_AFTER_S = 5.0
+
+
+def await_ranks(store: dist.Store, launch: LaunchEnv, timeout: timedelta) -> None:
+    """Return once every rank of the job reached ``store``; LaunchError after ``timeout``.
+
+    Waits in Python, so SIGTERM and Ctrl-C end it at once (the process group's own
+    wait for the absent ranks would block in C++ until its timeout).
+    """
+    store.add(ARRIVED_KEY, 1)
+    started = time.monotonic()
+    said = False
+    while (arrived := store.add(ARRIVED_KEY, 0)) < launch.world_size:
+        waited = time.monotonic() - started
+        if waited > timeout.total_seconds():
+            raise LaunchError(
+                f"rank {launch.rank}: {arrived} of {launch.world_size} ranks reached "
+                f"{launch.master_addr}:{launch.master_port} in {waited:.0f} s: start the others "
+                "with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE"
+            )
+        if not said and launch.rank == 0 and waited >= SAY_WAITING_AFTER_S:
+            said = True
+            log.info(
+                "waiting for %d of %d ranks at %s:%s (up to %.0f s; Ctrl-C stops)",
+                launch.world_size - arrived,
+                launch.world_size,
+                launch.master_addr,
+                launch.master_port,
+                timeout.total_seconds(),
+            )
+        time.sleep(SLICE_S / 5)
 # Seconds rank 0 waits for an answer from whatever holds MASTER_PORT before calling it foreign.
 PROBE_TIMEOUT_S = 30.0
 
@@ -65,7 +107,7 @@ def _serve(host: str, port: int, world_size: int, timeout: timedelta) -> dist.St
 
 def _connect(host: str, port: int, launch: LaunchEnv, wait: timedelta) -> dist.Store:
     try:
-        store = dist.TCPStore(host, port, launch.world_size, is_master=False, timeout=wait)
+        store = _client(host, port, launch.world_size, wait)
     except (dist.DistError, RuntimeError) as err:
         if launch.rank:
             raise
@@ -87,3 +129,16 @@ def _connect(host: str, port: int, launch: LaunchEnv, wait: timedelta) -> dist.S
             launch.world_size,
         )
     return store
+
+
+def _client(host: str, port: int, world_size: int, wait: timedelta) -> dist.Store:
+    """A client of the store at ``host:port``, tried a slice at a time for up to ``wait``."""
+    deadline = time.monotonic() + wait.total_seconds()
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            slice_s = timedelta(seconds=max(0.01, min(SLICE_S, left)))
+            return dist.TCPStore(host, port, world_size, is_master=False, timeout=slice_s)
+        except (dist.DistError, RuntimeError):
+            if time.monotonic() >= deadline:
+                raise

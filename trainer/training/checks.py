@@ -19,6 +19,8 @@ from run_core.atomic import ensure_writable_dir
 from run_core.launch_env import LaunchEnv
 from run_core.redaction import redact_text
 from run_core.run_lock import RunLock, RunLockError
+from snapshot_store.format.frames import META_FILE, STATUS_FILE
+from snapshot_store.write.documents import RESERVE_FILE
 from trainer.ranks.distributed import Devices
 from trainer.training import checkpoint
 from trainer.training.config import RunConfig, UsageError
@@ -267,6 +269,9 @@ def preflight(config: RunConfig, launch: LaunchEnv, devices: Devices | None = No
 
 # --- one writer per run ----------------------------------------------------------------------
 
+# What a store holds before its first record: a new run may take it over.
+_NOTHING_RECORDED = frozenset({META_FILE, STATUS_FILE, RESERVE_FILE})
+
 
 def check_one_writer(config: RunConfig, launch: LaunchEnv) -> None:
     """Refuse a run dir another trainer is writing, and a new run into an old run's store.
@@ -281,8 +286,8 @@ def check_one_writer(config: RunConfig, launch: LaunchEnv) -> None:
     if config.continue_train or launch.restart_count:
         return  # resuming (asked for, or an elastic restart) continues the old store
     store = config.store_dir
-    if not (store.is_dir() and any(store.iterdir())):
-        return
+    if not (store.is_dir() and any(p.name not in _NOTHING_RECORDED for p in store.iterdir())):
+        return  # no store, or one of a run stopped before it recorded anything (in rendezvous)
     resume = (
         "pass --continue-train to resume it from its latest.pth"
         if (config.run_dir / checkpoint.LATEST).exists()

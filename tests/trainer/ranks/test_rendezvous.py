@@ -7,6 +7,8 @@ group holds MASTER_PORT, and the trainer's ranks meet through its store.
 
 from __future__ import annotations
 
+import functools
+import signal
 import socket
 import subprocess
 import sys
@@ -16,9 +18,10 @@ import pytest
 
 from run_core.exit_codes import ExitCode
 from tests.fixtures.net import free_port
+from tests.fixtures.processes import reap
 from tests.fixtures.ranks import check_two_rank_run, start_ranks, wait_all
 from tests.fixtures.training import clean_env, train_args, trainer_cmd
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.waiting import EXIT_WAIT_S, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -120,3 +123,42 @@ def test_a_port_held_by_another_training_job_is_refused_in_one_line(tiny_dataset
     finally:
         first.kill()
         first.communicate()
+
+
+def test_a_rank_waiting_for_absent_ranks_stops_at_once_and_leaves_the_name_free(
+    tiny_dataset, tmp_path
+):
+    """Rank 0 of 2, the other never started: a scheduler's SIGTERM (then Ctrl-C on a second
+    try under the same --name) ends the wait at once, not after the rendezvous timeout."""
+    log = tmp_path / "alone" / "loss_log.txt"  # the second try appends to the first's
+    cmd = trainer_cmd("train", *train_args(tiny_dataset, tmp_path, "alone"))
+
+    def waiting(proc: subprocess.Popen, tries: int) -> bool:
+        said = log.exists() and log.read_text().count("waiting for 1 of 2 ranks") == tries
+        return said or proc.poll() is not None
+
+    for tries, (signum, code, said) in enumerate(
+        [
+            (signal.SIGTERM, ExitCode.TERMINATED, "terminated"),
+            (signal.SIGINT, ExitCode.INTERRUPTED, "interrupted"),
+        ],
+        start=1,
+    ):
+        env = {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1"}
+        proc = subprocess.Popen(
+            cmd,
+            cwd=tmp_path,
+            env=clean_env(**env, MASTER_PORT=str(free_port())),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_until(functools.partial(waiting, proc, tries), timeout=120)
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            proc.send_signal(signum)
+            err = proc.communicate(timeout=EXIT_WAIT_S)[1]
+        finally:
+            reap(proc)
+        assert proc.returncode == code, err[-3000:]
+        assert "Traceback" not in err and err.strip().endswith(f"trainer train: {said}"), err

@@ -31,7 +31,8 @@ def _config(tmp_path, **options) -> RunConfig:
 
 def _old_run(config: RunConfig, checkpoint: bool) -> None:
     config.store_dir.mkdir(parents=True)
-    (config.store_dir / "meta.pickle").write_bytes(b"x")
+    for name in ("meta.pickle", "status.pickle", "scalars-00000000.pickle"):
+        (config.store_dir / name).write_bytes(b"x")
     if checkpoint:
         (config.run_dir / "latest.pth").write_bytes(b"x")
 
@@ -66,7 +67,11 @@ def test_an_empty_run_dir_and_a_run_that_records_nothing_are_free(tmp_path):
     config = _config(tmp_path)
     config.run_dir.mkdir()
     preflight(config, LaunchEnv())  # a run dir left by a run refused before it wrote anything
-    _old_run(config, checkpoint=False)
+    config.store_dir.mkdir()
+    for name in ("meta.pickle", "status.pickle", ".status-reserve"):
+        (config.store_dir / name).write_bytes(b"x")
+    preflight(config, LaunchEnv())  # stopped while its ranks met: nothing recorded
+    (config.store_dir / "scalars-00000000.pickle").write_bytes(b"x")
     preflight(_config(tmp_path, record=False), LaunchEnv())
 
 
