@@ -64,6 +64,8 @@ def await_ranks(store: dist.Store, launch: LaunchEnv, timeout: timedelta) -> Non
                 timeout.total_seconds(),
             )
         time.sleep(SLICE_S / 5)
+
+
 # Seconds rank 0 waits for an answer from whatever holds MASTER_PORT before calling it foreign.
 PROBE_TIMEOUT_S = 30.0
 
