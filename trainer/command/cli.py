@@ -23,6 +23,7 @@ from run_core.run_lock import RunLockError
 from snapshot_store import StoreError
 from trainer.command.data import DataError
 from trainer.command.options import Parser, parse_train_args
+from trainer.ranks.distributed import RankLostError
 from trainer.training.config import UsageError
 from trainer.training.disk_full import DiskFullError
 from trainer.training.interrupts import Terminated
@@ -246,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except USER_ERRORS as err:
         print(f"trainer {argv[0]}: error: {redact_text(str(err))}", file=sys.stderr)
         return ExitCode.USAGE
-    except DiskFullError as err:  # the job started: not a usage error, but no traceback either
+    except (DiskFullError, RankLostError) as err:  # the job started: no traceback either
         print(f"trainer {argv[0]}: error: {err}", file=sys.stderr)
         return ExitCode.FAILED
     except KeyboardInterrupt:

@@ -24,7 +24,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from run_core.launch_env import LaunchEnv, LaunchError, read_launch_env
-from trainer.ranks import rendezvous
+from trainer.ranks import rendezvous, stop_witness
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +172,8 @@ def init_process_group(launch: LaunchEnv, devices: Devices, timeout_s: float = 6
             world_size=launch.world_size,
             timeout=timeout,
         )
+    global _witness
+    _witness = stop_witness.watch(store, launch.rank, launch.world_size)
     log.debug(
         "rank %d/%d joined %s group at %s:%s",
         launch.rank,
@@ -183,8 +185,33 @@ def init_process_group(launch: LaunchEnv, devices: Devices, timeout_s: float = 6
     return True
 
 
+class RankLostError(RuntimeError):
+    """A stop signal reached this rank but not every rank: one died, the launcher stopped the rest."""
+
+
+# This process's witness of stop signals, while it is in a group it made (see stop_witness).
+_witness: stop_witness.StopWitness | None = None
+
+
+def check_stopped_everywhere() -> None:
+    """After a stop signal: raise :class:`RankLostError` unless every rank of the job got one.
+
+    torchrun stops the surviving ranks with the SIGTERM a scheduler would send; a rank
+    that never got it had died (killed, out of memory) and the run failed.
+    """
+    if _witness is not None and not _witness.everyone_stopping():
+        raise RankLostError(
+            f"a rank of the {_witness.world_size} stopped without a stop signal (killed? out "
+            "of memory?), and the launcher stopped the others: the run failed"
+        )
+
+
 def destroy_process_group() -> None:
     """Leave the group (safe to call when none exists)."""
+    global _witness
+    if _witness is not None:
+        _witness.close()
+        _witness = None
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
 

@@ -64,6 +64,28 @@ def terminate_as_exit() -> Iterator[None]:
         _terminating.clear()
 
 
+def _note_terminated(signum: int, frame: FrameType | None) -> None:
+    _terminating.set()
+
+
+@contextmanager
+def terminate_later() -> Iterator[None]:
+    """Inside :func:`terminate_as_exit`, a SIGTERM in this block is only noted, not raised.
+
+    For the close of a run that already failed: the SIGTERM torchrun sends the survivors
+    once a rank died must not cut the store's close short, nor turn the failure's exit
+    status into 143.
+    """
+    if signal.getsignal(signal.SIGTERM) is not _raise_terminated:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _note_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, _raise_terminated)
+
+
 def close_at_exit(owner: object, close: Callable[[str], object]) -> None:
     """Call ``close(state)`` when ``owner`` is collected or the interpreter exits, once.
 

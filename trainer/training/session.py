@@ -13,7 +13,7 @@ import logging
 import socket
 import sys
 from collections.abc import Mapping
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -28,6 +28,7 @@ from trainer.ranks import distributed
 from trainer.ranks.distributed import Devices
 from trainer.training import checkpoint, console
 from trainer.training.config import RunConfig
+from trainer.training.interrupts import Terminated, terminate_later
 from trainer.training.live import LiveView
 from trainer.training.sampling import Loaders
 from trainer.training.state import RunState
@@ -131,17 +132,25 @@ class RunSession:
         try:
             if exc_type is None:
                 distributed.barrier()  # no barrier after a failure: peers may be gone
+            elif self.writes and isinstance(exc, (KeyboardInterrupt, Terminated)):
+                distributed.check_stopped_everywhere()  # or a peer died: see stop_witness
             gc.collect()  # DDP's gloo work is freed while the group lives (see Trainer.train)
         except BaseException as late:
-            # The first error ends the run. A later one, such as the SIGTERM torchrun sends
-            # once a peer rank died, must neither change how it ended nor skip the close.
-            error = error or late
+            # The first error ends the run, but a stop that was a peer's death is a failure.
+            # A later stop, such as the SIGTERM torchrun sends once a peer rank died, changes
+            # neither how it ended nor its exit status, and skips no part of the close.
+            if error is None or isinstance(late, distributed.RankLostError):
+                error = late
+            elif isinstance(late, (KeyboardInterrupt, Terminated)):
+                return
             raise
         finally:
-            try:
-                self._close_outputs(ended_state(error))
-            finally:
-                self._stack.close()
+            failed = ended_state(error) == "failed"
+            with terminate_later() if failed else nullcontext():
+                try:
+                    self._close_outputs(ended_state(error))
+                finally:
+                    self._stack.close()
 
     # --- what the loop calls ---------------------------------------------------------------
 

@@ -8,7 +8,12 @@ import pytest
 
 from run_core.exit_codes import ExitCode
 from tests.fixtures.training import LONG, read_run, start, train_args, trainer_cmd, wait_for_file
-from trainer.training.interrupts import Terminated, raise_if_terminated, terminate_as_exit
+from trainer.training.interrupts import (
+    Terminated,
+    raise_if_terminated,
+    terminate_as_exit,
+    terminate_later,
+)
 
 
 def test_sigterm_inside_the_block_unwinds_and_the_old_handler_comes_back():
@@ -17,6 +22,16 @@ def test_sigterm_inside_the_block_unwinds_and_the_old_handler_comes_back():
         signal.raise_signal(signal.SIGTERM)
     assert stopped.value.code == ExitCode.TERMINATED
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_sigterm_while_a_failed_run_closes_is_noted_not_raised():
+    with pytest.raises(Terminated), terminate_as_exit():
+        with terminate_later():
+            signal.raise_signal(signal.SIGTERM)
+            sum(range(100))  # the handler has run here, and raised nothing
+        raise_if_terminated()  # noted: a later check still sees it
+    with terminate_later():  # outside terminate_as_exit it changes nothing
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
 class _SignalInDestructor:
