@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -210,7 +211,10 @@ def test_the_compare_pane_selects_runs_and_sorts_and_relative_time_overlays_them
     log_run(runs / "lr-0.01" / "pickle", 0.01, 32, images=0)
     log_run(runs / "lr-0.05" / "pickle", 0.05, 16, images=0)
     driver = chromium_driver
-    wait = WebDriverWait(driver, BROWSER_WAIT_S)
+    # The table is drawn anew as the sort and the order change: a row read may be gone.
+    wait = WebDriverWait(
+        driver, BROWSER_WAIT_S, ignored_exceptions=[StaleElementReferenceException]
+    )
     with following(runs, visdom_server.endpoint):
         driver.get(f"{visdom_server.url}/env/{run_name}_compare")
         wait.until(lambda d: (p := plot_of(d, "train/loss: all runs")) and len(p["names"]) == 6)
