@@ -7,17 +7,18 @@ checks of :class:`~visualizer.panes.envdisplay.EnvDisplay`.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import replace
 
 from visualizer import layout, markup
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.series import Series
-from visualizer.model.status import status_view
+from visualizer.model.status import refresh_after, status_view
 from visualizer.visdom_client import VisdomClient
 
 from .envdisplay import EnvDisplay
-from .extra_windows import ExtraWindows
+from .extra_windows import ExtraWindows, plotted_series
 from .fold import RunWindow as _RunWindow  # its spec, lines by label, each label's key
 from .fold import fold_run
 from .hparams import run_table
@@ -25,11 +26,9 @@ from .images import ImagePanes
 from .plotmessage import Line
 from .view import CONTROLS_WIN, ViewSettings
 
+log = logging.getLogger(__name__)
+
 DEFAULT_MAX_POINTS = 2000
-# Status panels show ages in seconds: refresh a running run's panel every second,
-# a finished one's rarely.
-STATUS_REFRESH_RUNNING = 1.0
-STATUS_REFRESH_IDLE = 30.0
 
 
 class RunDisplay(EnvDisplay):
@@ -59,7 +58,9 @@ class RunDisplay(EnvDisplay):
         now = time.time() if now is None else now
         # With nothing new only the clock moves the status panel's ages and the
         # layout charts: a hundred idle runs cost a few comparisons each, not a full draw.
-        if self._idle(run.version, now, force, CONTROLS_WIN):
+        if self._idle(run.version, now, force, CONTROLS_WIN) and not (
+            self._status_due(run, now) and self._status_lost()
+        ):
             return self._draw_status(run, now) | self.extra.draw(run, now)
         windows, folding = fold_run(self._windows(run))
         self._keep_order(
@@ -100,10 +101,11 @@ class RunDisplay(EnvDisplay):
 
     @staticmethod
     def _windows(run: RunData) -> list[_RunWindow]:
-        """The windows that show ``run``, in display order."""
+        """The windows that show ``run``, in display order (a metric of the hparams table
+        logged once only there)."""
         origin = run_start(run)
         by_win: dict[str, tuple[layout.WindowSpec, dict[SeriesKey, Series]]] = {}
-        for (group, name), series in run.series.items():
+        for (group, name), series in plotted_series(run).items():
             spec = layout.window_for(group, name)
             by_win.setdefault(spec.win, (spec, {}))[1][(group, name)] = series
         out = []
@@ -119,11 +121,29 @@ class RunDisplay(EnvDisplay):
             )
         return out
 
+    def _status_due(self, run: RunData, now: float) -> bool:
+        """Whether the status panel is to be sent: new, changed, or its ages due a refresh."""
+        if layout.STATUS_WIN not in self._texts or run.status_changed:
+            return True
+        return now - self._status_at >= refresh_after(run.status, now)
+
+    def _status_lost(self) -> bool:
+        """Whether the drawn status panel is gone from the server; if so, forget the env.
+
+        Asked before an idle run's panel is sent again: that send would make the env anew
+        on a restarted server, and the idle check, finding the env, would never rebuild
+        its other windows.
+        """
+        if layout.STATUS_WIN not in self._texts:
+            return False
+        if self.client.window_exists(self.env, layout.STATUS_WIN):
+            return False
+        log.info("visdom env %r is gone (server restarted or env closed): rebuilding it", self.env)
+        self.invalidate()
+        return True
+
     def _draw_status(self, run: RunData, now: float) -> bool:
-        running = (run.status or {}).get("state") == "running"
-        refresh = STATUS_REFRESH_RUNNING if running else STATUS_REFRESH_IDLE
-        drawn = layout.STATUS_WIN in self._texts
-        if drawn and not run.status_changed and now - self._status_at < refresh:
+        if not self._status_due(run, now):
             return False
         html = status_view(run.status, run.meta, run.eta, now).html()
         run.status_changed = False
