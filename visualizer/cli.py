@@ -131,7 +131,7 @@ def export_main(argv: list[str], prog: str | None = None) -> int:
     """Print every scalar record under ``--pickle-dir`` as CSV on stdout; the exit status."""
     parser = argparse.ArgumentParser(
         prog=prog,
-        description="Print every scalar (latest value per step) as CSV: "
+        description="Print every scalar value (in logged order) as CSV: "
         "run,group,tag,step,epoch,wall_time,value; with --kind runs, a row a run; with another "
         "--kind, those records as JSON lines; with --format parquet, one Parquet file; with --kind "
         "projector or graph_events, TensorBoard's own files in --out DIR.",

@@ -1,10 +1,11 @@
-"""A run's scalar points as numpy columns, and the W&B-shaped table of them (one row a step).
+"""A run's scalar points as numpy columns, and the W&B-shaped table of them (a row a step).
 
 The store's own reader (:class:`~snapshot_store.read.store_reader.StoreReader`) hands packed
 columns; they are joined here as arrays, never as a Python object a point, so a
 1M-point history becomes a DataFrame in well under a second. The rule is
-:class:`~snapshot_store.read.history.History`'s (the viewer's and the CSV export's):
-one point per step, the latest value logged for it.
+:func:`~snapshot_store.read.history.kept_points` (the viewer's and the CSV export's):
+every value in the order logged, two at one step as two points, a resumed run's
+values replacing the earlier ones from the step it went back to.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from run_core.tags import tag_of
 from snapshot_store.format.batches import SeriesColumns
+from snapshot_store.read.history import kept_points
 from snapshot_store.read.store_reader import READ_BYTES, Source, StoreReader
 
 STEP, TIMESTAMP = "_step", "_timestamp"  # W&B's names of a history row's step and time
@@ -24,7 +26,8 @@ STEP, TIMESTAMP = "_step", "_timestamp"  # W&B's names of a history row's step a
 
 @dataclass(frozen=True)
 class Series:
-    """One series, sorted by step, one point per step (steps beyond int64: an object array)."""
+    """One series in logged order, which never goes back in step (steps beyond int64: an
+    object array)."""
 
     tag: str
     steps: np.ndarray
@@ -38,13 +41,12 @@ def _column(chunks: list[SeriesColumns], index: int) -> np.ndarray:
     return np.concatenate([np.asarray(chunk[index]) for chunk in chunks])
 
 
-def _latest_per_step(steps: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``steps`` sorted, each once, with the columns' values of its last logging."""
-    if len(steps) < 2 or bool(np.all(steps[1:] > steps[:-1])):
-        return (steps, *columns)  # the usual case: steps only grew
-    unique, first = np.unique(steps[::-1], return_index=True)  # first from the end: latest
-    taken = len(steps) - 1 - first
-    return (unique, *(column[taken] for column in columns))
+def _kept(steps: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The points :func:`kept_points` keeps of ``steps`` and the columns alongside."""
+    keep = kept_points(steps)
+    if keep is None:
+        return (steps, *columns)  # the usual case: steps never went back
+    return tuple(column[keep] for column in (steps, *columns))
 
 
 def read_series(source: Source, tags: Sequence[str] | None = None) -> list[Series]:
@@ -64,9 +66,7 @@ def read_series(source: Source, tags: Sequence[str] | None = None) -> list[Serie
     out = []
     for tag in wanted:
         parts = chunks[tag]
-        steps, epochs, times, values = _latest_per_step(
-            *(_column(parts, index) for index in range(2, 6))
-        )
+        steps, epochs, times, values = _kept(*(_column(parts, index) for index in range(2, 6)))
         out.append(Series(tag, steps, epochs, times, values))
     return out
 
@@ -126,21 +126,51 @@ class Table:
             yield row
 
 
+def _repeats(steps: np.ndarray) -> np.ndarray | None:
+    """Each point's rank among its series' values at its step (0, then 1 for a second value
+    logged there...); None when every step holds one value."""
+    if len(steps) < 2 or not bool((steps[1:] == steps[:-1]).any()):
+        return None
+    return np.arange(len(steps)) - np.searchsorted(steps, steps, side="left")
+
+
+def _rows(series: list[Series]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The table's steps (a step once per value a series logged there) and each series' rows."""
+    ranks = [_repeats(s.steps) for s in series]
+    if all(rank is None for rank in ranks):
+        steps = np.unique(np.concatenate([s.steps for s in series]))
+        return steps, [np.searchsorted(steps, s.steps) for s in series]
+    all_steps = np.concatenate([s.steps for s in series])
+    all_ranks = np.concatenate(
+        [np.zeros(len(s.steps), np.intp) if r is None else r
+         for s, r in zip(series, ranks, strict=True)]
+    )  # fmt: skip
+    order = np.lexsort((all_ranks, all_steps))  # by step, then rank
+    by_step, by_rank = all_steps[order], all_ranks[order]
+    starts = np.ones(len(order), dtype=bool)
+    starts[1:] = (by_step[1:] != by_step[:-1]) | (by_rank[1:] != by_rank[:-1])
+    row = np.empty(len(order), np.intp)
+    row[order] = np.cumsum(starts) - 1
+    bounds = np.cumsum([len(s.steps) for s in series])[:-1]
+    return by_step[starts], np.split(row, bounds)
+
+
 def table(series: list[Series]) -> Table:
-    """The table of ``series``: a row for each step any of them has."""
+    """The table of ``series``: a row for each step any of them has, and one more for each
+    further value a series logged at that step (its first row holding the first)."""
     if not series:
         return Table(np.zeros(0, np.int64), np.zeros(0), {}, {})
     first = series[0].steps
     shared = all(np.array_equal(s.steps, first) for s in series[1:])
-    steps = first if shared else np.unique(np.concatenate([s.steps for s in series]))
+    steps, series_rows = (first, []) if shared else _rows(series)
     stamps = series[0].times.astype(np.float64) if shared else np.full(len(steps), np.nan)
     values: dict[str, np.ndarray] = {}
     present: dict[str, np.ndarray | None] = {}
-    for s in series:
-        if shared:
+    if shared:
+        for s in series:
             values[s.tag], present[s.tag] = s.values, None
-            continue
-        rows = np.searchsorted(steps, s.steps)
+        return Table(steps, stamps, values, present)
+    for s, rows in zip(series, series_rows, strict=True):
         column, mask = np.full(len(steps), np.nan), np.zeros(len(steps), dtype=bool)
         column[rows], mask[rows] = s.values, True
         values[s.tag], present[s.tag] = column, mask

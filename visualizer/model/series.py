@@ -1,4 +1,4 @@
-"""Compact in-memory series: step, value and wall time, latest value per step.
+"""Compact in-memory series: step, value and wall time, every value logged (History's rule).
 
 :class:`snapshot_store.History` keeps four columns of Python objects per point;
 the visualizer draws ``(step or time, value)``, so it keeps three typed columns
@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+
+from snapshot_store.read.history import kept_points
 
 # Points per full block of a column. A column grows by adding blocks, never by
 # moving what it holds: one array regrown by realloc left a freed copy behind
@@ -87,10 +89,12 @@ def _fits(column: Column, steps: np.ndarray) -> bool:
 
 
 class Series:
-    """Points of one trace sorted by step, one value per step (the latest logged).
+    """Points of one trace in logged order, which never goes back in step: every value,
+    two at one step as two points, as :func:`~snapshot_store.read.history.kept_points` keeps.
 
-    Steps normally grow, so :meth:`extend` is an append; a step at or before
-    the last one (a resumed run logging a step again) merges and reports a rewind.
+    Steps normally grow (or repeat), so :meth:`extend` is an append; a step below
+    the last one (a resumed run logging again from its checkpoint) replaces the
+    points from that step on and reports a rewind.
     """
 
     __slots__ = ("_steps", "_t0", "_times", "_values", "rewinds")
@@ -111,7 +115,7 @@ class Series:
 
     @property
     def last_step(self) -> int | None:
-        """The highest step held, if any."""
+        """The highest step held (the last point's), if any."""
         return self._steps[-1] if len(self._steps) else None
 
     def extend(
@@ -129,8 +133,8 @@ class Series:
         if not len(new_steps):
             return False
         new_times = self._offsets(times, len(new_steps))
-        increasing = bool((new_steps[1:] > new_steps[:-1]).all())
-        if increasing and (not len(self) or new_steps[0] > self._steps[-1]):
+        increasing = bool((new_steps[1:] >= new_steps[:-1]).all())
+        if increasing and (not len(self) or new_steps[0] >= self._steps[-1]):
             if not _fits(self._steps, new_steps):
                 self._steps = Column(np.int64, self.steps())
             self._steps.append(new_steps)
@@ -160,16 +164,14 @@ class Series:
         steps = np.concatenate((self.steps(), new_steps))
         values = np.concatenate((self.values(), new_values))
         times = np.concatenate((self._times.array(), new_times))
-        # np.unique keeps the first occurrence: on the reversed arrays that is the
-        # latest one logged, which is the value a step must show.
-        _, first_in_reversed = np.unique(steps[::-1], return_index=True)
-        keep = len(steps) - 1 - first_in_reversed
+        kept = kept_points(steps)
+        keep = slice(None) if kept is None else kept
         self._steps = _step_column(steps[keep])
         self._values = Column(np.float64, values[keep])
         self._times = Column(np.float32, times[keep])
 
     def step_at(self, index: int) -> int:
-        """The step of point ``index`` (in step order)."""
+        """The step of point ``index`` (in logged order, which is step order)."""
         return int(self._steps[index])
 
     def steps(self, start: int = 0) -> np.ndarray:

@@ -4,7 +4,7 @@ run (``--kind runs``); ``--format parquet`` writes the scalars or the runs as on
 file with typed columns, ``--runs REGEX`` only the runs whose name it matches.
 
 The reference reader: it goes through the store's own :func:`read_store` and
-:class:`History` (latest value per step), not the visualizer's display path,
+:class:`History` (every value in logged order), not the visualizer's display path,
 so tests can compare what visdom shows against it.
 """
 

@@ -1,16 +1,51 @@
-"""History: every point of every series, the latest value per step."""
+"""History: every value of every series in logged order; a resumed run replaces from its step."""
 
 from __future__ import annotations
 
-from snapshot_store import History
+import numpy as np
+
+from snapshot_store import History, Recorder, read_store
+from snapshot_store.read.history import kept_points
 
 
-def test_history_keeps_the_latest_value_per_step():
+def _epochs(store, session):
+    """Log ``epoch`` as Lightning does: the epoch's last step logs it again, one higher."""
+    with Recorder(store, rank=0) as rec:
+        for step, epoch in session:
+            rec.log({"epoch": epoch}, step=step)
+
+
+def test_two_values_logged_at_one_step_are_both_kept_in_order(tmp_path):
+    store = tmp_path / "run" / "pickle"
+    _epochs(store, [(0, 0.0), (1, 0.0), (1, 1.0), (2, 1.0)])
+    history, _reader, _update = read_store(store)
+    steps, _, _, values = history.series(("train", "epoch"))
+    assert (steps, values) == ([0, 1, 1, 2], [0.0, 0.0, 1.0, 1.0])
+
+
+def test_a_resumed_session_replaces_the_values_from_the_step_it_goes_back_to(tmp_path):
+    store = tmp_path / "run" / "pickle"
+    _epochs(store, [(step, 0.0) for step in range(6)])
+    _epochs(store, [(3, 1.0), (4, 1.0), (4, 2.0)])  # resumed from the checkpoint at step 3
+    history, _reader, _update = read_store(store)
+    steps, _, _, values = history.series(("train", "epoch"))
+    assert (steps, values) == ([0, 1, 2, 3, 4, 4], [0.0, 0.0, 0.0, 1.0, 1.0, 2.0])
+
+
+def test_only_a_step_back_is_a_rewind():
     history = History()
     assert (
         history.add([("train", "loss", [0, 1, 2], [0.0] * 3, [0.0] * 3, [1.0, 2.0, 3.0])]) == set()
     )
-    rewound = history.add([("train", "loss", [2, 3], [0.0] * 2, [0.0] * 2, [30.0, 4.0])])
+    assert history.add([("train", "loss", [2, 3], [0.0] * 2, [0.0] * 2, [30.0, 4.0])]) == set()
+    rewound = history.add([("train", "loss", [1], [0.0], [0.0], [20.0])])
     assert rewound == {("train", "loss")}
     steps, _, _, values = history.series(("train", "loss"))
-    assert steps == [0, 1, 2, 3] and values == [1.0, 2.0, 30.0, 4.0]
+    assert (steps, values) == ([0, 1], [1.0, 20.0])
+
+
+def test_kept_points_drop_what_a_later_step_back_goes_under():
+    assert kept_points(np.array([0, 1, 1, 2])) is None
+    assert kept_points(np.array([0, 5, 10, 3, 7, 2, 8])).tolist() == [0, 5, 6]
+    beyond = np.array([0, 2**70, 2**70, 5, 6], dtype=object)  # steps past int64
+    assert kept_points(beyond).tolist() == [0, 3, 4]

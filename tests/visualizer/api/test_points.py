@@ -1,4 +1,4 @@
-"""A run's points as numpy columns: one point per step (the latest), a row a step."""
+"""A run's points as numpy columns: every value in logged order, a row a step."""
 
 from __future__ import annotations
 
@@ -22,13 +22,30 @@ def _store(tmp_path, rows):
     return LocalSource(store)
 
 
-def test_a_step_logged_again_keeps_its_latest_value_as_history_does(tmp_path):
+def test_two_values_at_one_step_are_both_read_in_logged_order(tmp_path):
     source = _store(tmp_path, [(0, {"loss": 3.0}), (1, {"loss": 2.0}), (1, {"loss": 1.5}),
-                               (0, {"loss": 2.5}), (2, {"loss": 1.0})])  # fmt: skip
+                               (2, {"loss": 1.0})])  # fmt: skip
     (series,) = read_series(source)
     assert series.tag == "loss"
+    assert series.steps.tolist() == [0, 1, 1, 2]
+    assert series.values.tolist() == [3.0, 2.0, 1.5, 1.0]
+
+
+def test_a_step_logged_below_the_last_replaces_from_there_as_history_does(tmp_path):
+    source = _store(tmp_path, [(0, {"loss": 3.0}), (1, {"loss": 2.0}), (2, {"loss": 1.5}),
+                               (1, {"loss": 2.5}), (2, {"loss": 1.0})])  # fmt: skip
+    (series,) = read_series(source)
     assert series.steps.tolist() == [0, 1, 2]
-    assert series.values.tolist() == [2.5, 1.5, 1.0]
+    assert series.values.tolist() == [3.0, 2.5, 1.0]
+
+
+def test_a_second_value_at_a_step_has_a_row_of_its_own(tmp_path):
+    source = _store(tmp_path, [(0, {"epoch": 0.0, "loss": 2.0}), (1, {"epoch": 0.0, "loss": 1.0}),
+                               (1, {"epoch": 1.0}), (2, {"epoch": 1.0})])  # fmt: skip
+    rows = list(table(read_series(source)).rows())
+    assert [row["_step"] for row in rows] == [0, 1, 1, 2]
+    assert [row["epoch"] for row in rows] == [0.0, 0.0, 1.0, 1.0]
+    assert [row.get("loss") for row in rows] == [2.0, 1.0, None, None]
 
 
 def test_series_on_different_steps_share_one_row_a_step(tmp_path):

@@ -68,6 +68,19 @@ def test_scan_history_yields_every_point(store):
     assert [row["_step"] for row in run.scan_history(min_step=1, max_step=3)] == [1, 2]
 
 
+def test_history_and_scan_history_keep_two_values_logged_at_one_step(tmp_path):
+    store = tmp_path / "run" / "pickle"
+    with Recorder(store, rank=0) as rec:
+        for step, epoch in [(0, 0.0), (1, 0.0), (1, 1.0), (2, 1.0)]:
+            rec.log({"epoch": epoch}, step=step, group="")
+            rec.log({"loss": 1.0 / (step + 1)}, step=step, group="val")
+    run = Api().run(str(store))
+    rows = list(run.scan_history(keys=["epoch"]))
+    steps = [(row["_step"], row["epoch"]) for row in rows]
+    assert steps == [(0, 0.0), (1, 0.0), (1, 1.0), (2, 1.0)]
+    assert run.history(keys=["epoch"])["epoch"].tolist() == [0.0, 0.0, 1.0, 1.0]
+
+
 def test_images_and_texts_by_tag(store):
     run = Api().run(str(store))
     (image,) = run.images()["images/sample"]

@@ -64,9 +64,9 @@ def test_series_appends_and_reports_rewinds():
     assert s.rewinds == 0
     assert s.extend([2, 3], [30.0, 40.0]) is True  # resumed run logs steps 2, 3 again
     assert s.rewinds == 1
-    assert s.steps().tolist() == [0, 1, 2, 3, 4]
-    assert s.values().tolist() == [1.0, 2.0, 30.0, 40.0, 5.0]
-    assert s.values(3).tolist() == [40.0, 5.0]
+    assert s.steps().tolist() == [0, 1, 2, 3]  # step 4 is the earlier session's: replaced
+    assert s.values().tolist() == [1.0, 2.0, 30.0, 40.0]
+    assert s.values(3).tolist() == [40.0]
 
 
 def test_series_agrees_with_store_history():

@@ -43,13 +43,20 @@ def test_steps_are_held_in_int32_until_one_needs_int64():
     assert series.steps().dtype == np.int64 and series.last_step == big + 1
 
 
-def test_a_rewind_keeps_the_latest_value_per_step_and_reports_it():
+def test_a_step_back_replaces_the_points_from_there_and_reports_it():
     series = Series()
     series.extend(range(BLOCK + 10), np.arange(BLOCK + 10, dtype=np.float64).tolist())
-    assert series.extend([5, 6], [-5.0, -6.0]) is True
-    values = series.values()
-    assert len(series) == BLOCK + 10 and values[5] == -5.0 and values[6] == -6.0
-    assert series.steps().tolist() == list(range(BLOCK + 10)) and series.rewinds == 1
+    assert series.extend([5, 6], [-5.0, -6.0]) is True  # a resumed run, from step 5
+    assert series.steps().tolist() == list(range(7)) and series.rewinds == 1
+    assert series.values().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, -5.0, -6.0]
+
+
+def test_two_values_at_one_step_are_both_appended_in_logged_order():
+    series = Series()
+    assert series.extend([0, 1, 1], [0.0, 0.0, 1.0]) is False
+    assert series.extend([1, 2], [2.0, 1.0]) is False  # still an append
+    assert series.steps().tolist() == [0, 1, 1, 1, 2] and series.rewinds == 0
+    assert series.values().tolist() == [0.0, 0.0, 1.0, 2.0, 1.0]
 
 
 def test_a_float_step_is_refused_not_rounded():
@@ -63,3 +70,18 @@ def test_times_at_a_slice_and_at_indices():
     assert series.times(slice(1, None)).tolist()[0] == 101.0
     picked = series.times(np.array([0, 2]))
     assert picked[0] == 100.0 and np.isnan(picked[1]) and series.last_time is None
+
+
+def test_the_page_draws_two_values_logged_at_one_step(tmp_path):
+    from remote_train_monitor import SummaryWriter
+    from snapshot_store import StoreReader
+    from visualizer.model.rundata import RunData
+
+    with SummaryWriter(tmp_path / "run") as writer:
+        for step, epoch in [(0, 0.0), (1, 0.5), (1, 1.0), (2, 1.0)]:
+            writer.add_scalar("train/epoch", epoch, step)
+    run = RunData("run")
+    run.apply(StoreReader(tmp_path / "run").poll())
+    (series,) = run.series.values()
+    assert series.steps().tolist() == [0, 1, 1, 2]
+    assert series.values().tolist() == [0.0, 0.5, 1.0, 1.0]

@@ -166,3 +166,13 @@ def test_parquet_of_a_json_lines_kind_is_a_usage_error(sweep, capsys):
         main(["export", "--pickle-dir", str(sweep), "--kind", "text", "--format", "parquet"])
     assert exit_info.value.code == ExitCode.USAGE
     assert "--format parquet writes --kind scalars or runs" in capsys.readouterr().err
+
+
+def test_two_values_logged_at_one_step_are_both_exported_in_logged_order(tmp_path, capsys):
+    with SummaryWriter(tmp_path / "run") as writer:
+        for step, epoch in [(0, 0.0), (1, 0.5), (1, 1.0), (2, 1.0)]:
+            writer.add_scalar("train/epoch", epoch, step)
+    assert main(["export", "--pickle-dir", str(tmp_path / "run")]) == ExitCode.OK
+    rows = [line.split(",") for line in capsys.readouterr().out.splitlines()[1:]]
+    assert [(row[3], row[6]) for row in rows] == [("0", "0.0"), ("1", "0.5"), ("1", "1.0"),
+                                                  ("2", "1.0")]  # fmt: skip
