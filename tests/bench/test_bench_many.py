@@ -58,7 +58,8 @@ def test_tensorboard_runs_hold_the_same_values(tmp_path):
         assert set(scalars) == {"train/loss", "train/accuracy", "val/loss"}
         columns = series_columns(spec, 0.0)
         assert len(scalars["val/loss"]) == spec.steps
-        assert math.isclose(scalars["val/loss"][spec.steps - 1], columns[2][5][-1], rel_tol=1e-6)
+        assert scalars["val/loss"][-1][0] == spec.steps - 1
+        assert math.isclose(scalars["val/loss"][-1][1], columns[2][5][-1], rel_tol=1e-6)
 
 
 QUICK = Pace(start_cap=60.0, settle=0.5, cpu=1.0, memory_idle=2.0, exit_cap=15.0)

@@ -101,7 +101,7 @@ def test_add_scalar_of_cpu_tensors_records_the_value_at_the_call_as_tensorboard(
     steps, _, _, values = read_store(tmp_path / "ours")[0].series(("Loss", "train"))
     assert (steps, values) == ([0, 3, 4], [1.5, 2.0, 20.0])
     assert (
-        dict(zip(steps, values, strict=True)) == tensorboard_scalars(tmp_path / "tb")["Loss/train"]
+        list(zip(steps, values, strict=True)) == tensorboard_scalars(tmp_path / "tb")["Loss/train"]
     )
     assert "changed in place" not in caplog.text
 
