@@ -14,16 +14,38 @@ import numpy as np
 from snapshot_store.format.batches import SeriesColumns
 
 
-def kept_points(steps: np.ndarray) -> np.ndarray | None:
-    """Indexes of the points of one series (``steps`` in logged order) that are kept;
-    None when every one is.
+def kept_points(steps: np.ndarray, times: np.ndarray | None = None) -> np.ndarray | None:
+    """Indexes of the points of one series that are kept, in logged order; None when every
+    one is, in the order given.
 
+    Logged order is the order of the points' wall times ``times`` (a segment read late,
+    once it could be, comes after later ones: its points go back where they were logged).
     Every value is kept, two at one step as two points, in the order logged,
     except that a step logged below the one before it starts over from there:
     it replaces the earlier points at that step and after (a resumed run
     logging again from its checkpoint; TensorBoard purges orphaned events so).
     What is kept never goes back in step. Vectorised: a few numpy passes.
     """
+    order = _logged_order(times)
+    keep = _kept_in_order(steps if order is None else steps[order])
+    if order is None:
+        return keep
+    return order if keep is None else order[keep]
+
+
+def _logged_order(times: np.ndarray | None) -> np.ndarray | None:
+    """Indexes of the points by wall time; None when they come so already, or a time is
+    unknown (then the order they came in is all there is to go by)."""
+    if times is None or len(times) < 2:
+        return None
+    times = np.asarray(times, dtype=np.float64)
+    if bool((times[1:] >= times[:-1]).all()) or not bool(np.isfinite(times).all()):
+        return None
+    return np.argsort(times, kind="stable")
+
+
+def _kept_in_order(steps: np.ndarray) -> np.ndarray | None:
+    """:func:`kept_points` of points already in logged order."""
     if len(steps) < 2:
         return None
     back = np.flatnonzero(steps[1:] < steps[:-1]) + 1  # where the steps go back
@@ -92,7 +114,7 @@ class History:
         step: two values logged at one step are two points."""
         cols = self._series[key]
         if key in self._unsorted:
-            keep = kept_points(step_array(cols[0]))
+            keep = kept_points(step_array(cols[0]), np.asarray(cols[2], dtype=np.float64))
             if keep is not None:
                 order = keep.tolist()
                 cols[:] = [[col[i] for i in order] for col in cols]

@@ -41,9 +41,12 @@ def _column(chunks: list[SeriesColumns], index: int) -> np.ndarray:
     return np.concatenate([np.asarray(chunk[index]) for chunk in chunks])
 
 
-def _kept(steps: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The points :func:`kept_points` keeps of ``steps`` and the columns alongside."""
-    keep = kept_points(steps)
+def _kept(
+    steps: np.ndarray, epochs: np.ndarray, times: np.ndarray, values: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """The points :func:`kept_points` keeps, in logged order, of each column."""
+    columns = (epochs, times, values)
+    keep = kept_points(steps, times)
     if keep is None:
         return (steps, *columns)  # the usual case: steps never went back
     return tuple(column[keep] for column in (steps, *columns))

@@ -164,7 +164,7 @@ class Series:
         steps = np.concatenate((self.steps(), new_steps))
         values = np.concatenate((self.values(), new_values))
         times = np.concatenate((self._times.array(), new_times))
-        kept = kept_points(steps)
+        kept = kept_points(steps, times)
         keep = slice(None) if kept is None else kept
         self._steps = _step_column(steps[keep])
         self._values = Column(np.float64, values[keep])

@@ -49,3 +49,20 @@ def test_kept_points_drop_what_a_later_step_back_goes_under():
     assert kept_points(np.array([0, 5, 10, 3, 7, 2, 8])).tolist() == [0, 5, 6]
     beyond = np.array([0, 2**70, 2**70, 5, 6], dtype=object)  # steps past int64
     assert kept_points(beyond).tolist() == [0, 3, 4]
+
+
+def test_a_segment_read_late_goes_back_where_it_was_logged_and_a_resume_still_replaces():
+    # steps 5..6 were logged at t=5..6 but read after 10..11 (their file was unreadable)
+    late = kept_points(np.array([0, 1, 10, 11, 5, 6]), np.array([0.0, 1, 10, 11, 5, 6]))
+    assert late.tolist() == [0, 1, 4, 5, 2, 3]
+    # a resumed run logs step 1 again later in time: it replaces what was at 1 and after
+    resumed = kept_points(np.array([0, 1, 2, 1, 2]), np.array([0.0, 1, 2, 10, 11]))
+    assert resumed.tolist() == [0, 3, 4]
+    # an unknown wall time: the order the points came in is all there is
+    unknown = kept_points(np.array([0, 10, 5]), np.array([0.0, np.nan, 5]))
+    assert unknown.tolist() == [0, 2]
+
+    history = History()
+    history.add([("train", "loss", [0, 10], [0.0] * 2, [0.0, 10.0], [1.0, 2.0])])
+    history.add([("train", "loss", [5], [0.0], [5.0], [3.0])])  # read late
+    assert history.series(("train", "loss"))[0] == [0, 5, 10]

@@ -239,8 +239,8 @@ def test_a_step_outside_int64_is_refused_at_the_call_and_the_run_goes_on(tmp_pat
         ):
             with pytest.raises(ValueError, match=message):
                 call()
-        rec.log({"loss": 2.0}, step=2**63 - 1)  # the bounds themselves are steps
-        rec.log_scalar("loss", 3.0, -(2**63))
+        rec.log_scalar("loss", 3.0, -(2**63))  # the bounds themselves are steps
+        rec.log({"loss": 2.0}, step=2**63 - 1)
         rec.log_record("text", "note", {"text": "y"}, 5)
     history, reader, update = read_store(tmp_path)
     assert reader.warnings == []
