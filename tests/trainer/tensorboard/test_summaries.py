@@ -50,7 +50,8 @@ def test_every_method_is_stored_and_read_back(tmp_path, caplog):
     for _g, _n, _s, _e, _w, png in update.images:
         assert decode_png(png).ndim == 3
     assert ("run_14h", "tanx") in history.keys() and ("", "y=2x") in history.keys()
-    assert history.series(("hparams", "hparam/accuracy"))[3] == [40.0]  # all at step 0: the last
+    # All at step 0: every value kept, in the order logged.
+    assert history.series(("hparams", "hparam/accuracy"))[3] == [0.0, 10.0, 20.0, 30.0, 40.0]
     by_tag = {tag: data for _k, tag, _s, _w, data in update.extras}
     assert by_tag["x"] == {"shape": [3], "dtype": "int64", "values": [1.0, 2.0, 3.0]}
     assert by_tag["r4"]["hparams"] == {"lr": 0.4, "bsize": 4}
