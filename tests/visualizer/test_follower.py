@@ -1,7 +1,7 @@
 """The follower of one run against a real visdom server, fed by the project's Recorder.
 
 Windows are read back through visdom's own client and compared with the
-store's reference reader (``read_store``'s History: latest value per step).
+store's reference reader (``read_store``'s History: every value in logged order).
 A directory of runs is in test_follower_runs.py.
 """
 
