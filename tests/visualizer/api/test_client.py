@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from bench.many_runs import run_spec, write_runs
@@ -24,6 +26,16 @@ def test_every_run_is_listed_with_its_config_and_summary(sweep):
         assert run.state == spec.state
         assert set(run.summary) >= {"train/loss", "train/accuracy", "val/loss", "_step"}
         assert run.summary["_step"] == spec.steps - 1
+    assert gc.isenabled()  # paused while listing (see read_runs), back on after
+
+
+def test_listing_leaves_the_cycle_collector_off_where_the_caller_turned_it_off(sweep):
+    gc.disable()
+    try:
+        Api().runs(str(sweep))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_filters_keep_the_runs_they_name(sweep):
