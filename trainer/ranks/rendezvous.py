@@ -8,7 +8,7 @@ launcher's store instead, under keys of the trainer's own, so the launcher's
 group and ours never read each other's keys. A port held by another trainer job
 or by a program that is not a PyTorch store is refused in one line.
 
-Every wait here is cut into slices of :data:`SLICE_S`: a C++ call blocked on an
+The wait for absent ranks is Python's (:func:`await_ranks`): a C++ call blocked on an
 absent rank does not run Python's signal handlers, and a job stopped before all
 its ranks came (SIGTERM from a scheduler, Ctrl-C) must stop at once, not after
 the rendezvous timeout.
@@ -30,8 +30,8 @@ log = logging.getLogger(__name__)
 SERVED_KEY = "trainer/served"
 # Counted up by each rank as it reaches the store: the process group is made once all have.
 ARRIVED_KEY = "arrived"
-# Longest a wait for another rank blocks in C++, where signals are not handled.
-SLICE_S = 0.5
+# How often a rank looks whether the others have come.
+POLL_S = 0.1
 # Rank 0 says who it waits for once the others are this late.
 SAY_WAITING_AFTER_S = 5.0
 
@@ -63,7 +63,7 @@ def await_ranks(store: dist.Store, launch: LaunchEnv, timeout: timedelta) -> Non
                 launch.master_port,
                 timeout.total_seconds(),
             )
-        time.sleep(SLICE_S / 5)
+        time.sleep(POLL_S)
 
 
 # Seconds rank 0 waits for an answer from whatever holds MASTER_PORT before calling it foreign.
@@ -109,7 +109,9 @@ def _serve(host: str, port: int, world_size: int, timeout: timedelta) -> dist.St
 
 def _connect(host: str, port: int, launch: LaunchEnv, wait: timedelta) -> dist.Store:
     try:
-        store = _client(host, port, launch.world_size, wait)
+        # One blocking connect: a rank 0 that never comes is waited for until ``wait``
+        # (cut into slices, each timed-out try had torch print an error and a C++ backtrace).
+        store = dist.TCPStore(host, port, launch.world_size, is_master=False, timeout=wait)
     except (dist.DistError, RuntimeError) as err:
         if launch.rank:
             raise
@@ -131,16 +133,3 @@ def _connect(host: str, port: int, launch: LaunchEnv, wait: timedelta) -> dist.S
             launch.world_size,
         )
     return store
-
-
-def _client(host: str, port: int, world_size: int, wait: timedelta) -> dist.Store:
-    """A client of the store at ``host:port``, tried a slice at a time for up to ``wait``."""
-    deadline = time.monotonic() + wait.total_seconds()
-    while True:
-        left = deadline - time.monotonic()
-        try:
-            slice_s = timedelta(seconds=max(0.01, min(SLICE_S, left)))
-            return dist.TCPStore(host, port, world_size, is_master=False, timeout=slice_s)
-        except (dist.DistError, RuntimeError):
-            if time.monotonic() >= deadline:
-                raise
