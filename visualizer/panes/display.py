@@ -58,12 +58,10 @@ class RunDisplay(EnvDisplay):
         now = time.time() if now is None else now
         # With nothing new only the clock moves the status panel's ages and the
         # layout charts: a hundred idle runs cost a few comparisons each, not a full draw.
-        if self._idle(run.version, now, force, CONTROLS_WIN):
-            html = self._status_html(run, now)
-            if html is None:
-                return self.extra.draw(run, now)
-            if not self._status_lost():
-                return self._send_status(run, html) | self.extra.draw(run, now)
+        if self._idle(run.version, now, force, CONTROLS_WIN) and not (
+            self._status_due(run, now) and self._status_lost()
+        ):
+            return self._draw_status(run, now) | self.extra.draw(run, now)
         windows, folding = fold_run(self._windows(run))
         self._keep_order(
             [
@@ -123,17 +121,11 @@ class RunDisplay(EnvDisplay):
             )
         return out
 
-    def _status_html(self, run: RunData, now: float) -> markup.Html | None:
-        """The status panel to send: None unless it is new, changed, or its ages are due a
-        refresh, and it then differs from what the server shows."""
-        drawn = self._texts.get(layout.STATUS_WIN)
-        fresh = now - self._status_at < refresh_after(run.status, now)
-        if drawn is not None and not run.status_changed and fresh:
-            return None
-        html = status_view(run.status, run.meta, run.eta, now).html()
-        run.status_changed = False
-        self._status_at = now
-        return None if html == drawn else html
+    def _status_due(self, run: RunData, now: float) -> bool:
+        """Whether the status panel is to be sent: new, changed, or its ages due a refresh."""
+        if layout.STATUS_WIN not in self._texts or run.status_changed:
+            return True
+        return now - self._status_at >= refresh_after(run.status, now)
 
     def _status_lost(self) -> bool:
         """Whether the drawn status panel is gone from the server; if so, forget the env.
@@ -151,10 +143,11 @@ class RunDisplay(EnvDisplay):
         return True
 
     def _draw_status(self, run: RunData, now: float) -> bool:
-        html = self._status_html(run, now)
-        return html is not None and self._send_status(run, html)
-
-    def _send_status(self, run: RunData, html: markup.Html) -> bool:
+        if not self._status_due(run, now):
+            return False
+        html = status_view(run.status, run.meta, run.eta, now).html()
+        run.status_changed = False
+        self._status_at = now
         return self._text(
             layout.STATUS_WIN, html, f"{run.name}: status", width=360, height=layout.HEADER_HEIGHT
         )
