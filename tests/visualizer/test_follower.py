@@ -201,27 +201,6 @@ def test_visdom_server_restart_rebuilds_windows(tmp_path, run_name):
         server.stop()
 
 
-def test_a_restart_under_a_running_run_that_logs_nothing_rebuilds_its_windows(tmp_path, run_name):
-    """Its status panel is sent every second (its ages): that send must not hide the restart."""
-    store = tmp_path / run_name / "pickle"
-    endpoint = VisdomEndpoint("127.0.0.1", free_port())
-    server = VisdomServer(endpoint, env_path=tmp_path / "envs", log_path=tmp_path / "visdom.log")
-    server.start()
-    try:
-        reader = VisdomReader(endpoint)
-        with recorder(store) as rec, following(store, endpoint, poll_interval=0.1):
-            for step in range(5):
-                rec.log({"loss": float(step)}, step=step)
-            rec.flush()
-            wait_until(lambda: reader.traces(run_name, "train")["loss"][0] == list(range(5)))
-            server.stop()
-            server.start()
-            wait_until(lambda: reader.has_window(run_name, "train"), timeout=30)
-            assert reader.traces(run_name, "train")["loss"][0] == list(range(5))
-    finally:
-        server.stop()
-
-
 class _Boom:
     """Unpickling this would run os.system: the safe reader must refuse it."""
 

@@ -7,7 +7,6 @@ checks of :class:`~visualizer.panes.envdisplay.EnvDisplay`.
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import replace
 
@@ -25,8 +24,6 @@ from .hparams import run_table
 from .images import ImagePanes
 from .plotmessage import Line
 from .view import CONTROLS_WIN, ViewSettings
-
-log = logging.getLogger(__name__)
 
 DEFAULT_MAX_POINTS = 2000
 
@@ -58,9 +55,7 @@ class RunDisplay(EnvDisplay):
         now = time.time() if now is None else now
         # With nothing new only the clock moves the status panel's ages and the
         # layout charts: a hundred idle runs cost a few comparisons each, not a full draw.
-        if self._idle(run.version, now, force, CONTROLS_WIN) and not (
-            self._status_due(run, now) and self._status_lost()
-        ):
+        if self._idle(run.version, now, force, CONTROLS_WIN):
             return self._draw_status(run, now) | self.extra.draw(run, now)
         windows, folding = fold_run(self._windows(run))
         self._keep_order(
@@ -121,29 +116,10 @@ class RunDisplay(EnvDisplay):
             )
         return out
 
-    def _status_due(self, run: RunData, now: float) -> bool:
-        """Whether the status panel is to be sent: new, changed, or its ages due a refresh."""
-        if layout.STATUS_WIN not in self._texts or run.status_changed:
-            return True
-        return now - self._status_at >= refresh_after(run.status, now)
-
-    def _status_lost(self) -> bool:
-        """Whether the drawn status panel is gone from the server; if so, forget the env.
-
-        Asked before an idle run's panel is sent again: that send would make the env anew
-        on a restarted server, and the idle check, finding the env, would never rebuild
-        its other windows.
-        """
-        if layout.STATUS_WIN not in self._texts:
-            return False
-        if self.client.window_exists(self.env, layout.STATUS_WIN):
-            return False
-        log.info("visdom env %r is gone (server restarted or env closed): rebuilding it", self.env)
-        self.invalidate()
-        return True
-
     def _draw_status(self, run: RunData, now: float) -> bool:
-        if not self._status_due(run, now):
+        refresh = refresh_after(run.status, now)
+        drawn = layout.STATUS_WIN in self._texts
+        if drawn and not run.status_changed and now - self._status_at < refresh:
             return False
         html = status_view(run.status, run.meta, run.eta, now).html()
         run.status_changed = False
