@@ -20,7 +20,6 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Sequence
 
 import torch.distributed as dist
 
@@ -63,10 +62,10 @@ class StopWitness:
         True too when the store does not answer: without it, a stop can not be told
         from a death, and the signal that came is taken at its word.
         """
-        keys: Sequence[str] = [f"stopping/{rank}" for rank in range(self.world_size)]
+        keys = [f"stopping/{rank}" for rank in range(self.world_size)]
         deadline = time.monotonic() + grace_s
         try:
-            while not self.store.check(list(keys)):
+            while not self.store.check(keys):
                 if time.monotonic() >= deadline:
                     return False
                 time.sleep(0.05)

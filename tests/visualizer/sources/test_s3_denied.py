@@ -51,6 +51,23 @@ def appending(tmp_path: Path, bucket, prefix: str, names: tuple[str, ...]) -> It
             rec.close()
 
 
+@contextmanager
+def one_run_denied(
+    tmp_path: Path, bucket, prefix: str, steps: int, monkeypatch, listings: bool = True
+) -> Iterator[None]:
+    """Runs ``open`` and ``denied`` under ``prefix``, ``steps`` points each, read through a
+    proxy that answers 403 for ``denied`` (and, with ``listings``, for its listings)."""
+    with (
+        CountingProxy(bucket.server.endpoint_url) as proxy,
+        appending(tmp_path, bucket, prefix, ("open", "denied")) as append,
+    ):
+        append("open", steps)
+        append("denied", steps)
+        proxy.deny(f"{bucket.name}/{prefix}denied/", listings=listings)
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+        yield
+
+
 @pytest.mark.parametrize("denied_from", ["the start", "after it was drawn"])
 def test_a_denied_run_is_warned_of_once_the_others_go_on_and_it_recovers(
     tmp_path, s3_bucket, visdom_server, reader, run_name, caplog, monkeypatch, denied_from
@@ -111,14 +128,7 @@ def test_once_draws_the_other_runs_and_tells_of_the_denied_one(
     tmp_path, s3_bucket, visdom_server, reader, run_name, caplog, monkeypatch
 ):
     prefix = f"{run_name}/"
-    with (
-        CountingProxy(s3_bucket.server.endpoint_url) as proxy,
-        appending(tmp_path, s3_bucket, prefix, ("open", "denied")) as append,
-    ):
-        append("open", 5)
-        append("denied", 5)
-        proxy.deny(f"{s3_bucket.name}/{prefix}denied/")
-        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+    with one_run_denied(tmp_path, s3_bucket, prefix, 5, monkeypatch):
         status = cli.main(
             ["--pickle-dir", s3_bucket.uri(prefix), "--once", "--no-start-server",
              "--port", str(visdom_server.endpoint.port), "--env", run_name]
@@ -192,14 +202,7 @@ def test_export_writes_the_other_runs_and_names_the_denied_one(
     """One warning for the denied run, every row of the other; a run's records left out fail
     the export (the rows written stand), while --kind runs shows it as unreadable."""
     prefix = f"{run_name}/"
-    with (
-        CountingProxy(s3_bucket.server.endpoint_url) as proxy,
-        appending(tmp_path, s3_bucket, prefix, ("open", "denied")) as append,
-    ):
-        append("open", 3)
-        append("denied", 3)
-        proxy.deny(f"{s3_bucket.name}/{prefix}denied/", listings=False)
-        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+    with one_run_denied(tmp_path, s3_bucket, prefix, 3, monkeypatch, listings=False):
         status = python_m_visualizer(
             ["export", "--pickle-dir", s3_bucket.uri(prefix), "--kind", kind]
         )
