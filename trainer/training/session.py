@@ -161,7 +161,8 @@ class RunSession:
         total = state.step + (cfg.num_epochs - state.epoch) * steps_per_epoch - state.batch_in_epoch
         dp = self.devices.data_parallel_ids
         where = f"{self.devices.device}" + (f" (DataParallel over GPUs {list(dp)})" if dp else "")
-        processes = "one process" if launch.launcher == "none" else f"{launch.world_size} processes"
+        count = launch.world_size
+        processes = "one process" if count == 1 else f"{count} processes"
         if launch.launcher != "none":
             processes += f" ({launch.launcher} launch)"
         log.info(

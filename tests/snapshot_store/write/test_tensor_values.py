@@ -180,11 +180,16 @@ def test_a_failed_device_copy_is_raised_naming_the_tags_and_earlier_values_are_k
 @needs_cuda
 def test_cuda_tensors_are_deferred_and_converted_in_one_batch(tmp_path):
     values = [torch.tensor(float(i), device="cuda") for i in range(20)]
+    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    with profile(activities=activities) as empty:
+        pass  # what the profiler calls itself: its exit synchronises the device (seen on an H200)
+    own = {e.key: e.count for e in empty.key_averages()}
     with Recorder(tmp_path, rank=0, flush_interval=60) as rec:
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with profile(activities=activities) as prof:
             for step, value in enumerate(values):
                 rec.log({"loss": value}, step=step)
-        assert not [e.key for e in prof.key_averages() if e.key.startswith(("aten::", "cuda"))]
+        calls = [e.key for e in prof.key_averages() if e.count > own.get(e.key, 0)]
+        assert not [key for key in calls if key.startswith(("aten::", "cuda"))]
     assert _values(tmp_path) == (list(range(20)), [float(i) for i in range(20)])
 
 

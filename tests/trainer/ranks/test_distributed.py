@@ -306,7 +306,7 @@ def test_nccl_ddp_with_one_process_per_gpu(tiny_dataset, tmp_path, gpus):
         cmd, cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=LAUNCH_TIMEOUT
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert f"{gpus} process(es)" in proc.stderr + proc.stdout
+    assert ("one process" if gpus == 1 else f"{gpus} processes") in proc.stderr + proc.stdout
     history, meta, status = read_run(tmp_path / "nccl")
     assert meta["world_size"] == gpus and status["state"] == "finished"
     steps, losses = series(history, "train/loss")
