@@ -181,7 +181,6 @@ class Follower:
         """Follow until :meth:`stop`; visdom and source errors are logged and retried."""
         try:
             while not self._stop.is_set():
-                self._watch.start()
                 if self._watch.active and not self._watching:  # set up in the background
                     self._watching = True
                     for feed in self.feeds.values():  # now read rarely while quiet
@@ -199,6 +198,8 @@ class Follower:
                 self._draw(time.time())
                 self._passed()
                 self.screen.announce_page()
+                if self.catalog.complete:  # its walk of the tree slowed the first read and draw
+                    self._watch.start()
                 self._wake.wait(self._timeout(time.time()))
             self._final_pass()
         finally:
