@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.many_pages import comparison_drawn, table_drawn
+from bench.many_pages import comparison_drawn, parcoords_alone, table_drawn
 from bench.many_runs import run_name, run_spec
 from bench.process_tree import PeakRss, cpu_share, terminate_tree, tree_rss
 from tests.fixtures.net import free_port
@@ -161,14 +161,16 @@ def measure_comparison(
     source: str, work: Path, runs: int, driver: Any, pace: Pace = PACE
 ) -> dict[str, Any]:
     """The ``COMPARED`` best runs by train/loss, each drawn alone (``--group-by ''``): seconds
-    from every summary read until the server holds the comparison, and from asking for the
-    comparison page in ``driver`` until every plot draws every one of them."""
+    from asking for the comparison page in ``driver``, once every summary is read, until its
+    line plots draw every one of them and until every pane is drawn; and Plotly alone drawing
+    its parallel coordinates again."""
     work.mkdir(parents=True, exist_ok=True)
     compared = min(COMPARED, runs)
     flags = ("--compare", str(compared), "--sort-by", "train/loss", "--group-by", "")
     began = time.perf_counter()
     proc = visualizer(source, work, flags=flags)
-    out: dict[str, Any] = {"compared": compared, "page_s": None}
+    out: dict[str, Any] = {"compared": compared, "lines_s": None, "page_s": None}
+    out["parcoords_alone_s"] = None
     try:
         printed = wait_url(proc, began, pace.start_cap)
         out["why"] = printed.why
@@ -176,7 +178,9 @@ def measure_comparison(
             out["read_s"] = until(_all_read(work, runs), began, pace.start_cap)
             # The page the runs table links as "compared" (the URL printed is the table's).
             page = f"{printed.base}/env/{env_name('compare', Path(source).name, True)}"
-            out["page_s"] = comparison_drawn(driver, page, compared, pace.start_cap)
+            out |= comparison_drawn(driver, page, compared, pace.start_cap)
+            if out["page_s"] is not None:  # the page's own parallel coordinates drawn again
+                out["parcoords_alone_s"] = parcoords_alone(driver, pace.start_cap)
             driver.get("about:blank")
     finally:
         terminate_tree(proc, pace.exit_cap)

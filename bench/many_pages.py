@@ -68,18 +68,51 @@ def table_drawn(driver: Any, base: str, runs: int, cap: float) -> float | None:
     )
 
 
-def comparison_drawn(driver: Any, url: str, runs: int, cap: float) -> float | None:
-    """Seconds from asking for the comparison page at ``url`` until every plot pane of it is
-    drawn: each line plot with ``runs`` runs (a trace and a line each), and its parallel
-    coordinates (a plot pane not drawn yet counts too: it holds no data)."""
+def comparison_drawn(driver: Any, url: str, runs: int, cap: float) -> dict[str, float | None]:
+    """Seconds from asking for the comparison page at ``url`` until its line plots are drawn
+    (``lines_s``: each with ``runs`` runs, a trace and a line each) and until every plot pane
+    is (``page_s``: its parallel coordinates too; a plot pane not drawn yet counts, holding no
+    data); None past ``cap``."""
+    began = time.perf_counter()
     driver.get(url)
 
-    def drawn(d: Any) -> bool:
+    def drawn(d: Any, panes: str) -> bool:
         plots = d.execute_script(DRAWN_JS)
         lines = [p for p in plots if "parcoords" not in p]
+        wanted = lines if panes == "lines" else plots
         return bool(lines) and all(
             p["parcoords"] if "parcoords" in p else p["traces"] >= runs and p["drawn"] >= runs
-            for p in plots
+            for p in wanted
         )
 
-    return until_page(driver, drawn, cap)
+    lines_s = until_page(driver, lambda d: drawn(d, "lines"), cap)
+    left = cap - (time.perf_counter() - began)
+    rest = until_page(driver, lambda d: drawn(d, "all"), left) if lines_s is not None else None
+    page_s = None if rest is None else time.perf_counter() - began
+    return {"lines_s": lines_s, "page_s": page_s}
+
+
+# Plotly alone drawing the page's parallel coordinates again, in a div of its own on the same
+# page: the reference for the pane (its WebGL drawn in software in a GPU-less Chromium).
+PARCOORDS_ALONE_JS = """
+const done = arguments[arguments.length - 1];
+const div = Array.from(document.querySelectorAll('.plotly-graph-div'))
+  .find(d => (d.data || []).some(t => t.type === 'parcoords'));
+if (!div) { done(null); return; }
+const copy = document.createElement('div');
+copy.style.width = div.clientWidth + 'px'; copy.style.height = div.clientHeight + 'px';
+document.body.appendChild(copy);
+const began = performance.now();
+Plotly.newPlot(copy, JSON.parse(JSON.stringify(div.data)), JSON.parse(JSON.stringify(div.layout)))
+  .then(() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r))))
+  .then(() => { const took = (performance.now() - began) / 1000; Plotly.purge(copy);
+                copy.remove(); done(took); });
+"""
+
+
+def parcoords_alone(driver: Any, cap: float) -> float | None:
+    """Seconds Plotly takes to draw the open page's parallel coordinates in a div of its own
+    (until drawn and two frames shown); None where the page has none."""
+    driver.set_script_timeout(cap)
+    took = driver.execute_async_script(PARCOORDS_ALONE_JS)
+    return None if took is None else float(took)

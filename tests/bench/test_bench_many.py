@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from bench.bench_many import compare_row, scale_rows
+from bench.bench_many import compare_rows, scale_rows
 from bench.many_measure import Pace, measure_comparison, measure_tensorboard, measure_visualizer
 from bench.many_runs import run_spec, series_columns, write_runs, write_tensorboard_runs
 from snapshot_store.read.store_reader import read_store
@@ -95,7 +95,11 @@ def test_the_comparison_is_timed_until_every_run_is_drawn(tmp_path, chromium_dri
     write_runs(tmp_path / "runs", 3, points=100, workers=1)
     compared = measure_comparison(str(tmp_path / "runs"), tmp_path / "work", 3, chromium_driver)
     assert compared["compared"] == 3 and compared["page_s"] is not None, compared
-    assert compare_row(3, compared)["ours"].endswith(" s")
+    assert compared["lines_s"] <= compared["page_s"], compared
+    assert compared["parcoords_alone_s"] > 0, "Plotly drew the page's parallel coordinates again"
+    lines, page = compare_rows(3, compared)
+    assert lines["ours"].endswith(" s") and page["ours"].endswith(" s")
+    assert page["reference"].startswith("Plotly alone"), page
 
 
 @pytest.mark.integration
