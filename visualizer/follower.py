@@ -40,16 +40,17 @@ __all__ = ["PAGE_BYTES", "Follower", "NoRunsError", "PollSchedule"]
 log = logging.getLogger(__name__)
 
 DEFAULT_POLL_INTERVAL = 1.0
-# S3 back-off ceiling: an idle run then costs about one LIST a minute, ~60 an hour.
-DEFAULT_MAX_IDLE_INTERVAL = 60.0
+DEFAULT_MAX_IDLE_INTERVAL = 60.0  # S3 back-off ceiling: an idle run's LIST about once a minute
 WAIT_LOG_INTERVAL = 10.0
-# An S3 prefix of runs is listed this often for new runs: one request per 1,000 runs.
-S3_DISCOVERY_INTERVAL = 8.0
+S3_DISCOVERY_INTERVAL = 8.0  # an S3 prefix listed for new runs: a request per 1,000 runs
 TICK = 1.0  # status panels and restart probes want a look at least this often
 READING_TICK = 0.2  # the loop's pace while summaries come in
 # With file events, a quiet local store (and the root, for new runs) is still
 # read this often: a hundred finished runs then cost a few reads a second, not a hundred.
 EVENTS_IDLE_INTERVAL = 10.0
+# A local root's listing for new runs takes at most this share of a core (10,000 runs' folders,
+# 30-60 ms to list, are listed every 15-30 s, not every 1 or 10 s).
+DISCOVERY_SHARE = 0.002
 
 
 class NoRunsError(RuntimeError):
@@ -276,6 +277,7 @@ class Follower:
             pause = S3_DISCOVERY_INTERVAL
         else:
             pause = EVENTS_IDLE_INTERVAL if self._watch.active else min(TICK, self.poll_interval)
+            pause = max(pause, self.catalog.scan_took / DISCOVERY_SHARE)
         self._next_discovery = now + pause
         return True
 

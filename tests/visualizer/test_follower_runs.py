@@ -10,6 +10,7 @@ from tests.fixtures.waiting import wait_until
 from visualizer.panes.compare import CompareDisplay
 from visualizer.panes.display import RunDisplay
 from visualizer.panes.envdisplay import PROBE_INTERVAL
+from visualizer.sources.runs import LocalRuns
 
 
 def test_idle_runs_share_one_listing_of_the_envs(tmp_path, visdom_server, run_name):
@@ -93,3 +94,26 @@ def test_the_page_is_announced_once_known_then_the_comparison(tmp_path, visdom_s
         with recorder(root / "b" / "pickle") as rec:
             rec.log({"loss": 2.0}, step=0)
         wait_until(lambda: pages == ["a", f"{run_name}_compare"])
+
+
+def test_a_slow_listing_of_the_root_is_made_rarely(tmp_path, visdom_server, run_name, monkeypatch):
+    """Listing the root for new runs takes at most ``follower.DISCOVERY_SHARE`` of a core: one that takes
+    50 ms (10,000 runs' folders) is made every 0.05 / DISCOVERY_SHARE s, not at every poll."""
+    for name in ("a", "b"):
+        with recorder(tmp_path / name / "pickle") as rec:
+            rec.log({"loss": 1.0}, step=0)
+    listings: list[float] = []
+    found = LocalRuns.found
+
+    def slow(self: LocalRuns) -> list:
+        listings.append(time.monotonic())
+        time.sleep(0.05)
+        return found(self)
+
+    monkeypatch.setattr(LocalRuns, "found", slow)
+    options = {"poll_interval": 0.1, "use_watchdog": False, "env": run_name}
+    with following(tmp_path, visdom_server.endpoint, **options) as follower:
+        wait_until(lambda: len(follower.known) == 2)
+        listed = len(listings)
+        time.sleep(20 * 0.1)  # twenty polls: each would list the root without the share
+        assert len(listings) - listed <= 1, listings

@@ -65,6 +65,7 @@ class Catalog:
         self.max_interval = max_interval
         self.entries: dict[str, Entry] = {}  # by key, in the order found
         self.version = 0  # bumped whenever a summary changes
+        self.scan_took = 0.0  # seconds the last listing for new stores took
         remote = isinstance(runs, S3Runs)
         self._pool = ThreadPoolExecutor(
             FETCHES_AT_ONCE if remote else LOCAL_WORKERS, thread_name_prefix="run-summaries"
@@ -107,7 +108,9 @@ class Catalog:
         return first.result() if first is not None else self._scan()
 
     def _scan(self) -> int:
+        began = time.perf_counter()
         new = [found for found in self.runs.found() if found.key not in self.entries]
+        self.scan_took = time.perf_counter() - began  # the listing's cost: how often to list
         for found in new:  # all counted first: whether runs are few is known when each is read
             self.entries[found.key] = Entry(found)
         for found in new:
