@@ -18,6 +18,9 @@ class WindowSpec:
     ylabel: str
     order: int  # position among a run's windows: losses first, odd groups last
     height: int = 0  # pane height in pixels; 0: PLOT_SIZE's
+    # A share (``cpu_percent``): its y axis reaches down to 0, so that noise around 100%
+    # does not fill the pane as if it were a swing.
+    from_zero: bool = False
 
 
 # The conventional groups' windows, by every word that names one (the vocabulary is
@@ -86,7 +89,8 @@ def home_window(group: str, name: str) -> WindowSpec:
     if group.lower() not in _PER_SERIES:
         return window_for_group(group)
     win = f"group_{safe_id(group)}_{safe_id(name)}"
-    return WindowSpec(win, f"{group}: {name}", name, PER_SERIES_ORDER)
+    share = name.lower().endswith(("percent", "_pct", "%"))
+    return WindowSpec(win, f"{group}: {name}", name, PER_SERIES_ORDER, from_zero=share)
 
 
 def window_for(group: str, name: str) -> WindowSpec:

@@ -16,6 +16,12 @@ from visualizer.markup import Html
 STALE_AFTER_HEARTBEATS = 3.0
 DEFAULT_HEARTBEAT = 5.0
 RATE_WINDOW_SECONDS = 120.0
+# The panel shows ages in seconds: a running run's is redrawn every second; an ended one's as
+# often as keeps the ages it shows within a tenth of the truth (every second while they are
+# a few seconds old, every 30 s once they are minutes old), so a hundred old runs cost little.
+REFRESH_RUNNING = 1.0
+REFRESH_AGE_SHARE = 0.1
+REFRESH_IDLE = 30.0
 _NAME_CELL = " style='padding-right:1em;color:#555'"
 
 
@@ -39,6 +45,18 @@ def last_activity(status: dict[str, Any]) -> float | None:
     Not the heartbeat: the writer thread beats on while a training loop hangs.
     """
     return _number(status.get("last_log_time")) or _number(status.get("start_time"))
+
+
+def refresh_after(status: dict[str, Any] | None, now: float) -> float:
+    """Seconds until the panel of a run with ``status`` should be redrawn for its ages."""
+    status = status or {}
+    if status.get("state") == "running":
+        return REFRESH_RUNNING
+    times = [t for t in (_number(status.get(k)) for k in ("updated", "last_log_time")) if t]
+    if not times:
+        return REFRESH_IDLE
+    age = now - max(times)
+    return min(REFRESH_IDLE, max(REFRESH_RUNNING, REFRESH_AGE_SHARE * age))
 
 
 class EtaEstimator:

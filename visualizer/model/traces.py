@@ -16,6 +16,8 @@ from visualizer import layout
 # The raw curve under a smoothed one is faint through its color's alpha: visdom's
 # page resets every line trace's opacity to 1.
 RAW_ALPHA = 0.3
+# The dots of a sparse series: visible alone, small beside a line's width.
+MARKER_SIZE = 6
 
 
 def local_ms(times: np.ndarray) -> np.ndarray:
@@ -51,12 +53,15 @@ def faint(color: str, alpha: float = RAW_ALPHA) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
-def line(label: str, x: np.ndarray, y: np.ndarray, color: str, legend: bool) -> dict[str, Any]:
-    """A line trace of series ``label`` (``legend``: its entry in the legend; a wider line)."""
+def line(
+    label: str, x: np.ndarray, y: np.ndarray, color: str, legend: bool, markers: bool = False
+) -> dict[str, Any]:
+    """A line trace of series ``label`` (``legend``: its entry in the legend; a wider line;
+    ``markers``: a dot on each point, for a sparse series whose line alone draws little)."""
     # Points without an x (a time that was never recorded) are left out:
     # visdom's append can not take a None x.
     keep = np.isfinite(x) if x.dtype.kind == "f" else slice(None)
-    return {
+    trace = {
         "x": x[keep].tolist(),
         "y": json_floats(y[keep]),
         "name": label,
@@ -66,6 +71,9 @@ def line(label: str, x: np.ndarray, y: np.ndarray, color: str, legend: bool) -> 
         "showlegend": legend,
         "line": {"color": color, "width": 1.5 if legend else 1.0},
     }
+    if markers:  # a single point draws no line at all
+        trace |= {"mode": "lines+markers", "marker": {"color": color, "size": MARKER_SIZE}}
+    return trace
 
 
 # A group's min-max band: its color, translucent, under the group's mean.

@@ -26,6 +26,7 @@ from visualizer.visdom_client import VisdomClient
 
 from .display import run_start
 from .envdisplay import EnvDisplay
+from .extra_windows import plotted_series
 from .fold import MAX_WINDOWS, cap
 from .groups import DEFAULT_GROUP_BY, Group, GroupCurves, group_runs, varying_keys
 from .hparams import comparison_table
@@ -102,18 +103,29 @@ def run_color(index: int) -> str:
 
 def window_spec(key: SeriesKey, runs: int) -> layout.WindowSpec:
     """The comparison window of series ``key`` for ``runs`` runs: after its group's place in a
-    run's env, taller as its legend (under the plot, a few runs a row) grows, its title saying
-    when they are drawn raw."""
+    run's env, taller as its legend (under the plot, a few runs a row) grows, titled as the
+    run's page names the series, saying when they are drawn raw."""
     group, name = key
     own = layout.window_for(group, name)
-    raw = f" (raw: smoothed up to {SMOOTHED_RUNS} runs)" if runs > SMOOTHED_RUNS else ""
+    raw = f"; raw: smoothed up to {SMOOTHED_RUNS} runs" if runs > SMOOTHED_RUNS else ""
     return layout.WindowSpec(
         f"compare_{layout.safe_id(group)}_{layout.safe_id(name)}",
-        f"{tag_of(group, name)}: all runs{raw}",
+        f"{series_title(key)} (all runs{raw})",
         name,
         own.order,
         height=layout.PLOT_SIZE[1] + 22 * math.ceil(runs / 4),
+        from_zero=own.from_zero,
     )
+
+
+def series_title(key: SeriesKey) -> str:
+    """What a run's page calls series ``key``: its window's title (``learning rate``), and its
+    legend's name there where the title does not already say it (``learning rate: lr``)."""
+    own = layout.window_for(*key)
+    label = layout.trace_label(own, key, 1)
+    if own.title in (label, tag_of(*key), f"{key[0]}: {key[1]}"):
+        return own.title
+    return f"{own.title}: {label}"
 
 
 class CompareDisplay(EnvDisplay):
@@ -200,7 +212,7 @@ class CompareDisplay(EnvDisplay):
         by_run: dict[SeriesKey, dict[str, Line]] = {}
         for run in runs:
             origin = run_start(run)  # runs started at different times overlay in relative time
-            for key, series in run.series.items():
+            for key, series in plotted_series(run).items():
                 by_run.setdefault(key, {})[run.name] = Line(series, origin)
         windows = self._curves.lines(by_run, groups, {run.name: run for run in runs})
         specs = {key: window_spec(key, len(windows[key])) for key in windows}

@@ -13,11 +13,11 @@ from dataclasses import replace
 from visualizer import layout, markup
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.series import Series
-from visualizer.model.status import status_view
+from visualizer.model.status import refresh_after, status_view
 from visualizer.visdom_client import VisdomClient
 
 from .envdisplay import EnvDisplay
-from .extra_windows import ExtraWindows
+from .extra_windows import ExtraWindows, plotted_series
 from .fold import RunWindow as _RunWindow  # its spec, lines by label, each label's key
 from .fold import fold_run
 from .hparams import run_table
@@ -26,10 +26,6 @@ from .plotmessage import Line
 from .view import CONTROLS_WIN, ViewSettings
 
 DEFAULT_MAX_POINTS = 2000
-# Status panels show ages in seconds: refresh a running run's panel every second,
-# a finished one's rarely.
-STATUS_REFRESH_RUNNING = 1.0
-STATUS_REFRESH_IDLE = 30.0
 
 
 class RunDisplay(EnvDisplay):
@@ -100,10 +96,11 @@ class RunDisplay(EnvDisplay):
 
     @staticmethod
     def _windows(run: RunData) -> list[_RunWindow]:
-        """The windows that show ``run``, in display order."""
+        """The windows that show ``run``, in display order (a metric of the hparams table
+        logged once only there)."""
         origin = run_start(run)
         by_win: dict[str, tuple[layout.WindowSpec, dict[SeriesKey, Series]]] = {}
-        for (group, name), series in run.series.items():
+        for (group, name), series in plotted_series(run).items():
             spec = layout.window_for(group, name)
             by_win.setdefault(spec.win, (spec, {}))[1][(group, name)] = series
         out = []
@@ -120,8 +117,7 @@ class RunDisplay(EnvDisplay):
         return out
 
     def _draw_status(self, run: RunData, now: float) -> bool:
-        running = (run.status or {}).get("state") == "running"
-        refresh = STATUS_REFRESH_RUNNING if running else STATUS_REFRESH_IDLE
+        refresh = refresh_after(run.status, now)
         drawn = layout.STATUS_WIN in self._texts
         if drawn and not run.status_changed and now - self._status_at < refresh:
             return False

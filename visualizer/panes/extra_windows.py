@@ -24,6 +24,7 @@ from visualizer.layout import LINES_MODE, PLOT_SIZE, safe_id
 from visualizer.markup import Html
 from visualizer.model.extradata import ExtraKey
 from visualizer.model.rundata import RunData, SeriesKey
+from visualizer.model.series import Series
 
 from .hparams import last_value, table_row
 
@@ -261,6 +262,20 @@ def _series_key(run: RunData, tag: str) -> SeriesKey:
     before names were kept (group ``scalars``)."""
     key = key_of(tag)
     return ("scalars", tag) if key not in run.series and ("scalars", tag) in run.series else key
+
+
+def plotted_series(run: RunData) -> dict[SeriesKey, Series]:
+    """The series of ``run`` drawn in plot windows: all but a metric of the hparams table that
+    was logged once (Lightning's ``hp_metric`` placeholder), which the table shows."""
+    in_table = {
+        _series_key(run, name)
+        for *_, data in run.extras.hparams
+        for name, value in data["metrics"].items()
+        if value != value  # NaN: the table reads the scalar
+    }
+    return {
+        key: series for key, series in run.series.items() if key not in in_table or len(series) > 1
+    }
 
 
 def _metric(run: RunData, given: dict[str, float], name: str) -> Any:

@@ -17,6 +17,7 @@ import numpy as np
 from visualizer import layout
 from visualizer.model.decimate import MIN_POINTS
 from visualizer.model.series import Series
+from visualizer.model.traces import band, faint, line, spread
 from visualizer.model.zoom import Zoom
 
 from .view import ViewSettings
@@ -42,6 +43,11 @@ def series_colors(labels: Iterable[str]) -> dict[str, str]:
         colors[label] = free[0]
     return colors
 
+
+# A series with fewer points (validation once an epoch, a system metric's first samples) is
+# sparse: drawn raw, not smoothed (a moving average over a few points ends visibly off the
+# last value the tables show), and with a marker on each point (a single point draws no line).
+SPARSE_POINTS = 50
 
 # Relative time is shown in the largest unit the run's span fills (span bound, unit, seconds).
 TIME_UNITS = ((180.0, "s", 1.0), (3 * 3600.0, "min", 60.0), (float("inf"), "h", 3600.0))
@@ -120,7 +126,12 @@ def plot_layout(
         # Upright at the right edge, so it never covers the title.
         "modebar": {"orientation": "v"},
         "xaxis": x_axis,
-        "yaxis": {"title": spec.ylabel, "type": "log" if view.log_y else "linear"},
+        "yaxis": {
+            "title": spec.ylabel,
+            "type": "log" if view.log_y else "linear",
+            # Plotly's autorange, stretched down to 0: a user's zoom still works.
+            **({"rangemode": "tozero"} if spec.from_zero and not view.log_y else {}),
+        },
     }
 
 
@@ -133,3 +144,23 @@ def placeholder(spec: layout.WindowSpec, env: str) -> Plan:
         "opts": {"title": spec.title},
     }
     return Plan("events", msg, {}, redraw=True)
+
+
+def line_traces(
+    label: str,
+    series_line: Line,
+    raw: tuple[np.ndarray | slice, np.ndarray, np.ndarray],
+    color: str,
+    smooth: tuple[np.ndarray, np.ndarray] | None,
+) -> list[dict[str, Any]]:
+    """The traces of ``label``: its raw points ``(index, x, y)`` (faint under a smoothed trace
+    ``(x, y)`` when given; dotted when sparse), a group's band around them."""
+    index, x, y = raw
+    sparse = len(series_line.series) < SPARSE_POINTS
+    out = [line(label, x, y, faint(color) if smooth else color, not smooth, sparse)]
+    if series_line.band is not None:  # a group: its band under its mean, whose hover reads both
+        low, high = series_line.band[0][index], series_line.band[1][index]
+        out = [*band(label, x, low, high, color), spread(out[0], x, low, high)]
+    if smooth:
+        out.append(line(label, smooth[0], smooth[1], color, True) | {"meta": "smoothed"})
+    return out

@@ -23,15 +23,16 @@ import numpy as np
 from visualizer import layout
 from visualizer.model.decimate import MIN_POINTS, check_max_points
 from visualizer.model.smoothing import Smoother
-from visualizer.model.traces import band, faint, local_ms, spread
-from visualizer.model.traces import line as trace_line
+from visualizer.model.traces import local_ms
 from visualizer.model.zoom import Pick, Zoom, pick, sample, zoom_of
 
 from .plotmessage import (
+    SPARSE_POINTS,
     TIME_UNITS,
     Line,
     Plan,
     TraceState,
+    line_traces,
     placeholder,
     plot_layout,
     series_colors,
@@ -55,9 +56,6 @@ MAX_REDRAW_INTERVAL = 1.0
 # The page batches what arrives within 100 ms; a pane replaced for a new axis
 # must stay replaced longer than that for the page to build a fresh plot.
 REMOUNT_GAP = 0.4
-# A series with fewer points (validation once an epoch) is drawn raw, not smoothed: a
-# moving average over a few points ends visibly off the last value the tables show.
-SPARSE_POINTS = 50
 
 
 class PlotWindow:
@@ -226,7 +224,7 @@ class PlotWindow:
             or (lines[label].band is None) != (t.band is None)
             or len(lines[label].series) < t.sent
             or (t.sent < SPARSE_POINTS)
-            != (len(lines[label].series) < SPARSE_POINTS)  # smoothed now
+            != (len(lines[label].series) < SPARSE_POINTS)  # smoothed, without markers now
             for label, t in self.traces.items()
         )
 
@@ -271,19 +269,11 @@ class PlotWindow:
         raw: tuple[np.ndarray | slice, np.ndarray],
         smooth: tuple[np.ndarray | slice, np.ndarray] | None,
     ) -> list[dict[str, Any]]:
-        """The raw trace of ``label`` and, when smoothing, its smoothed one: (points, values) each."""
+        """The traces of ``label`` (:func:`line_traces`) at this view's x values."""
         color = self.colors.get(label) or series_colors([label])[label]
         x = self._x(line, raw[0])
-        out = [trace_line(label, x, raw[1], faint(color) if smooth else color, not smooth)]
-        if line.band is not None:  # a group: its band under its mean, whose hover reads both
-            low, high = line.band[0][raw[0]], line.band[1][raw[0]]
-            out = [*band(label, x, low, high, color), spread(out[0], x, low, high)]
-        if smooth:
-            out.append(
-                trace_line(label, self._x(line, smooth[0]), smooth[1], color, True)
-                | {"meta": "smoothed"}
-            )
-        return out
+        smoothed = (self._x(line, smooth[0]), smooth[1]) if smooth else None
+        return line_traces(label, line, (raw[0], x, raw[1]), color, smoothed)
 
     def _redraw(self, lines: dict[str, Line], env: str) -> Plan:
         order = [label for label in self.traces if label in lines] + [

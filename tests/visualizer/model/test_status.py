@@ -6,7 +6,15 @@ import pytest
 
 from visualizer.follower import DEFAULT_MAX_IDLE_INTERVAL, DEFAULT_POLL_INTERVAL, PollSchedule
 from visualizer.layout import window_for_group
-from visualizer.model.status import EtaEstimator, format_duration, is_stale, status_view
+from visualizer.model.status import (
+    REFRESH_IDLE,
+    REFRESH_RUNNING,
+    EtaEstimator,
+    format_duration,
+    is_stale,
+    refresh_after,
+    status_view,
+)
 
 NOW = 1_700_000_000.0
 
@@ -148,3 +156,14 @@ def test_an_epoch_never_given_shows_as_none_not_zero():
     epochs = {e: dict(status_view({"state": "running", "epoch": e}, {}, now=NOW).rows)["epoch"]
               for e in (0.0, 0.25, 3)}  # fmt: skip
     assert epochs == {0.0: "-", 0.25: "0.25", 3: "3.00"}
+
+
+def test_an_ended_runs_ages_are_refreshed_often_while_they_are_seconds_old():
+    # "last value logged 7s ago" stayed for 30 s once the run had finished.
+    ended = {"state": "finished", "updated": 1000.0, "last_log_time": 999.0}
+    assert refresh_after({"state": "running", "updated": 0.0}, 5000.0) == REFRESH_RUNNING
+    assert refresh_after(ended, 1007.0) == REFRESH_RUNNING
+    assert refresh_after(ended, 1100.0) == pytest.approx(10.0), "a tenth of a 100 s age"
+    assert refresh_after(ended, 4600.0) == REFRESH_IDLE, "an hour old: rarely"
+    assert refresh_after({"state": "failed"}, 1007.0) == REFRESH_IDLE, "no time to age from"
+    assert refresh_after(None, 1007.0) == REFRESH_IDLE

@@ -19,6 +19,7 @@ from visualizer.panes.compare import (
     compile_runs,
     parse_sort_by,
     run_color,
+    series_title,
     window_spec,
 )
 from visualizer.panes.groups import group_runs
@@ -59,12 +60,34 @@ def test_run_colors_are_distinct_well_past_the_palette():
 
 def test_a_comparison_window_per_series_placed_as_its_group_and_taller_with_more_runs():
     spec = window_spec(("val", "loss"), runs=2)
-    assert (spec.win, spec.title, spec.ylabel) == ("compare_val_loss", "val/loss: all runs", "loss")
+    title = "validation: loss (all runs)"
+    assert (spec.win, spec.title, spec.ylabel) == ("compare_val_loss", title, "loss")
     assert spec.order == window_for_group("val").order
     assert window_spec(("val", "loss"), runs=40).height > spec.height >= PLOT_SIZE[1]
-    assert window_spec(("val", "loss"), runs=SMOOTHED_RUNS).title == "val/loss: all runs"
+    assert window_spec(("val", "loss"), runs=SMOOTHED_RUNS).title == title
     crowded = window_spec(("val", "loss"), runs=SMOOTHED_RUNS + 1).title
-    assert crowded == f"val/loss: all runs (raw: smoothed up to {SMOOTHED_RUNS} runs)"
+    assert crowded == f"validation: loss (all runs; raw: smoothed up to {SMOOTHED_RUNS} runs)"
+
+
+@pytest.mark.parametrize(
+    ("key", "title"),
+    [
+        (("lr", "lr"), "learning rate: lr"),  # was lr/lr, where the run's page says learning rate
+        (("hparams", "hparam/accuracy"), "hparams: hparam/accuracy"),
+        (("system", "cpu_percent"), "system: cpu_percent"),
+        (("", "epoch"), "epoch"),
+        (("", "val_loss"), "validation: val_loss"),
+        (("A", "b"), "A: b"),
+    ],
+)
+def test_a_comparison_window_is_titled_as_the_runs_page_names_its_series(key, title):
+    assert series_title(key) == title
+    assert window_spec(key, runs=2).title == f"{title} (all runs)"
+
+
+def test_a_comparison_of_percentages_reaches_down_to_zero_as_a_runs_page_does():
+    assert window_spec(("system", "cpu_percent"), runs=2).from_zero
+    assert not window_spec(("system", "rss_gib"), runs=2).from_zero
 
 
 @pytest.mark.parametrize(

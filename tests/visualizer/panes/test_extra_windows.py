@@ -12,17 +12,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from snapshot_store.format.schema import SCHEMAS, record_problem
+from snapshot_store.read.store_reader import Update
 from tests.fixtures.visdom_reading import following
 from tests.fixtures.waiting import wait_until
 from tests.fixtures.writer_calls import call_every_method
 from trainer import SummaryWriter
 from visualizer.model.extradata import ExtraData
 from visualizer.model.rundata import RunData
+from visualizer.panes.display import RunDisplay
 from visualizer.panes.extra_windows import (
     HPARAMS_WIN,
     ExtraWindows,
     extra_window,
     percentiles,
+    plotted_series,
 )
 
 HIST = {"min": 0.0, "max": 4.0, "num": 4, "sum": 6.0, "sum_squares": 14.0}
@@ -275,3 +278,24 @@ def test_five_add_hparams_calls_are_five_rows_on_the_page(
     assert rows[6][1:] == ["8", "0.5", "77", ""]  # accuracy: the scalar of its tag
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     assert chromium_driver.save_screenshot(str(ARTIFACTS / "hparams_rows.png"))
+
+
+def test_lightnings_hp_metric_placeholder_is_in_the_hparams_table_not_a_window():
+    # Lightning logs hp_metric = -1 once with its hparams: a window drew one invisible point.
+    run = RunData("r")
+    run.apply(Update(scalars=[(g, n, [0], [0], [1.0], [v]) for g, n, v in SCALARS_OF_LIGHTNING]))
+    run.extras.apply([_hparams_row(".", 0.1, {"hp_metric": float("nan")})])
+    assert set(plotted_series(run)) == {("", "train_loss")}
+    assert [spec.title for spec, _, _ in RunDisplay._windows(run)] == ["train losses"]
+    sent: list[dict] = []
+    ExtraWindows(lambda route, msg: sent.append(msg), "r").draw(run, now=0.0)
+    [table] = [m["data"][0]["content"] for m in sent if m["win"] == HPARAMS_WIN]
+    assert table_cells(table)[1] == [".", "0.1", "-1"]
+    run.apply(Update(scalars=[("", "hp_metric", [1], [0], [2.0], [0.7])]))
+    assert ("", "hp_metric") in plotted_series(run), "logged again: a series, in its window"
+    added = ("hparams", "hparam/accuracy")  # add_hparams' metric, given: a window
+    run.apply(Update(scalars=[(*added, [0], [0], [1.0], [0.9])]))
+    assert added in plotted_series(run)
+
+
+SCALARS_OF_LIGHTNING = [("", "hp_metric", -1.0), ("", "train_loss", 0.5)]

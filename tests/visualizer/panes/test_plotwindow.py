@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from visualizer.layout import window_for_group
+from visualizer.layout import LINES_MODE, home_window, window_for_group
 from visualizer.model.decimate import MIN_POINTS
 from visualizer.model.series import Series
 from visualizer.model.traces import faint
@@ -160,6 +160,34 @@ def test_a_sparse_series_is_drawn_raw_until_it_has_enough_points_to_smooth():
     plan = window.plan({"loss": Line(val)}, "env", 5.0)
     assert plan.route == "events", "smoothed from now on: drawn anew with its smoothed trace"
     assert [t.get("meta") for t in plan.msg["data"]] == [None, "smoothed"]
+
+
+def test_a_sparse_series_is_dotted_until_a_live_run_makes_it_dense():
+    # One point drew nothing at all: a line needs two, and no marker was asked for.
+    val, window = grown(Series(), 1), PlotWindow(window_for_group("val"), 2000, RAW)
+    plan = window.plan({"loss": Line(val)}, "env", 0.0)
+    (trace,) = plan.msg["data"]
+    assert trace["mode"] == "lines+markers" and trace["marker"]["color"] == trace["line"]["color"]
+    window.commit(plan, 0.0, 0.01)
+    plan = window.plan({"loss": Line(grown(val, SPARSE_POINTS - 2))}, "env", 1.0)
+    assert plan.route == "update", "still sparse: appended, drawn in the dotted trace's mode"
+    window.commit(plan, 1.0, 0.01)
+    plan = window.plan({"loss": Line(grown(val, 1))}, "env", 2.0)
+    (trace,) = plan.msg["data"]
+    assert plan.route == "events" and trace["mode"] == LINES_MODE and "marker" not in trace
+
+
+def test_a_percent_axis_reaches_down_to_zero_and_other_axes_fit_their_values():
+    # cpu_percent between 99.8 and 100 filled the pane as if it swung.
+    cpu = grown(Series(), 3, value=99.9)
+    percent = PlotWindow(home_window("system", "cpu_percent"), 2000, RAW)
+    yaxis = percent.plan({"cpu_percent": Line(cpu)}, "env", 0.0).msg["layout"]["yaxis"]
+    assert yaxis["rangemode"] == "tozero" and yaxis["type"] == "linear"
+    gib = PlotWindow(home_window("system", "rss_gib"), 2000, RAW)
+    assert "rangemode" not in gib.plan({"rss_gib": Line(cpu)}, "env", 0.0).msg["layout"]["yaxis"]
+    log_y = PlotWindow(home_window("system", "cpu_percent"), 2000, ViewSettings(0.0, log_y=True))
+    yaxis = log_y.plan({"cpu_percent": Line(cpu)}, "env", 0.0).msg["layout"]["yaxis"]
+    assert "rangemode" not in yaxis, "a log axis has no zero"
 
 
 def test_a_new_weight_redraws_with_the_same_names_and_no_new_pane():
