@@ -16,11 +16,10 @@ from visualizer.markup import Html
 STALE_AFTER_HEARTBEATS = 3.0
 DEFAULT_HEARTBEAT = 5.0
 RATE_WINDOW_SECONDS = 120.0
-# The panel shows ages in seconds: a running run's is redrawn every second; an ended one's as
-# often as keeps the ages it shows within a tenth of the truth (every second while they are
-# a few seconds old, every 30 s once they are minutes old), so a hundred old runs cost little.
+# A running run's panel shows ages ("7s ago") and is redrawn every second; an ended run's shows
+# clock times, which do not age, and is redrawn rarely: a hundred ended runs cost little, and
+# a panel sent to a restarted server before its probe would make that env anew unseen.
 REFRESH_RUNNING = 1.0
-REFRESH_AGE_SHARE = 0.1
 REFRESH_IDLE = 30.0
 _NAME_CELL = " style='padding-right:1em;color:#555'"
 
@@ -47,16 +46,9 @@ def last_activity(status: dict[str, Any]) -> float | None:
     return _number(status.get("last_log_time")) or _number(status.get("start_time"))
 
 
-def refresh_after(status: dict[str, Any] | None, now: float) -> float:
+def refresh_after(status: dict[str, Any] | None) -> float:
     """Seconds until the panel of a run with ``status`` should be redrawn for its ages."""
-    status = status or {}
-    if status.get("state") == "running":
-        return REFRESH_RUNNING
-    times = [t for t in (_number(status.get(k)) for k in ("updated", "last_log_time")) if t]
-    if not times:
-        return REFRESH_IDLE
-    age = now - max(times)
-    return min(REFRESH_IDLE, max(REFRESH_RUNNING, REFRESH_AGE_SHARE * age))
+    return REFRESH_RUNNING if (status or {}).get("state") == "running" else REFRESH_IDLE
 
 
 class EtaEstimator:
@@ -160,14 +152,9 @@ def status_view(
     remaining = eta.eta_seconds(status) if eta and state == "running" else None
     remaining = remaining if remaining is not None and math.isfinite(remaining) else None
     rows.append(("ETA", "-" if remaining is None else format_duration(remaining)))
-    last_log = _number(status.get("last_log_time"))
-    rows.append(
-        ("last value logged", "-" if last_log is None else f"{format_duration(now - last_log)} ago")
-    )
-    updated = _number(status.get("updated"))
-    rows.append(
-        ("last heartbeat", "-" if updated is None else f"{format_duration(now - updated)} ago")
-    )
+    ages = state == "running"
+    rows.append(("last value logged", _when(_number(status.get("last_log_time")), now, ages)))
+    rows.append(("last heartbeat", _when(_number(status.get("updated")), now, ages)))
     rows.extend(_losses(status))
     return StatusView(state=state, stale=is_stale(status, now), rows=rows)
 
@@ -185,6 +172,18 @@ def _losses(status: dict[str, Any]) -> list[tuple[str, str]]:
     if skipped:
         rows.append(("checkpoints skipped (disk full)", str(skipped)))
     return rows
+
+
+def _when(moment: float | None, now: float, age: bool) -> str:
+    """``12s ago`` (``age``: a running run's panel, redrawn every second), else the clock time."""
+    if moment is None:
+        return "-"
+    if age:
+        return f"{format_duration(now - moment)} ago"
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(moment))
+    except (OverflowError, OSError, ValueError):  # a time no calendar holds
+        return "-"
 
 
 def format_duration(seconds: float) -> str:

@@ -117,7 +117,7 @@ class RunDisplay(EnvDisplay):
         return out
 
     def _draw_status(self, run: RunData, now: float) -> bool:
-        refresh = refresh_after(run.status, now)
+        refresh = refresh_after(run.status)
         drawn = layout.STATUS_WIN in self._texts
         if drawn and not run.status_changed and now - self._status_at < refresh:
             return False
