@@ -20,7 +20,7 @@ from .rundata import RunData
 from .status import is_stale
 
 NO_STATUS = "no status yet"
-_SUMMARIZED = ("series", "hparams")  # status fields taken apart into the summary
+_SUMMARIZED = ("series", "hparams", "summary")  # status fields taken apart into the summary
 # A tuple, not ``int | float``: that union is built again on every call, and listing
 # 10,000 runs checks 120,000 values.
 _NUMBERS = (int, float)
@@ -52,6 +52,8 @@ class RunSummary:
     updated: float | None = None
     series: dict[str, SeriesStats] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
+    # The summary a run set as the structures logged (W&B's ``run.summary``: text, dicts...).
+    values: dict[str, Any] = field(default_factory=dict)
     status: dict[str, Any] | None = None  # the document itself: staleness, alerts
     summarized: bool = False
 
@@ -131,6 +133,9 @@ def from_documents(
     # summarized here: 10,000 runs' series would otherwise be held twice.
     kept = {k: v for k, v in status.items() if k not in _SUMMARIZED} if status else None
     summary = RunSummary(name, config=_config(meta, status), status=kept)
+    values = (status or {}).get("summary")
+    if isinstance(values, dict):
+        summary.values = {str(k): v for k, v in values.items()}
     summary.started = _number((status or {}).get("start_time")) or _number(
         (meta or {}).get("start_time")
     )

@@ -44,6 +44,14 @@ def test_the_documents_give_state_steps_times_series_and_config():
     assert summary.config == {"lr": 0.2, "batch_size": 8, "seed": 1}, "hparams win"
 
 
+@pytest.mark.parametrize("stored", [None, "not a dict", ["a"]])
+def test_the_summary_a_run_set_is_kept_as_set_and_a_malformed_one_left_out(stored):
+    logged = {"best_model": "<b>resnet</b>", "best": {"epoch": 3}, "classes": ["cat", "dog"]}
+    summary = from_documents("r", {}, _status(summary=logged))
+    assert summary.values == logged and "summary" not in (summary.status or {})
+    assert from_documents("r", {}, _status(summary=stored)).values == {}
+
+
 def test_without_status_the_run_is_waiting_and_not_summarized():
     summary = from_documents("r", {"start_time": 5.0}, None)
     assert summary.state == NO_STATUS and not summary.ended and not summary.summarized
