@@ -110,11 +110,15 @@ def _stats(entry: Any) -> SeriesStats | None:
 
 
 def _config(meta: dict[str, Any] | None, status: dict[str, Any] | None) -> dict[str, Any]:
-    """Options (meta) and hparams (status), by name; hparams win where both name a key."""
+    """Options (meta) and hparams (status), by name; hparams win where both name a key, but
+    for an option that is a list or dict (an hparam holds only its text: ``'[640, 640]'``)."""
+    options, hparams = (meta or {}).get("options"), (status or {}).get("hparams")
     config: dict[str, Any] = {}
-    for source in ((meta or {}).get("options"), (status or {}).get("hparams")):
-        if isinstance(source, dict):
-            config.update((str(k), v) for k, v in source.items())
+    if isinstance(options, dict):
+        config.update((str(k), v) for k, v in options.items())
+    if isinstance(hparams, dict):
+        structured = {k for k, v in config.items() if isinstance(v, (list, dict))}
+        config.update((str(k), v) for k, v in hparams.items() if str(k) not in structured)
     return config
 
 
