@@ -132,10 +132,10 @@ def _hostile_run(store: Path, mark: Callable[[str], str], lr: float) -> list[str
             rec.log_record(kind, tag, data, step=2)
     # What the recorder writes itself (state, host) is framed by hand, as another writer could.
     status = fmt.decode_document((store / fmt.STATUS_FILE).read_bytes(), "status")
-    status.update(state=mark("state"), host=mark("host"))
+    status.update(state=mark("state"), host=mark("host"), summary={mark("key"): mark("summary")})
     atomic.write_atomic(store / fmt.STATUS_FILE, fmt.encode_document(status))
     fields = ["option", "value", "scalar", "group", "train tag", "image", "image group", "state"]
-    fields.append("caption")
+    fields += ["caption", "key", "summary"]
     fields += [f"{kind} tag" for kind in records if kind not in ("layout", "pr_curve")]
     fields += ["pr tag", "text", "dtype", "hparam", "host"]
     return [mark(f) for f in fields] + [
