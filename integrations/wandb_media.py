@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from run_core.tags import key_of
+from run_core.values import plain
 from snapshot_store.format.images import to_numpy
 from trainer import SummaryWriter
 
@@ -41,7 +43,7 @@ class Image:
     """An image as ``wandb.Image`` takes it: a HWC numpy array, a CHW tensor, a PIL image or a path.
 
     Values are taken as W&B takes them: already in [0, 255] (clipped there).
-    ``caption`` and the other keyword arguments are kept but not stored.
+    ``caption`` is stored with the image; the other keyword arguments are kept, not stored.
     """
 
     def __init__(
@@ -198,6 +200,47 @@ def number(value: Any) -> float | None:
     return None
 
 
+def _store_image(
+    writer: SummaryWriter,
+    key: str,
+    pixels: np.ndarray,
+    images: Sequence[Image],
+    step: int,
+    layout: str,
+) -> None:
+    """Store ``pixels`` (one image, or ``images`` tiled) with the images' captions, if any
+    has one (W&B's ``captions``: an empty one for an image without)."""
+    captions = [image.caption or "" for image in images]
+    (group, name) = key_of(key)
+    writer.recorder.log_image(
+        name, pixels, step, None, group, layout, captions=captions if any(captions) else ()
+    )
+
+
+def summary_document(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary as the status document keeps it: the structures logged, less media (their
+    own records hold them)."""
+    media = (Image, Histogram, Table)
+    return {
+        str(key): summary_value(value)
+        for key, value in summary.items()
+        if not isinstance(value, media)
+        and not (isinstance(value, (list, tuple)) and any(isinstance(v, media) for v in value))
+    }
+
+
+def summary_value(value: Any) -> Any:
+    """A summary value as stored: numbers as numbers, dicts and lists as such (their items
+    too), anything else None."""
+    if isinstance(value, Mapping):
+        return {str(k): summary_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [summary_value(v) for v in value]
+    if value is None or isinstance(value, (str, bool, int)):
+        return plain(value)
+    return number(value)
+
+
 def store_value(writer: SummaryWriter, key: str, value: Any, step: int) -> bool:
     """Store one logged value under ``key`` at ``step``; False when it is of no kind we store."""
     scalar = number(value)
@@ -206,9 +249,9 @@ def store_value(writer: SummaryWriter, key: str, value: Any, step: int) -> bool:
     elif isinstance(value, str):
         writer.add_text(key, value, step)
     elif isinstance(value, Image):
-        writer.add_image(key, value.pixels, step, dataformats="HWC")
+        _store_image(writer, key, value.pixels, [value], step, "HWC")
     elif isinstance(value, (list, tuple)) and value and all(isinstance(v, Image) for v in value):
-        writer.add_images(key, _tiled(value), step, dataformats="NHWC")
+        _store_image(writer, key, _tiled(value), value, step, "NHWC")
     elif isinstance(value, Histogram):
         writer.add_histogram_raw(key, global_step=step, **value.raw())
     elif isinstance(value, Table):

@@ -3,7 +3,8 @@
 
 Each logged key is stored under its own name, as a SummaryWriter tag, at W&B's step.
 At ``finish`` the config and the numeric summary become the run's row of the hparams
-table (W&B's runs table), and the config is the run's options.
+table (W&B's runs table), the config is the run's options and the summary, as the
+structures logged (text, dicts, lists), the status document's ``summary``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from trainer.training.interrupts import close_at_exit
 from . import wandb_watch
 from ._run import MonitorRun
 from .wandb_config import Config, Summary
-from .wandb_media import AlertLevel, flatten, number, store_value
+from .wandb_media import AlertLevel, flatten, number, store_value, summary_document
 
 log_ = logging.getLogger(__name__)
 
@@ -220,6 +221,7 @@ class Run:
         config = flatten(self.config.as_dict())
         last_step = min(self.step, INT64_MAX)  # one past a last step of INT64_MAX
         writer.add_hparams_row(config, metrics, run_name=self.name, global_step=last_step)
+        writer.recorder.set_status(summary=summary_document(self.summary.as_dict()))
         self.finished = True
         self._monitor.send([p for p in self._saved if p.exists()])  # type: ignore[union-attr]
         self._monitor.close(state)  # type: ignore[union-attr]

@@ -10,6 +10,9 @@ formats 1 and 2 wrote lists of numbers, which read as they are. An image batch::
 
     {"v": 1, "images": [(group, name, step, epoch, wall_time, png_bytes), ...]}
 
+a captioned image's record has its captions (a list of str, one an image of a tiled
+list) as a seventh item; a store written before captions has none, and reads as it is.
+
 The extras stream's batches (:mod:`.kinds`) are framed and read by the same
 :func:`encode_batch` and :func:`records_of`; what each record may hold is
 :mod:`.schema`'s.
@@ -30,7 +33,9 @@ log = logging.getLogger(__name__)
 # Lists as the writer holds them (and as formats 1-2 stored them); typed arrays as
 # a reader returns format 3's packed columns.
 SeriesColumns = tuple[str, str, Sequence[int], Sequence[float], Sequence[float], Sequence[float]]
-ImageRecord = tuple[str, str, int, float, float, bytes]
+ImageRecord = (
+    tuple[str, str, int, float, float, bytes] | tuple[str, str, int, float, float, bytes, list[str]]
+)
 # Two smaller lists of the items given, or None when they can not be split further.
 Split = Callable[[list], list[list] | None]
 

@@ -122,9 +122,9 @@ def series_problem(item: object) -> str | None:
 
 def image_problem(item: object) -> str | None:
     """Why one image record breaks the schema, or None when it is valid."""
-    if not isinstance(item, tuple) or len(item) != 6:
-        return "image record is not a 6-tuple"
-    group, name, step, epoch, wall_time, png = item
+    if not isinstance(item, tuple) or len(item) not in (6, 7):
+        return "image record is not a 6- or 7-tuple"
+    group, name, step, epoch, wall_time, png, *captions = item
     if not isinstance(group, str) or not isinstance(name, str):
         return "group and name must be str"
     if not is_int64(step):
@@ -133,6 +133,8 @@ def image_problem(item: object) -> str | None:
         return f"{group}/{name}: epoch and wall time must be numbers"
     if type(png) is not bytes:
         return f"{group}/{name}: PNG is {type(png).__name__}, not bytes"
+    if captions and not _strs(captions[0]):
+        return f"{group}/{name}: captions must be a list of str"
     return None
 
 

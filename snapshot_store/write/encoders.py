@@ -44,7 +44,8 @@ def encode_pending(
     A value that fails to encode or breaks its kind's schema costs only itself:
     one warning naming its kind, tag and step.
     """
-    records, images = [], []
+    records: list[ExtraRecord] = []
+    images: list[ImageRecord] = []
     for kind, tag, step, wall_time, value, encode in pending:
         try:
             data = encode(value) if encode is not None else value

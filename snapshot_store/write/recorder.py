@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -206,18 +206,20 @@ class Recorder:
         group: str = "images",
         dataformats: str = "CHW",
         wall_time: float | None = None,
+        captions: Sequence[str] = (),
     ) -> None:
         """Record an image (CHW/HWC/HW, or a batch as NCHW/NHWC/NHW, tiled) as PNG.
 
         The pixels are copied now; PNG encoding happens on the writer thread.
-        ``image`` may also be PNG bytes already.
+        ``image`` may also be PNG bytes already. ``captions``: stored with it (one an image).
         """
         if self._refused():
             return
         step, pixels = int64_step(step), to_pixels(image, dataformats)
         if epoch is not None:
             self._epoch = float(epoch)
-        self._images.append((group, name, step, self._epoch, wall_time or _now(), pixels))
+        record = (group, name, step, self._epoch, wall_time or _now(), pixels)
+        self._images.append((*record, [str(caption) for caption in captions]))
 
     def log_record(
         self,

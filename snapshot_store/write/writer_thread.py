@@ -32,7 +32,7 @@ from snapshot_store.write.scalar_columns import RECORD_ITEMS, ScalarColumns, las
 log = logging.getLogger(__name__)
 
 # (group, name, step, epoch, wall_time, HWC uint8 pixels or PNG bytes).
-PendingImage = tuple[str, str, int, float, float, Any]
+PendingImage = tuple[str, str, int, float, float, Any, list[str]]  # captions last
 
 # Memory a queued scalar holds (RECORD_ITEMS list slots, its wall time and value): the
 # queue's share of max_pending_bytes is counted in records, not measured.
@@ -214,7 +214,8 @@ class WriterThread:
 
 def _encode_images(records: list[PendingImage]) -> list[ImageRecord]:
     out = []
-    for group, name, step, epoch, wall_time, pixels in records:
+    for group, name, step, epoch, wall_time, pixels, captions in records:
         png = pixels if isinstance(pixels, bytes) else encode_png(pixels)
-        out.append((group, name, int(step), float(epoch), wall_time, png))
+        record = (group, name, int(step), float(epoch), wall_time, png)
+        out.append((*record, captions) if captions else record)
     return out

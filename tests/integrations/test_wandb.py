@@ -186,3 +186,54 @@ def test_a_step_past_int64_or_a_dict_past_the_depth_limit_raises_and_the_run_goe
     ours = stored_run(tmp_path / "wandb" / "p" / "n" / "pickle")  # the reader warned of nothing
     assert ours["history"] == {"a": {0: 1.0, 1: 3.0}} and ours["options"] == {"lr": 0.1}
     assert [(kind, step) for kind, _tag, step, _data in ours["extras"]] == [("hparams", 2)]
+
+
+HOSTILE = "<img src=x onerror=alert(1)>"  # wandb_captions.py's: must stay text
+
+
+@pytest.fixture(scope="module")
+def captions_run(tmp_path_factory):
+    """wandb_captions.py under W&B and under ours: W&B's run, ours, our runs' folder."""
+    tmp_path = tmp_path_factory.mktemp("captions")
+    ref, ours = one_run_under_both(Path(__file__).with_name("wandb_captions.py"), tmp_path)
+    return ref, ours, str(tmp_path / "ours" / "wandb" / "p")
+
+
+@pytest.mark.integration
+def test_image_captions_are_wandbs_and_come_back_from_the_api_and_export(captions_run):
+    import io
+    import json
+
+    from remote_train_monitor import Api
+    from visualizer.sources.export import export
+
+    ref, ours, root = captions_run
+    assert ours["captions"] == {
+        "sample": {0: [ref["history"]["sample"][0]["caption"]]},
+        "batch": {1: ref["history"]["batch"][1]["captions"]},
+    } and ours["captions"]["sample"][0] == [f"a cat {HOSTILE}"]
+    [run] = Api().runs(root)
+    assert run.images()["batch"][0].captions == ["pred 0", "pred 1", "pred 2"]
+    out = io.StringIO()
+    export(root, out, kind="image")
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [line["data"]["captions"] for line in lines] == [
+        [f"a cat {HOSTILE}"], ["pred 0", "pred 1", "pred 2"],
+    ]  # fmt: skip
+
+
+@pytest.mark.integration
+def test_a_summary_of_text_dicts_and_lists_and_a_nested_config_are_kept_as_logged(captions_run):
+    from remote_train_monitor import Api
+    from visualizer.api.table import runs_columns
+
+    ref, ours, root = captions_run
+    assert ref["logged"]["best"] == {"epoch": 3, "acc": 0.9} and ref["logged"]["hostile"] == HOSTILE
+    assert ours["status"]["summary"] == ref["logged"]
+    assert ours["options"] == ref["config"] and ref["config"]["img_size"] == [640, 640]
+    [run] = Api().runs(root)
+    assert {k: v for k, v in run.summary.items() if not k.startswith("_")} == ref["logged"]
+    assert run.config == ref["config"]
+    columns = {k: v[0] for k, v in runs_columns([run]).items()}  # flattened: table columns
+    assert columns["summary.best_model"] == "resnet" and columns["summary.best.epoch"] == 3
+    assert columns["summary.classes"] == '["cat", "dog"]' and columns["config.hyp.lr0"] == 0.01

@@ -123,15 +123,19 @@ def _hostile_run(store: Path, mark: Callable[[str], str], lr: float) -> list[str
         for step in range(3):
             rec.log({mark("scalar"): 1.0 + step}, step=step, group=mark("group"))
             rec.log({mark("train tag"): 2.0 - step}, step=step)
-        rec.log_image(mark("image"), np.full((3, 8, 8), 0.5), step=2, group=mark("image group"))
+        rec.log_image(
+            mark("image"), np.full((3, 8, 8), 0.5), step=2, group=mark("image group"),
+            captions=[mark("caption"), "plain"],
+        )  # fmt: skip
         records = _records(mark)
         for kind, (tag, data) in records.items():
             rec.log_record(kind, tag, data, step=2)
     # What the recorder writes itself (state, host) is framed by hand, as another writer could.
     status = fmt.decode_document((store / fmt.STATUS_FILE).read_bytes(), "status")
-    status.update(state=mark("state"), host=mark("host"))
+    status.update(state=mark("state"), host=mark("host"), summary={mark("key"): mark("summary")})
     atomic.write_atomic(store / fmt.STATUS_FILE, fmt.encode_document(status))
     fields = ["option", "value", "scalar", "group", "train tag", "image", "image group", "state"]
+    fields += ["caption", "key", "summary"]
     fields += [f"{kind} tag" for kind in records if kind not in ("layout", "pr_curve")]
     fields += ["pr tag", "text", "dtype", "hparam", "host"]
     return [mark(f) for f in fields] + [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,11 +24,13 @@ from .points import STEP, TIMESTAMP, Table, read_series, table
 
 @dataclass(frozen=True)
 class Media:
-    """One logged image (``data``: its PNG bytes) or text (``data``: the string)."""
+    """One logged image (``data``: its PNG bytes; ``captions``: as logged with it, one an
+    image of a list) or text (``data``: the string)."""
 
     step: int
     wall_time: float
     data: Any
+    captions: list[str] = field(default_factory=list)
 
     def image(self) -> Any:
         """The image as a ``PIL.Image`` (pillow is a dependency)."""
@@ -67,6 +69,7 @@ class Run:
         self.summary: dict[str, Any] = {
             tag: stats.last for tag, stats in summary.series.items() if stats.last is not None
         }
+        self.summary.update(summary.values)  # as logged: text, dicts and lists too
         if summary.step is not None:
             self.summary[STEP] = summary.step
         if summary.updated is not None:
@@ -127,8 +130,9 @@ class Run:
     def _media(self) -> tuple[dict[str, list[Media]], dict[str, list[Media]]]:
         _history, _reader, update = read_store(self.source)
         images: dict[str, list[Media]] = {}
-        for group, name, step, _epoch, wall, png in update.images:
-            images.setdefault(tag_of(group, name), []).append(Media(step, wall, png))
+        for group, name, step, _epoch, wall, png, *captions in update.images:
+            media = Media(step, wall, png, captions[0] if captions else [])
+            images.setdefault(tag_of(group, name), []).append(media)
         texts: dict[str, list[Media]] = {}
         for kind, tag, step, wall, data in update.extras:
             if kind == "text":

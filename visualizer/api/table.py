@@ -3,7 +3,8 @@ written as CSV or as Parquet with typed columns (pyarrow, the ``parquet`` extra)
 
 The runs table: ``name, state, steps`` (the last step), ``start`` (UTC), ``duration``
 (seconds), then ``config.KEY`` columns (nested keys dotted, lists as JSON) and
-``summary.TAG`` columns (each series' last value), in the order first seen.
+``summary.TAG`` columns (each series' last value, or the summary the run set, nested keys
+dotted), in the order first seen.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ def run_row(run: Run) -> dict[str, Any]:
         _flat(f"config.{key}", value, row)
     for tag, stats in run.stats.items():
         row[f"summary.{tag}"] = stats.last
+    for key, value in run.summary.items():
+        if not key.startswith("_"):  # the step, time and runtime: columns of their own
+            _flat(f"summary.{key}", value, row)
     return row
 
 

@@ -25,6 +25,7 @@ class ImageSnapshot:
     name: str
     step: int
     png: bytes
+    captions: tuple[str, ...] = ()  # as logged with it (W&B's), one an image of a grid
 
 
 class RunData:
@@ -56,9 +57,10 @@ class RunData:
             if series is None:
                 series = self.series[(group, name)] = Series()
             series.extend(steps, values, times)
-        for group, name, step, _epoch, _time, png in update.images:
+        for group, name, step, _epoch, _time, png, *captions in update.images:
             # The last one logged wins, as for scalars: a resumed run's newest image.
-            snapshot = self.images[(group, name)] = ImageSnapshot(group, name, step, png)
+            snapshot = ImageSnapshot(group, name, step, png, tuple(captions[0] if captions else ()))
+            self.images[(group, name)] = snapshot
             history = self.image_history.setdefault((group, name), deque(maxlen=IMAGE_HISTORY))
             history.append(snapshot)
             self.images_logged[(group, name)] = self.images_logged.get((group, name), 0) + 1

@@ -20,7 +20,7 @@ from .rundata import RunData
 from .status import is_stale
 
 NO_STATUS = "no status yet"
-_SUMMARIZED = ("series", "hparams")  # status fields taken apart into the summary
+_SUMMARIZED = ("series", "hparams", "summary")  # status fields taken apart into the summary
 # A tuple, not ``int | float``: that union is built again on every call, and listing
 # 10,000 runs checks 120,000 values.
 _NUMBERS = (int, float)
@@ -52,6 +52,8 @@ class RunSummary:
     updated: float | None = None
     series: dict[str, SeriesStats] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
+    # The summary a run set as the structures logged (W&B's ``run.summary``: text, dicts...).
+    values: dict[str, Any] = field(default_factory=dict)
     status: dict[str, Any] | None = None  # the document itself: staleness, alerts
     summarized: bool = False
 
@@ -108,11 +110,15 @@ def _stats(entry: Any) -> SeriesStats | None:
 
 
 def _config(meta: dict[str, Any] | None, status: dict[str, Any] | None) -> dict[str, Any]:
-    """Options (meta) and hparams (status), by name; hparams win where both name a key."""
+    """Options (meta) and hparams (status), by name; hparams win where both name a key, but
+    for an option that is a list or dict (an hparam holds only its text: ``'[640, 640]'``)."""
+    options, hparams = (meta or {}).get("options"), (status or {}).get("hparams")
     config: dict[str, Any] = {}
-    for source in ((meta or {}).get("options"), (status or {}).get("hparams")):
-        if isinstance(source, dict):
-            config.update((str(k), v) for k, v in source.items())
+    if isinstance(options, dict):
+        config.update((str(k), v) for k, v in options.items())
+    if isinstance(hparams, dict):
+        structured = {k for k, v in config.items() if isinstance(v, (list, dict))}
+        config.update((str(k), v) for k, v in hparams.items() if str(k) not in structured)
     return config
 
 
@@ -131,6 +137,9 @@ def from_documents(
     # summarized here: 10,000 runs' series would otherwise be held twice.
     kept = {k: v for k, v in status.items() if k not in _SUMMARIZED} if status else None
     summary = RunSummary(name, config=_config(meta, status), status=kept)
+    values = (status or {}).get("summary")
+    if isinstance(values, dict):
+        summary.values = {str(k): v for k, v in values.items()}
     summary.started = _number((status or {}).get("start_time")) or _number(
         (meta or {}).get("start_time")
     )

@@ -77,13 +77,32 @@ def table_row(cells: Sequence[object], tag: str = "td") -> Html:
     return markup.row(cells, tag, _CELL)
 
 
+def summary_of(run: RunData) -> dict[str, str]:
+    """The summary the run set (a W&B-style run's, in its status) as text, nested keys
+    dotted as table rows; empty when it set none."""
+    summary = (run.status or {}).get("summary")
+    rows: dict[str, Any] = {}
+    pending = list(summary.items()) if isinstance(summary, dict) else []
+    while pending:
+        key, value = pending.pop(0)
+        if isinstance(value, dict) and value:
+            pending[:0] = [(f"{key}.{inner}", item) for inner, item in value.items()]
+        else:
+            rows[str(key)] = value
+    return options_text(rows)
+
+
 def run_table(run: RunData) -> Html:
-    """One run's options as an HTML table (name, value)."""
-    options = options_of(run)
-    if not options:
-        return markup.element("p", "this run stored no options")
-    rows = [table_row([k, v]) for k, v in options.items()]
-    return markup.element("table", table_row(["option", "value"], "th"), *rows)
+    """One run's options as an HTML table (name, value), then its summary if it set one."""
+    options, summary = options_of(run), summary_of(run)
+    parts: list[object] = [markup.element("p", "this run stored no options")]
+    if options:
+        rows = [table_row([k, v]) for k, v in options.items()]
+        parts = [markup.element("table", table_row(["option", "value"], "th"), *rows)]
+    if summary:
+        rows = [table_row([k, v]) for k, v in summary.items()]
+        parts.append(markup.element("table", table_row(["summary", "value"], "th"), *rows))
+    return markup.join(*parts)
 
 
 def comparison_table(

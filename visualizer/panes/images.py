@@ -59,8 +59,13 @@ def image_message(env: str, *images: ImageSnapshot) -> dict[str, Any]:
 
 
 def _content(image: ImageSnapshot) -> dict[str, str]:
+    """The pane's image and its caption: the step, then the logged captions (React text on
+    the page, so a caption's markup shows as the characters it is)."""
     src = "data:image/png;base64," + base64.b64encode(image.png).decode("ascii")
-    return {"src": src, "caption": f"{image.name} @ step {image.step}"}
+    caption = f"{image.name} @ step {image.step}"
+    if any(image.captions):
+        caption += ": " + " | ".join(image.captions)
+    return {"src": src, "caption": caption}
 
 
 class ImagePanes:

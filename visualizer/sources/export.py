@@ -148,6 +148,11 @@ def _plain_json(value: Any) -> Any:
     return value
 
 
+def _captions(captions: list[list[str]]) -> dict[str, list[str]]:
+    """An image's ``captions`` field, when it was stored with any."""
+    return {"captions": captions[0]} if captions else {}
+
+
 def export_jsonl(
     root: str, out: IO[str], kind: str = "all", s3_client: Any = None, runs: str = ""
 ) -> int:
@@ -156,16 +161,16 @@ def export_jsonl(
     One object a line: ``{"run", "kind", "tag", "step", "wall_time", "data"}``,
     ``data`` holding the kind's fields (see ``snapshot_store/format/kinds.py``); bytes
     (``png`` of images, ``gif`` of videos, ``wav`` of audio) are base64. Images
-    are tagged by their logged name. Records come in the order they were written, per
-    run. Returns the lines written.
+    are tagged by their logged name, with their ``captions`` when logged with any. Records
+    come in the order they were written, per run. Returns the lines written.
     """
     reads = RunReads(find_specs(root, s3_client, runs))
     lines = 0
     for spec, (_history, _reader, update) in reads.each(lambda spec: read_store(spec.source)):
         records = [(k, tag, step, wall, data) for k, tag, step, wall, data in update.extras]
         records += [
-            ("image", tag_of(group, name), step, wall, {"png": png})
-            for group, name, step, _epoch, wall, png in update.images
+            ("image", tag_of(group, name), step, wall, {"png": png, **_captions(captions)})
+            for group, name, step, _epoch, wall, png, *captions in update.images
         ]
         for record_kind, tag, step, wall_time, data in records:
             if kind not in ("all", record_kind):

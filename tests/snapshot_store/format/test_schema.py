@@ -111,6 +111,8 @@ BAD_IMAGES = {
     "epoch str": ("img", "x", 1, "0", 1.0, b"png"),
     "name none": ("img", None, 1, 0.0, 1.0, b"png"),
     "short": ("img", "x", 1),
+    "caption str": ("img", "x", 1, 0.0, 1.0, b"png", "a cat"),
+    "caption number": ("img", "x", 1, 0.0, 1.0, b"png", ["a", 1]),
 }
 
 
@@ -126,6 +128,16 @@ def test_bad_image_record_is_skipped_and_its_neighbours_survive(tmp_path, kind):
     assert len(reader.warnings) == 1
     assert "images-00000000.pickle" in reader.warnings[0]
     assert f"frame at byte {len(first)}" in reader.warnings[0]
+
+
+def test_an_image_reads_with_its_captions_and_one_stored_before_captions_without(tmp_path):
+    old = ("img", "x", 0, 0.0, 1.0, b"png0")  # as every store before captions wrote it
+    captioned = ("img", "x", 1, 0.0, 1.0, b"png1", ["a cat", "<b>dog</b>"])
+    (tmp_path / fmt.segment_name(fmt.IMAGES, 0)).write_bytes(
+        batches.encode_image_batch([old, captioned])
+    )
+    reader = StoreReader(tmp_path)
+    assert reader.poll().images == [old, captioned] and reader.warnings == []
 
 
 def test_unpicklable_frame_still_skips_the_rest_of_its_file(tmp_path):

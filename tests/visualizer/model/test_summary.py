@@ -44,6 +44,21 @@ def test_the_documents_give_state_steps_times_series_and_config():
     assert summary.config == {"lr": 0.2, "batch_size": 8, "seed": 1}, "hparams win"
 
 
+def test_an_option_logged_as_a_list_or_dict_stays_one_beside_its_flattened_hparams():
+    meta = {"options": {"img_size": [640, 640], "hyp": {"lr0": 0.01}, "lr": 0.1}}
+    hparams = {"img_size": "[640, 640]", "hyp.lr0": 0.01, "lr": 0.2}  # a W&B run's table row
+    config = from_documents("r", meta, _status(hparams=hparams)).config
+    assert config == {"img_size": [640, 640], "hyp": {"lr0": 0.01}, "hyp.lr0": 0.01, "lr": 0.2}
+
+
+@pytest.mark.parametrize("stored", [None, "not a dict", ["a"]])
+def test_the_summary_a_run_set_is_kept_as_set_and_a_malformed_one_left_out(stored):
+    logged = {"best_model": "<b>resnet</b>", "best": {"epoch": 3}, "classes": ["cat", "dog"]}
+    summary = from_documents("r", {}, _status(summary=logged))
+    assert summary.values == logged and "summary" not in (summary.status or {})
+    assert from_documents("r", {}, _status(summary=stored)).values == {}
+
+
 def test_without_status_the_run_is_waiting_and_not_summarized():
     summary = from_documents("r", {"start_time": 5.0}, None)
     assert summary.state == NO_STATUS and not summary.ended and not summary.summarized

@@ -25,6 +25,16 @@ def test_a_runs_options_are_listed_escaped_and_cut():
     assert "stored no options" in run_table(run("b", None))
 
 
+def test_the_summary_a_run_set_follows_its_options_dotted_and_escaped():
+    data = run("a", {"lr": 0.1})
+    summary = {"best_model": "<img src=x onerror=alert(1)>", "best": {"epoch": 3}, "c": [1, 2]}
+    data.apply(Update(status={"state": "finished", "summary": summary}))
+    table = run_table(data)
+    assert table.index("option") < table.index(">summary<") < table.index("best.epoch")
+    assert "&lt;img src=x onerror=alert(1)&gt;" in table and "<img" not in table
+    assert "[1, 2]" in table and ">summary<" not in run_table(run("b", {"lr": 0.1}))
+
+
 def test_options_that_differ_are_columns_and_shared_ones_one_line():
     runs = [run("a", {"lr": 0.1, "seed": 1}), run("b", {"lr": 0.01, "seed": 1})]
     table = comparison_table(runs, None)

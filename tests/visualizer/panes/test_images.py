@@ -24,6 +24,15 @@ def test_a_small_image_is_scaled_up_and_the_pane_has_room_for_caption_and_slider
     assert message["win"] == "image_images_predictions"
 
 
+def test_an_images_captions_follow_its_step_as_given():
+    captions = ["a cat <img src=x onerror=alert(1)>", "", "dog"]
+    run = RunData("r")
+    run.apply(Update(images=[("images", "batch", 3, 0.0, 0.0, png(8, 8), captions)]))
+    content = image_message("env", run.images[("images", "batch")])["data"][0]["content"]
+    # React text on the page: the markup is kept as characters, never made elements.
+    assert content["caption"] == "batch @ step 3: a cat <img src=x onerror=alert(1)> |  | dog"
+
+
 def test_a_big_image_is_bounded_keeping_its_shape():
     opts = image_message("env", ImageSnapshot("val", "grid", 1, png(2000, 1000)))["opts"]
     assert opts["title"] == "val/grid" and opts["width"] == 640
