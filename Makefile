@@ -43,7 +43,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# Prints the table and writes each suite's table into docs/benchmarks.md (bench/doc_tables.py).
+# Prints the table and writes each suite's table into docs/benchmarks.md (bench/tools/doc_tables.py).
 bench: $(STAMP)
 	$(BIN)/python -m bench
 

@@ -1,4 +1,5 @@
-"""Shared pytest fixtures live in tests/fixtures/, one module per real part the tests start.
+"""Shared pytest fixtures live in tests/fixtures/: servers/ has one module per real part the
+tests start, runs/ the runs they start, logged/ what is logged.
 
 A test that uses one of those real parts is an integration test: it is marked
 ``integration`` here, from the fixtures it asks for, so no test has to remember
@@ -8,7 +9,7 @@ worker processes) carry the mark explicitly.
 Optional parts (selenium, Chromium, SeaweedFS, visdom) may be absent, as on a
 bare GPU box: a test module that can not be imported only because one is
 missing is skipped with the reason, like the fixtures' own skips, and both fail
-instead where every part is required (``make test``, CI; :mod:`tests.fixtures.parts`).
+instead where every part is required (``make test``, CI; :mod:`tests.fixtures.servers.parts`).
 """
 
 from __future__ import annotations
@@ -18,19 +19,19 @@ import os
 
 import pytest
 
-from tests.fixtures.parts import OPTIONAL_MODULES, missing_optional_module, parts_required
+from tests.fixtures.servers.parts import OPTIONAL_MODULES, missing_optional_module, parts_required
 from visualizer.alerts.options import WEBHOOK_VAR
 
 # A developer's own alert webhook: no visualizer the tests start may post to it.
 os.environ.pop(WEBHOOK_VAR, None)
 
 pytest_plugins = [
-    "tests.fixtures.net",
-    "tests.fixtures.visdom",
-    "tests.fixtures.s3",
-    "tests.fixtures.disk",
-    "tests.fixtures.npm",
-    "tests.fixtures.alerting",
+    "tests.fixtures.servers.net",
+    "tests.fixtures.servers.visdom",
+    "tests.fixtures.servers.s3",
+    "tests.fixtures.servers.disk",
+    "tests.fixtures.servers.npm",
+    "tests.fixtures.servers.alerting",
 ]
 
 # Fixtures that start a real server, browser or process group.

@@ -12,7 +12,7 @@
     python -m bench api        # runs as data: 10,000 runs listed, a 1M-point history, Parquet
 
 These machines are noisy: compare the ratios, not the absolute times.
-Each suite's table is also written into docs/benchmarks.md (bench/doc_tables.py).
+Each suite's table is also written into docs/benchmarks.md (bench/tools/doc_tables.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import logging
 import sys
 from pathlib import Path
 
-from bench.doc_tables import COLUMNS, PAGE, MarkerError, check_markers, write_table
+from bench.tools.doc_tables import COLUMNS, PAGE, MarkerError, check_markers, write_table
 
 SUITES = (
     "store", "loop", "memory", "transfer", "trainer", "visualizer", "viewer", "zoom",

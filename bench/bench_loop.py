@@ -23,7 +23,7 @@ CPU is ``time.process_time()`` (all threads) from the first step to the end of
 CUDA, the same loop on the GPU logs CUDA tensors; without, one row says so.
 
 One row then times a call on the training thread against its floor, in blocks
-that alternate within one loop (see :mod:`bench.call_cost`). A last pair of rows
+that alternate within one loop (see :mod:`bench.tools.call_cost`). A last pair of rows
 times 200,000 ``add_scalar(float)`` calls in a row (no model): the foreground
 cost per call while the writer thread runs, and the process CPU per scalar,
 ``close()`` included.
@@ -39,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.call_cost import per_call, per_call_row
+from bench.tools.call_cost import per_call, per_call_row
 
 ROUNDS = 9
 RUN_SECONDS = 1.2  # >= 10 flush intervals of 0.1 s

@@ -4,9 +4,9 @@
     python -m bench many                    # 1,000 and 10,000 runs: about 10-15 minutes
     BENCH_MANY_RUNS=200 python -m bench many   # one quick scale (or a list: 1000,10000)
 
-Each scale is written fresh by :mod:`bench.many_runs` (3 series x 1,000 points a
+Each scale is written fresh by :mod:`bench.many.many_runs` (3 series x 1,000 points a
 run, the store's own writer), then the visualizer's command line starts on it with
-its own visdom, as a user starts it, and :mod:`bench.many_measure` takes start -> URL,
+its own visdom, as a user starts it, and :mod:`bench.many.many_measure` takes start -> URL,
 memory and idle CPU of the whole process tree, and SIGTERM -> exit. The issue's
 targets are for 10,000 runs; smaller scales show their trend. S3 has its own suite,
 ``python -m bench many_s3`` (bench/bench_many_s3.py).
@@ -20,16 +20,16 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from bench.many_measure import (
+from bench.many.many_measure import (
     PACE,
     Pace,
     measure_comparison,
     measure_tensorboard,
     measure_visualizer,
 )
-from bench.many_runs import timed, write_runs, write_tensorboard_runs
-from bench.process_tree import MB
-from tests.fixtures.visdom import start_chromium
+from bench.many.many_runs import timed, write_runs, write_tensorboard_runs
+from bench.tools.process_tree import MB
+from tests.fixtures.servers.visdom import start_chromium
 
 SCALES = (1_000, 10_000)
 TARGET_RUNS = 10_000  # the scale the targets are set for
@@ -177,7 +177,7 @@ def _exit_row(runs: int, ours: dict, tb: dict | None, pace: Pace) -> dict:
 
 def _generator_row(runs: int, took: float, tb_runs: int, tb_took: float) -> dict:
     return {
-        "benchmark": f"generator (bench/many_runs.py, 2 processes): {runs:,} runs written",
+        "benchmark": f"generator (bench/many/many_runs.py, 2 processes): {runs:,} runs written",
         "ours": f"{took:.1f} s ({took / runs * 1000:.1f} s per 1,000 runs)",
         "reference": f"TensorBoard event files, {tb_runs:,} runs: {tb_took:.1f} s",
         "ratio": "",

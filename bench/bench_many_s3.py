@@ -5,10 +5,10 @@ live run's new point and a new run show.
     python -m bench many_s3                     # 1,000 runs
     BENCH_MANY_RUNS=200 python -m bench many_s3
 
-The runs (:mod:`bench.many_runs`) are uploaded to SeaweedFS on loopback
-(:class:`tests.fixtures.seaweed.SeaweedS3`); the visualizer's own command line follows
-``s3://bench/runs/`` through :class:`bench.s3_proxy.CountingProxy`, which counts every
-request on its way to the server. The live runs (:mod:`bench.live_runs`) put their files
+The runs (:mod:`bench.many.many_runs`) are uploaded to SeaweedFS on loopback
+(:class:`tests.fixtures.servers.seaweed.SeaweedS3`); the visualizer's own command line follows
+``s3://bench/runs/`` through :class:`bench.tools.s3_proxy.CountingProxy`, which counts every
+request on its way to the server. The live runs (:mod:`bench.many.live_runs`) put their files
 in the bucket directly, as a transfer hook does; their requests are not the viewer's.
 """
 
@@ -28,13 +28,13 @@ from typing import Any
 from urllib.parse import parse_qs, unquote
 
 from bench.bench_many import scales, seconds
-from bench.live_runs import LiveRuns
-from bench.many_measure import PACE, READ_ALL, Pace, log_text, until, visualizer, wait_url
-from bench.many_runs import write_runs
-from bench.process_tree import terminate_tree
-from bench.s3_env import BUCKET
-from bench.s3_proxy import CountingProxy
-from tests.fixtures.visdom_reading import VisdomReader
+from bench.many.live_runs import LiveRuns
+from bench.many.many_measure import PACE, READ_ALL, Pace, log_text, until, visualizer, wait_url
+from bench.many.many_runs import write_runs
+from bench.tools.process_tree import terminate_tree
+from bench.tools.s3_env import BUCKET
+from bench.tools.s3_proxy import CountingProxy
+from tests.fixtures.servers.visdom_reading import VisdomReader
 from visualizer.follower import DEFAULT_POLL_INTERVAL
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.sources.s3 import FETCHES_AT_ONCE
@@ -94,7 +94,7 @@ def measure_s3(server: Any, work: Path, pace: Pace = PACE) -> dict[str, Any]:
     """With :data:`LIVE` runs training beside the finished ones: requests and seconds until the
     URL and until every summary is read; then a live run's new points and a new run timed
     until the viewer shows them; then requests over ``pace.s3_idle`` s, finished runs' apart."""
-    from tests.fixtures.seaweed import CONFLICTING_ENV
+    from tests.fixtures.servers.seaweed import CONFLICTING_ENV
 
     work.mkdir(parents=True, exist_ok=True)
     out: dict[str, Any] = {"idle": None, "read_s": None, "read": Counter(), "point_s": None}
@@ -267,7 +267,7 @@ def rows(runs: int, files: int, took: float, ours: dict, pace: Pace = PACE) -> l
 def run(pace: Pace = PACE) -> list[dict]:
     """Rows: S3 requests and seconds to start, live points and a new run timed, requests a
     minute idle, the upload's time."""
-    from tests.fixtures.seaweed import SeaweedS3
+    from tests.fixtures.servers.seaweed import SeaweedS3
 
     runs = min(max(scales()), S3_RUNS)
     with tempfile.TemporaryDirectory(prefix="bench-many-s3-") as tmp:

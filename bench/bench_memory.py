@@ -129,7 +129,7 @@ def _local_row(root: Path) -> dict:
 
 
 def _s3_row(root: Path) -> dict:
-    from tests.fixtures.seaweed import CONFLICTING_ENV, SeaweedS3
+    from tests.fixtures.servers.seaweed import CONFLICTING_ENV, SeaweedS3
 
     store = root / "s3" / "pickle"
     size = write_store(store, S3_BYTES)

@@ -10,7 +10,7 @@ shapes, batches from a DataLoader, torch pinned to one thread.
 
 A real S3 endpoint is on another machine, behind a link: the checkpoint rows that
 carry the targets send to the local server through a 400 Mbit/s link
-(``bench/link.py``, needs root and tc), with ``upload_file`` alone over the same
+(``bench/tools/link.py``, needs root and tc), with ``upload_file`` alone over the same
 link as the reference. The same rows over plain loopback follow as diagnostics:
 there the upload is bound by CPU, most of it the server's (shown per GB), which a
 remote endpoint would not take from training; the last row says the most any
@@ -28,9 +28,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.s3_env import BUCKET, MB, environ, forget_uploader
-from bench.transfer_training import run_during_training
-from tests.fixtures.seaweed import SeaweedS3
+from bench.tools.s3_env import BUCKET, MB, environ, forget_uploader
+from bench.transfer.transfer_training import run_during_training
+from tests.fixtures.servers.seaweed import SeaweedS3
 from transfer_plugins import s3 as s3_plugin
 
 

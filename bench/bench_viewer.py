@@ -21,16 +21,16 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from bench.process_tree import cpu_share
-from bench.replay import (
+from bench.tools.process_tree import cpu_share
+from bench.tools.replay import (
     REPLAY_CHILD,
     TENSORBOARD_CHILD,
     subprocess_json,
     write_tensorboard,
 )
 from snapshot_store import Recorder
-from tests.fixtures.net import free_port
-from tests.fixtures.visdom import start_chromium
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.visdom import start_chromium
 from visualizer.layout import window_for_group
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.sources.runs import env_name
@@ -39,7 +39,7 @@ from visualizer.visdom_client import VisdomClient
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger(__name__)
 
-DRAW_POINTS, DRAW_SERIES = 1_000_000, 4  # the shape bench/replay.py's TensorBoard log has
+DRAW_POINTS, DRAW_SERIES = 1_000_000, 4  # the shape bench/tools/replay.py's TensorBoard log has
 INGEST_POINTS = 10_000_000
 IDLE_RUNS, IDLE_GROUPS, IDLE_STEPS = 100, 5, 1_000
 IDLE_SECONDS = 30.0
@@ -146,7 +146,7 @@ def _ingest(root: Path, endpoint: VisdomEndpoint) -> dict:
 
 
 def _tensorboard_1m(root: Path) -> dict:
-    """TensorBoard's EventAccumulator loading the 1,000,000 points of bench/replay.py's log."""
+    """TensorBoard's EventAccumulator loading the 1,000,000 points of bench/tools/replay.py's log."""
     logdir = root / "tensorboard-1m"
     write_tensorboard(logdir)
     return subprocess_json(TENSORBOARD_CHILD.format(logdir=str(logdir)), timeout=1200)

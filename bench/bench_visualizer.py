@@ -13,10 +13,10 @@ import logging
 import tempfile
 from pathlib import Path
 
-from bench.idle_s3 import S3_TIME_SCALE, idle_s3_requests
-from bench.latency import LATENCY_PREFILL_STEPS, LATENCY_RATE_HZ, measure_latency
-from bench.replay import REPLAY_POINTS, replay
-from tests.fixtures.net import free_port
+from bench.many.idle_s3 import S3_TIME_SCALE, idle_s3_requests
+from bench.tools.latency import LATENCY_PREFILL_STEPS, LATENCY_RATE_HZ, measure_latency
+from bench.tools.replay import REPLAY_POINTS, replay
+from tests.fixtures.servers.net import free_port
 from visualizer.server.endpoint import VisdomEndpoint
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from bench.bench_viewer import _printed_url, _stop, _until, _visualizer, _write_store
-from tests.fixtures.net import free_port
-from tests.fixtures.visdom import start_chromium
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.visdom import start_chromium
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.visdom_client import VisdomClient
 

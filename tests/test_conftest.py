@@ -1,4 +1,4 @@
-"""The root conftest and tests/fixtures/parts.py: a bare GPU box runs the suite, `make test` needs every part.
+"""The root conftest and tests/fixtures/servers/parts.py: a bare GPU box runs the suite, `make test` needs every part.
 
 A child pytest runs with selenium and boto3 made unimportable (as where they are
 not installed): the tests that need them are skipped naming the part, and with

@@ -8,8 +8,13 @@ import math
 import pytest
 
 from bench.bench_many import compare_rows, scale_rows
-from bench.many_measure import Pace, measure_comparison, measure_tensorboard, measure_visualizer
-from bench.many_runs import run_spec, series_columns, write_runs, write_tensorboard_runs
+from bench.many.many_measure import (
+    Pace,
+    measure_comparison,
+    measure_tensorboard,
+    measure_visualizer,
+)
+from bench.many.many_runs import run_spec, series_columns, write_runs, write_tensorboard_runs
 from snapshot_store.read.store_reader import read_store
 
 RUNS = 40  # enough for failed and stopped runs among them
@@ -49,7 +54,7 @@ def test_runs_written_by_two_processes_are_the_same_runs(tmp_path):
 
 
 def test_tensorboard_runs_hold_the_same_values(tmp_path):
-    from tests.fixtures.tensorboard import tensorboard_scalars
+    from tests.fixtures.runs.tensorboard import tensorboard_scalars
 
     write_tensorboard_runs(tmp_path, 3, points=100, workers=1)
     for index in range(3):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from bench import call_cost
 from bench.bench_loop import Loop
+from bench.tools import call_cost
 
 
 def test_the_floor_keeps_floats_never_a_tensor_and_its_graph():

@@ -7,7 +7,7 @@ import datetime
 import pytest
 
 from bench.__main__ import SUITES, main
-from bench.doc_tables import (
+from bench.tools.doc_tables import (
     PAGE,
     MarkerError,
     check_markers,

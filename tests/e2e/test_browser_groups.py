@@ -7,7 +7,7 @@ import numpy as np
 from selenium.webdriver.support.ui import WebDriverWait
 
 from snapshot_store import Recorder
-from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, plot_of
+from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, plot_of
 from visualizer.follower import Follower
 from visualizer.visdom_client import VisdomClient
 

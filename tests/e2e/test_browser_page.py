@@ -13,9 +13,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from remote_train_monitor import SummaryWriter
 from snapshot_store import Recorder
-from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, choose, plot_of, type_into
-from tests.fixtures.visdom_reading import following
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, choose, plot_of, type_into
+from tests.fixtures.servers.visdom_reading import following
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.follower import Follower
 from visualizer.panes.compare import Selection
 from visualizer.visdom_client import VisdomClient

@@ -3,7 +3,7 @@ it is told of once, and drawn once it opens.
 
 The real visualizer (``run_visualizer_local.py``) follows a folder of runs into the
 real visdom server; as root it runs without the capabilities that read any file
-whatever its mode (:func:`~tests.fixtures.disk.held_to_file_modes`).
+whatever its mode (:func:`~tests.fixtures.servers.disk.held_to_file_modes`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from snapshot_store import Recorder
-from tests.fixtures.disk import held_to_file_modes
-from tests.fixtures.processes import reap
-from tests.fixtures.visdom_reading import VisdomReader
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.disk import held_to_file_modes
+from tests.fixtures.servers.processes import reap
+from tests.fixtures.servers.visdom_reading import VisdomReader
+from tests.fixtures.servers.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

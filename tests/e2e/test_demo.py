@@ -17,11 +17,11 @@ import sys
 
 import pytest
 
-from tests.fixtures.checkout import checkout_copy
-from tests.fixtures.net import free_port
-from tests.fixtures.pages import ARTIFACTS, console_errors, differences, panes
-from tests.fixtures.visdom_reading import VisdomReader
-from tests.fixtures.waiting import EXIT_WAIT_S, wait_until
+from tests.fixtures.runs.checkout import checkout_copy
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.pages import ARTIFACTS, console_errors, differences, panes
+from tests.fixtures.servers.visdom_reading import VisdomReader
+from tests.fixtures.servers.waiting import EXIT_WAIT_S, wait_until
 from visualizer.server.endpoint import VisdomEndpoint
 
 # The demo's own knob: 3 epochs here; DEMO_EPOCHS=80 is the demo as `make demo` runs it.

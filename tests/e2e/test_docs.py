@@ -23,7 +23,7 @@ import pytest
 
 from tests.e2e.test_install import readme_laptop_commands
 from tests.e2e.test_readme import SECTIONS, block_commands, readme_commands
-from tests.fixtures.checkout import ROOT
+from tests.fixtures.runs.checkout import ROOT
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 

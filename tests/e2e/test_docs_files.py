@@ -14,7 +14,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.fixtures.checkout import ROOT
+from tests.fixtures.runs.checkout import ROOT
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 

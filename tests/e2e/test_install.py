@@ -33,9 +33,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
-from tests.fixtures.net import free_port
-from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, plot_of
-from tests.fixtures.processes import first_line, reap
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, plot_of
+from tests.fixtures.servers.processes import first_line, reap
 from visualizer.server.assets import ASSETS, missing_assets
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import visdom_answers

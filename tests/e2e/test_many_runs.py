@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from run_core.exit_codes import ExitCode
-from tests.fixtures.many_runs import write_runs
-from tests.fixtures.net import free_port, http_get
-from tests.fixtures.processes import REPO, first_line, reap
-from tests.fixtures.visdom_reading import VisdomReader
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.runs.many_runs import write_runs
+from tests.fixtures.servers.net import free_port, http_get
+from tests.fixtures.servers.processes import REPO, first_line, reap
+from tests.fixtures.servers.visdom_reading import VisdomReader
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.layout import safe_id
 from visualizer.panes.compare import DEFAULT_COMPARE
 from visualizer.panes.runs_table import INDEX_ENV, PAGE_ROWS

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from run_core.exit_codes import ExitCode
-from tests.fixtures.checkout import ROOT, checkout_copy
-from tests.fixtures.waiting import EXIT_WAIT_S, wait_until
+from tests.fixtures.runs.checkout import ROOT, checkout_copy
+from tests.fixtures.servers.waiting import EXIT_WAIT_S, wait_until
 
 # (page, heading): the README's recipes link to these sections.
 SECTIONS = (

@@ -134,7 +134,7 @@ def test_every_snippet_of_the_runs_as_data_page_runs_in_order(tmp_path, monkeypa
     import re
 
     from snapshot_store import Recorder
-    from tests.fixtures.checkout import ROOT
+    from tests.fixtures.runs.checkout import ROOT
 
     for lr in (0.1, 0.01, 0.001):
         with Recorder(tmp_path / "checkpoints" / f"lr-{lr}" / "pickle", options={"lr": lr}) as rec:

@@ -9,9 +9,9 @@ from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.fixtures.many_runs import write_runs
-from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, choose, plot_of, type_into
-from tests.fixtures.visdom_reading import following
+from tests.fixtures.runs.many_runs import write_runs
+from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, choose, plot_of, type_into
+from tests.fixtures.servers.visdom_reading import following
 from visualizer.panes.runs_table import INDEX_ENV
 from visualizer.sources.download import CsvDownloads
 

@@ -3,7 +3,7 @@
 Every run here is ``torchrun --nproc-per-node=2 -m trainer train`` on the CPU (gloo)
 with ``--remote True --remote-transfer-cmd transfer_plugins.s3.save_to_s3`` and
 ``TRANSFER_S3_URI=s3://<bucket>/<prefix>``, against a SeaweedFS server with
-authentication on (``tests/fixtures/s3.py``). The checks:
+authentication on (``tests/fixtures/servers/s3.py``). The checks:
 
 * the bucket ends equal to the run dir, byte for byte: every file under
   ``<checkpoints_dir>/<name>/`` is the object ``<prefix>/<name>/<relpath>``;
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from run_core.exit_codes import ExitCode
-from tests.fixtures.s3_training import (
+from tests.fixtures.runs.s3_training import (
     NAME,
     PREFIX,
     SPEC,
@@ -41,7 +41,7 @@ from tests.fixtures.s3_training import (
     sync,
     torchrun_train,
 )
-from tests.fixtures.training import trainer_cmd
+from tests.fixtures.runs.training import trainer_cmd
 
 REPO = Path(__file__).resolve().parents[2]
 

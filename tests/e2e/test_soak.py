@@ -26,8 +26,8 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.fixtures.net import free_port
-from tests.fixtures.pages import (
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.pages import (
     ARTIFACTS,
     CONTROL_XPATH,
     PLOTS_JS,
@@ -38,9 +38,9 @@ from tests.fixtures.pages import (
     panes,
     type_into,
 )
-from tests.fixtures.processes import reap
-from tests.fixtures.visdom_reading import VisdomReader
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.processes import reap
+from tests.fixtures.servers.visdom_reading import VisdomReader
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.server.endpoint import VisdomEndpoint
 
 SOAK_SECONDS = float(os.environ.get("SOAK_SECONDS", "45"))

@@ -19,10 +19,7 @@ from pathlib import Path
 import pytest
 
 from run_core.exit_codes import ExitCode
-from tests.fixtures.alerting import TIMEOUT, Receiver, stop, visualizer
-from tests.fixtures.disk import fill
-from tests.fixtures.processes import first_line
-from tests.fixtures.training import (
+from tests.fixtures.runs.training import (
     LONG,
     job,
     read_run,
@@ -32,7 +29,10 @@ from tests.fixtures.training import (
     trainer_cmd,
     wait_for_file,
 )
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.alerting import TIMEOUT, Receiver, stop, visualizer
+from tests.fixtures.servers.disk import fill
+from tests.fixtures.servers.processes import first_line
+from tests.fixtures.servers.waiting import wait_until
 from tests.visualizer.alerts.test_rules import sent_keys
 from trainer.command.data import make_dataset
 from trainer.training import checkpoint

@@ -7,9 +7,9 @@ import uuid
 
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.fixtures.examples import run_example
-from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, PLOTS_JS, console_errors, panes
-from tests.fixtures.training import REPO
+from tests.fixtures.runs.examples import run_example
+from tests.fixtures.runs.training import REPO
+from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, PLOTS_JS, console_errors, panes
 from visualizer.follower import Follower
 from visualizer.visdom_client import VisdomClient
 

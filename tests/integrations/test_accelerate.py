@@ -15,8 +15,8 @@ from torch import nn
 from integrations._run import UnsupportedVersionError
 from remote_train_monitor import SummaryWriter
 from remote_train_monitor.accelerate import MonitorTracker, replace_tensorboard
-from tests.fixtures.examples import EXAMPLES, read, run_example
-from tests.fixtures.tensorboard import (
+from tests.fixtures.runs.examples import EXAMPLES, read, run_example
+from tests.fixtures.runs.tensorboard import (
     exported_records,
     exported_scalars,
     tensorboard_images,

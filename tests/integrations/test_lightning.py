@@ -15,8 +15,8 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from integrations._run import UnsupportedVersionError
 from integrations.lightning import MonitorLogger
-from tests.fixtures.examples import EXAMPLES, read, run_example
-from tests.fixtures.tensorboard import exported_records, exported_scalars, tensorboard_scalars
+from tests.fixtures.runs.examples import EXAMPLES, read, run_example
+from tests.fixtures.runs.tensorboard import exported_records, exported_scalars, tensorboard_scalars
 from trainer import SummaryWriter
 from visualizer.sources.runs import LocalRuns
 

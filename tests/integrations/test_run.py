@@ -13,8 +13,8 @@ from integrations._run import MonitorRun, UnsupportedVersionError, require_versi
 from run_core.run_lock import RunLockError
 from run_core.tags import key_of, tag_of
 from snapshot_store import StoreError, read_store
-from tests.fixtures.examples import read
-from tests.fixtures.waiting import CtrlCWhenIn
+from tests.fixtures.runs.examples import read
+from tests.fixtures.servers.waiting import CtrlCWhenIn
 
 
 def test_every_name_is_kept_and_two_names_never_merge(tmp_path):

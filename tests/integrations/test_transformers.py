@@ -19,8 +19,8 @@ from integrations._run import UnsupportedVersionError
 from remote_train_monitor import SummaryWriter
 from remote_train_monitor.transformers import MonitorCallback
 from snapshot_store import read_store
-from tests.fixtures.examples import EXAMPLES, read, run_example
-from tests.fixtures.tensorboard import (
+from tests.fixtures.runs.examples import EXAMPLES, read, run_example
+from tests.fixtures.runs.tensorboard import (
     exported_records,
     exported_scalars,
     tensorboard_scalars,

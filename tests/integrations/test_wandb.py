@@ -13,8 +13,8 @@ import pytest
 
 from run_core.tags import key_of
 from snapshot_store import read_store
-from tests.fixtures.examples import run_example
-from tests.fixtures.wandb_files import one_run_under_both, stored_run
+from tests.fixtures.runs.examples import run_example
+from tests.fixtures.runs.wandb_files import one_run_under_both, stored_run
 
 MNIST = Path(__file__).with_name("wandb_mnist.py")
 
@@ -155,7 +155,7 @@ def test_saved_files_and_the_store_go_through_the_transfer_hook(wandb, tmp_path,
 
 @pytest.mark.integration
 def test_under_torchrun_every_rank_may_call_init_and_rank_zero_alone_writes(tmp_path):
-    from tests.fixtures.training import torchrun_cmd
+    from tests.fixtures.runs.training import torchrun_cmd
 
     # W&B's examples/pytorch/pytorch-ddp/log-all.py way: every process calls init and logs.
     cmd = torchrun_cmd(

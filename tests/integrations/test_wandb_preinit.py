@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.wandb_files import run_under_both
+from tests.fixtures.runs.wandb_files import run_under_both
 
 PREINIT = Path(__file__).with_name("wandb_preinit.py")
 

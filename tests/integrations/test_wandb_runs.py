@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from snapshot_store import read_store
-from tests.fixtures.wandb_files import run_under_both, stored_run, wandb_runs
+from tests.fixtures.runs.wandb_files import run_under_both, stored_run, wandb_runs
 
 FAKE_TRAINING = Path(__file__).with_name("wandb_fake_training.py")
 

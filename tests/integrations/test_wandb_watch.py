@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.wandb_files import one_run_under_both, stored_run
+from tests.fixtures.runs.wandb_files import one_run_under_both, stored_run
 
 HERE = Path(__file__).parent
 

@@ -14,7 +14,7 @@ from botocore.exceptions import BotoCoreError
 from run_core import atomic
 from snapshot_store.format import batches
 from snapshot_store.format import frames as fmt
-from tests.fixtures.net import free_port
+from tests.fixtures.servers.net import free_port
 from transfer_plugins import s3 as plugin
 from transfer_plugins.s3 import S3TransferError, save_to_s3
 

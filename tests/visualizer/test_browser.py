@@ -15,13 +15,13 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from run_core.exit_codes import ExitCode
-from tests.fixtures.pages import (
+from tests.fixtures.servers.pages import (
     BROWSER_WAIT_S,
     ROOT,
     plot_of,
     screenshot,
 )
-from tests.fixtures.visdom_reading import following, recorder
+from tests.fixtures.servers.visdom_reading import following, recorder
 from visualizer.follower import Follower
 from visualizer.visdom_client import VisdomClient
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.fixtures.pages import BROWSER_WAIT_S, choose, plot_of, screenshot, type_into
-from tests.fixtures.visdom_reading import following, recorder
+from tests.fixtures.servers.pages import BROWSER_WAIT_S, choose, plot_of, screenshot, type_into
+from tests.fixtures.servers.visdom_reading import following, recorder
 
 
 def tensorboard_smoothed_last(values: list[float], weight: float) -> float:

@@ -11,9 +11,9 @@ from pathlib import Path
 from selenium.webdriver.support.ui import WebDriverWait
 
 from snapshot_store import Recorder
-from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, choose, plot_of
-from tests.fixtures.visdom_reading import following
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, choose, plot_of
+from tests.fixtures.servers.visdom_reading import following
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.follower import Follower
 from visualizer.model.traces import local_ms
 from visualizer.panes.display import DEFAULT_MAX_POINTS, run_start

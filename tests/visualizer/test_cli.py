@@ -24,8 +24,8 @@ from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
 from snapshot_store.format import frames as fmt
 from snapshot_store.read.store_reader import read_store
-from tests.fixtures.net import free_port
-from tests.fixtures.processes import reap
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.processes import reap
 from visualizer import cli, options
 from visualizer.__main__ import main as python_m_visualizer
 

@@ -19,9 +19,9 @@ import pytest
 from run_core import atomic
 from snapshot_store.format import frames as fmt
 from snapshot_store.read.store_reader import read_store
-from tests.fixtures.net import free_port
-from tests.fixtures.visdom_reading import CountingClient, VisdomReader, following, recorder
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.visdom_reading import CountingClient, VisdomReader, following, recorder
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.follower import Follower
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.process import VisdomServer

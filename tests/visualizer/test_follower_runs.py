@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from tests.fixtures.visdom_reading import CountingClient, following, recorder
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.visdom_reading import CountingClient, following, recorder
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.panes.compare import CompareDisplay
 from visualizer.panes.display import RunDisplay
 from visualizer.panes.envdisplay import PROBE_INTERVAL

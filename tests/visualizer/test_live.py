@@ -20,10 +20,10 @@ import pytest
 
 from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
-from tests.fixtures.net import free_port
-from tests.fixtures.processes import START_TIMEOUT_S, first_line, reap
-from tests.fixtures.visdom_reading import VisdomReader
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.processes import START_TIMEOUT_S, first_line, reap
+from tests.fixtures.servers.visdom_reading import VisdomReader
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import visdom_answers
 

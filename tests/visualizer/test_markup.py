@@ -16,10 +16,10 @@ from selenium.webdriver.support.ui import WebDriverWait
 from run_core import atomic
 from snapshot_store import Recorder
 from snapshot_store.format import frames as fmt
-from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, ROOT, console_errors, pane_count
-from tests.fixtures.processes import reap
-from tests.fixtures.visdom_reading import VisdomReader
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, ROOT, console_errors, pane_count
+from tests.fixtures.servers.processes import reap
+from tests.fixtures.servers.visdom_reading import VisdomReader
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.markup import Html, element, plot_strings, text
 from visualizer.sources.runs import env_name
 
@@ -199,7 +199,7 @@ def _open_every_env(driver: Any, reader: VisdomReader, url: str, envs: list[str]
 def test_markup_in_a_buckets_run_reads_as_text_in_chromium(
     tmp_path: Path, s3_bucket: Any, visdom_server: Any, reader: VisdomReader, chromium_driver: Any
 ) -> None:
-    from tests.fixtures.visdom_reading import following
+    from tests.fixtures.servers.visdom_reading import following
     from tests.visualizer.sources.test_s3 import upload
 
     def mark(field: str) -> str:

@@ -17,8 +17,8 @@ import pytest
 
 from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
-from tests.fixtures.net import free_port
-from tests.fixtures.processes import START_TIMEOUT_S, first_line, reap
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.processes import START_TIMEOUT_S, first_line, reap
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import visdom_answers
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.fixtures.many_runs import write_runs
-from tests.fixtures.visdom_reading import following
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.runs.many_runs import write_runs
+from tests.fixtures.servers.visdom_reading import following
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.model.summary import RunSummary, SeriesStats
 from visualizer.panes.compare import Selection
 from visualizer.runset import compared, over_budget

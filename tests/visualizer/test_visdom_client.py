@@ -7,7 +7,7 @@ import json
 import pytest
 import websocket
 
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.panes.view import CONTROLS_WIN, ViewSettings, controls_message
 from visualizer.visdom_client import VisdomClient
 

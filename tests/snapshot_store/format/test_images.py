@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from snapshot_store.format.images import MAX_PNG_PIXELS, decode_png, encode_png
-from tests.fixtures.images import png, png_claiming
+from tests.fixtures.logged.images import png, png_claiming
 
 
 def test_a_png_decodes_to_its_pixels():

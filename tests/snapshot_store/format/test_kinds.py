@@ -11,7 +11,7 @@ import pytest
 from snapshot_store import Recorder, StoreReader, read_store
 from snapshot_store.format import frames as fmt
 from snapshot_store.format import kinds
-from tests.fixtures.records import VALID
+from tests.fixtures.logged.records import VALID
 
 V1_STORE = Path(__file__).parents[1] / "data" / "store_v1"
 

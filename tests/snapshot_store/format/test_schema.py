@@ -11,8 +11,8 @@ import pytest
 from snapshot_store import StoreReader, read_store
 from snapshot_store.format import batches, schema
 from snapshot_store.format import frames as fmt
-from tests.fixtures.export import run_export
-from tests.fixtures.records import VALID
+from tests.fixtures.logged.records import VALID
+from tests.fixtures.runs.export import run_export
 
 
 def _series(name: str, steps: list, **cols) -> tuple:

@@ -11,7 +11,7 @@ from snapshot_store import StoreReader, read_store
 from snapshot_store.format import batches
 from snapshot_store.format import frames as fmt
 from snapshot_store.read.store_reader import LocalSource
-from tests.fixtures.export import run_export
+from tests.fixtures.runs.export import run_export
 
 SEGMENT0 = fmt.segment_name(fmt.SCALARS, 0)
 SEGMENT1 = fmt.segment_name(fmt.SCALARS, 1)

@@ -284,7 +284,7 @@ for _ in sys.stdin:
 
 
 def test_an_unreadable_meta_and_segment_are_read_once_readable_with_one_warning(tmp_path):
-    from tests.fixtures.disk import held_to_file_modes
+    from tests.fixtures.servers.disk import held_to_file_modes
 
     store = tmp_path / "run" / "pickle"
     with Recorder(store, rank=0, segment_bytes=1) as rec:

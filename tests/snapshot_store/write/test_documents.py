@@ -8,7 +8,7 @@ import pytest
 from run_core.redaction import REDACTED
 from snapshot_store import Recorder, StoreError, read_store
 from snapshot_store.write.documents import RESERVE_FILE
-from tests.fixtures.disk import fill_up
+from tests.fixtures.servers.disk import fill_up
 
 
 def test_the_status_step_is_the_furthest_step_not_the_last_logged(tmp_path):

@@ -16,8 +16,8 @@ from run_core.exit_codes import ExitCode
 from run_core.redaction import REDACTED
 from snapshot_store import Recorder, RecorderError, StoreError, read_store
 from snapshot_store.format.images import decode_png
-from tests.fixtures.net import free_port
-from tests.fixtures.processes import REPO
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.processes import REPO
 
 
 def test_round_trip_scalars_images_meta_status(tmp_path):

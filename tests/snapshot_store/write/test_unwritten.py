@@ -7,7 +7,7 @@ import logging
 from snapshot_store import Recorder, read_store
 from snapshot_store.format import batches
 from snapshot_store.write.unwritten import unwritten_records
-from tests.fixtures.disk import fill
+from tests.fixtures.servers.disk import fill
 
 
 def test_records_left_on_a_full_disk_are_counted_in_the_final_status(small_disk, caplog):

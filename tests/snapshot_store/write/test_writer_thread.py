@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from snapshot_store import Recorder, RecorderError, read_store
-from tests.fixtures.processes import run_python
+from tests.fixtures.servers.processes import run_python
 
 
 @pytest.mark.integration

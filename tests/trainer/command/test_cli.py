@@ -10,8 +10,8 @@ import torch
 import torch.distributed as dist
 
 from run_core.launch_env import LaunchEnv
-from tests.fixtures.net import free_port
-from tests.fixtures.training import clean_env, read_run, series, train_args, trainer_cmd
+from tests.fixtures.runs.training import clean_env, read_run, series, train_args, trainer_cmd
+from tests.fixtures.servers.net import free_port
 from trainer.command import cli, launch, options
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from run_core.exit_codes import ExitCode
-from tests.fixtures.training import (
+from tests.fixtures.runs.training import (
     LONG,
     read_run,
     run,

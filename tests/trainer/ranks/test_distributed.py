@@ -17,9 +17,8 @@ import torch
 
 from run_core.launch_env import LaunchEnv, LaunchError
 from run_core.launch_env import read_launch_env as detect
-from tests.fixtures.net import free_port
-from tests.fixtures.ranks import LAUNCH_TIMEOUT, check_two_rank_run, start_ranks, wait_all
-from tests.fixtures.training import (
+from tests.fixtures.runs.ranks import LAUNCH_TIMEOUT, check_two_rank_run, start_ranks, wait_all
+from tests.fixtures.runs.training import (
     clean_env,
     read_run,
     series,
@@ -27,6 +26,7 @@ from tests.fixtures.training import (
     train_args,
     trainer_cmd,
 )
+from tests.fixtures.servers.net import free_port
 from trainer.ranks.distributed import select_devices, settle_collectives_at_exit
 from trainer.training.config import ConfigError, RunConfig
 

@@ -17,11 +17,11 @@ import textwrap
 import pytest
 
 from run_core.exit_codes import ExitCode
-from tests.fixtures.net import free_port
-from tests.fixtures.processes import reap
-from tests.fixtures.ranks import check_two_rank_run, start_ranks, wait_all
-from tests.fixtures.training import clean_env, train_args, trainer_cmd
-from tests.fixtures.waiting import EXIT_WAIT_S, wait_until
+from tests.fixtures.runs.ranks import check_two_rank_run, start_ranks, wait_all
+from tests.fixtures.runs.training import clean_env, train_args, trainer_cmd
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.processes import reap
+from tests.fixtures.servers.waiting import EXIT_WAIT_S, wait_until
 
 pytestmark = pytest.mark.integration
 

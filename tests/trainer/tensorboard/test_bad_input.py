@@ -7,7 +7,7 @@ import logging
 import torch
 
 from snapshot_store import read_store
-from tests.fixtures.writer_calls import call_every_method
+from tests.fixtures.logged.writer_calls import call_every_method
 from trainer import SummaryWriter
 
 

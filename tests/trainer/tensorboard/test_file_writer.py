@@ -152,7 +152,7 @@ def _hostile(kind):
     """A Summary value whose payload is garbage, built with tensorboard's own classes."""
     from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
 
-    from tests.fixtures.images import png_claiming
+    from tests.fixtures.logged.images import png_claiming
 
     if kind == "hparams":
         plugin = SummaryMetadata.PluginData(plugin_name="hparams", content=b"\xff\xff\xff")

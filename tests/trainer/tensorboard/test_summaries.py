@@ -11,7 +11,7 @@ from torch.utils.tensorboard import SummaryWriter as TBWriter
 from snapshot_store import read_store
 from snapshot_store.format.images import decode_png
 from snapshot_store.write.encoders import DEFAULT_BINS
-from tests.fixtures.writer_calls import call_every_method
+from tests.fixtures.logged.writer_calls import call_every_method
 from trainer import SummaryWriter
 from trainer.tensorboard import summaries
 

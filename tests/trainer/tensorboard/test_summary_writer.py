@@ -17,14 +17,14 @@ from torch.utils.tensorboard import SummaryWriter as TBWriter
 from remote_train_monitor import SummaryWriter
 from snapshot_store import read_store
 from snapshot_store.format.images import decode_png
-from tests.fixtures.processes import reap
-from tests.fixtures.tensorboard import (
+from tests.fixtures.runs.tensorboard import (
     exported_records,
     exported_scalars,
     tensorboard_images,
     tensorboard_scalars,
 )
-from tests.fixtures.training import clean_env
+from tests.fixtures.runs.training import clean_env
+from tests.fixtures.servers.processes import reap
 from visualizer.alerts.rules import Alert, AlertMemory, AlertWatch
 from visualizer.model.rundata import RunData
 from visualizer.model.status import last_activity, status_view

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import trainer
-from tests.fixtures.fit import NUM_EPOCHS, catalyst_parts, regression_datasets
+from tests.fixtures.runs.fit import NUM_EPOCHS, catalyst_parts, regression_datasets
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ import trainer
 from run_core.exit_codes import ExitCode
 from run_core.launch_env import LaunchEnv
 from run_core.run_lock import RunLock
-from tests.fixtures.fit import NUM_FEATURES, linear_parts, small_datasets
-from tests.fixtures.training import train_args
+from tests.fixtures.runs.fit import NUM_FEATURES, linear_parts, small_datasets
+from tests.fixtures.runs.training import train_args
 from trainer.command import cli
 from trainer.training import checks, start_method
 from trainer.training import fit as api

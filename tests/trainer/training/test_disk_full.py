@@ -14,11 +14,8 @@ import re
 import pytest
 
 from run_core.exit_codes import ExitCode
-from tests.fixtures.disk import fill
-from tests.fixtures.net import free_port
-from tests.fixtures.processes import reap
-from tests.fixtures.ranks import start_ranks
-from tests.fixtures.training import (
+from tests.fixtures.runs.ranks import start_ranks
+from tests.fixtures.runs.training import (
     read_run,
     run,
     start,
@@ -26,6 +23,9 @@ from tests.fixtures.training import (
     trainer_cmd,
     wait_for_file,
 )
+from tests.fixtures.servers.disk import fill
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.processes import reap
 from trainer.training import checkpoint
 from trainer.training.disk_full import out_of_space
 

@@ -13,7 +13,7 @@ from torch import nn
 
 import trainer
 from snapshot_store import read_store
-from tests.fixtures.fit import (
+from tests.fixtures.runs.fit import (
     NUM_EPOCHS,
     NUM_SAMPLES,
     ScriptedValidation,

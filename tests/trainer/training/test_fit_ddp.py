@@ -16,7 +16,7 @@ import torch
 
 import trainer
 from snapshot_store import read_store
-from tests.fixtures.fit import (
+from tests.fixtures.runs.fit import (
     NUM_EPOCHS,
     NUM_SAMPLES,
     catalyst_parts,
@@ -25,7 +25,7 @@ from tests.fixtures.fit import (
     regression_datasets,
     small_datasets,
 )
-from tests.fixtures.training import clean_env
+from tests.fixtures.runs.training import clean_env
 
 REPO = Path(__file__).resolve().parents[3]
 NOTEBOOK = Path(__file__).parents[1] / "notebooks" / "fit_ddp.ipynb"

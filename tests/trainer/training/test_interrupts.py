@@ -7,7 +7,14 @@ import signal
 import pytest
 
 from run_core.exit_codes import ExitCode
-from tests.fixtures.training import LONG, read_run, start, train_args, trainer_cmd, wait_for_file
+from tests.fixtures.runs.training import (
+    LONG,
+    read_run,
+    start,
+    train_args,
+    trainer_cmd,
+    wait_for_file,
+)
 from trainer.training.interrupts import (
     Terminated,
     raise_if_terminated,

@@ -15,7 +15,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.fixtures.training import (
+from tests.fixtures.runs.training import (
     raw_steps,
     read_run,
     series,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.fixtures.training import (
+from tests.fixtures.runs.training import (
     raw_steps,
     read_run,
     run,

@@ -14,8 +14,8 @@ import trainer
 from run_core.exit_codes import ExitCode
 from run_core.launch_env import LaunchEnv
 from run_core.run_lock import RunLock, RunLockError
-from tests.fixtures.net import free_port
-from tests.fixtures.training import run, start, train_args, trainer_cmd, wait_for_file
+from tests.fixtures.runs.training import run, start, train_args, trainer_cmd, wait_for_file
+from tests.fixtures.servers.net import free_port
 from trainer.ranks.distributed import Devices
 from trainer.training.config import RunConfig
 from trainer.training.session import RunSession

@@ -15,8 +15,8 @@ import pytest
 
 from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
-from tests.fixtures.training import clean_env, train_args, trainer_cmd
-from tests.fixtures.waiting import EXIT_WAIT_S, CtrlCWhenIn
+from tests.fixtures.runs.training import clean_env, train_args, trainer_cmd
+from tests.fixtures.servers.waiting import EXIT_WAIT_S, CtrlCWhenIn
 from trainer.training.sync import send_remaining
 from transfer_plugins.runner import TransferRunner
 

@@ -12,7 +12,7 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from snapshot_store import Recorder, read_store
-from tests.fixtures.training import read_run
+from tests.fixtures.runs.training import read_run
 from trainer import fit
 from trainer.command.data import load_datasets
 from trainer.command.models import SmallCNN

@@ -6,7 +6,7 @@ import pytest
 
 from run_core.run_lock import LOCK_NAME, RunLock, RunLockError
 from snapshot_store import Recorder, StoreError
-from tests.fixtures.examples import read
+from tests.fixtures.runs.examples import read
 from trainer.training.writing_run import WritingRun
 
 

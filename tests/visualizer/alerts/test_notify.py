@@ -13,10 +13,10 @@ from dataclasses import replace
 import pytest
 
 from snapshot_store import Recorder
-from tests.fixtures.alerting import POLL_S, SECRET, TIMEOUT, Receiver, stop, visualizer
-from tests.fixtures.net import free_port
-from tests.fixtures.processes import first_line, reap
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.alerting import POLL_S, SECRET, TIMEOUT, Receiver, stop, visualizer
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.processes import first_line, reap
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.alerts.notify import ATTEMPTS, AlertSender
 from visualizer.alerts.rules import Alert, AlertMemory
 from visualizer.alerts.webhook import TRY_DEADLINE_S, describe_webhook, post_webhook, webhook_body

@@ -13,10 +13,10 @@ import pytest
 
 from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
-from tests.fixtures.alerting import POLL_S, ROOT, SECRET, TIMEOUT, stop, visualizer
-from tests.fixtures.net import free_port
-from tests.fixtures.processes import first_line
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.alerting import POLL_S, ROOT, SECRET, TIMEOUT, stop, visualizer
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.processes import first_line
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.alerts.options import WEBHOOK_VAR
 from visualizer.alerts.webhook import NTFY_EXAMPLE
 from visualizer.server.endpoint import VisdomEndpoint

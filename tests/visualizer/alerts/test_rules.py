@@ -1,7 +1,7 @@
 """Alerts, end to end: real stores being written, the real visualizer CLI, a real HTTP receiver.
 
 The receiver is a loopback HTTP server in a thread of the test
-(tests/fixtures/alerting.py); the visualizer follows a directory of runs into
+(tests/fixtures/servers/alerting.py); the visualizer follows a directory of runs into
 the session's visdom server, with its state dir (where sent alerts are
 remembered) in the test's tmp dir.
 """
@@ -21,10 +21,18 @@ from pathlib import Path
 import pytest
 
 from snapshot_store import Recorder
-from tests.fixtures.alerting import POLL_S, SECRET, TIMEOUT, Receiver, once, stop, visualizer
-from tests.fixtures.processes import first_line
-from tests.fixtures.visdom_reading import VisdomReader
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.alerting import (
+    POLL_S,
+    SECRET,
+    TIMEOUT,
+    Receiver,
+    once,
+    stop,
+    visualizer,
+)
+from tests.fixtures.servers.processes import first_line
+from tests.fixtures.servers.visdom_reading import VisdomReader
+from tests.fixtures.servers.waiting import wait_until
 from tests.visualizer.sources.test_s3 import upload
 from visualizer.alerts.options import WEBHOOK_VAR
 from visualizer.alerts.rules import parse_rule

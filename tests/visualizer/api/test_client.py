@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from bench.many_runs import run_spec, write_runs
+from bench.many.many_runs import run_spec, write_runs
 from visualizer.api import Api
 
 
@@ -73,7 +73,7 @@ def test_api_reads_runs_where_torch_can_not_be_imported(sweep):
     import subprocess
     import sys
 
-    from tests.fixtures.checkout import ROOT
+    from tests.fixtures.runs.checkout import ROOT
     from tests.visualizer.test_cli import BLOCK_TORCH
 
     code = BLOCK_TORCH + (

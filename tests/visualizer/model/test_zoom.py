@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from snapshot_store import Recorder
-from tests.fixtures.visdom_reading import following, page_socket
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.visdom_reading import following, page_socket
+from tests.fixtures.servers.waiting import wait_until
 from tests.visualizer.sources.test_s3 import upload
 from visualizer.layout import window_for_group
 from visualizer.model.decimate import decimate_indices

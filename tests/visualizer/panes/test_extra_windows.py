@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from snapshot_store.format.schema import SCHEMAS, record_problem
 from snapshot_store.read.store_reader import Update
-from tests.fixtures.visdom_reading import following
-from tests.fixtures.waiting import wait_until
-from tests.fixtures.writer_calls import call_every_method
+from tests.fixtures.logged.writer_calls import call_every_method
+from tests.fixtures.servers.visdom_reading import following
+from tests.fixtures.servers.waiting import wait_until
 from trainer import SummaryWriter
 from visualizer.model.extradata import ExtraData
 from visualizer.model.rundata import RunData
@@ -251,7 +251,7 @@ def test_five_add_hparams_calls_are_five_rows_on_the_page(
     from torch.utils.tensorboard import SummaryWriter as TBWriter
     from torch.utils.tensorboard.summary import hparams
 
-    from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S
+    from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S
     from visualizer.follower import Follower
     from visualizer.visdom_client import VisdomClient
 

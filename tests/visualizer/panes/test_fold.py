@@ -10,8 +10,8 @@ from typing import Any
 from selenium.webdriver.support.ui import WebDriverWait
 
 from snapshot_store import Recorder
-from tests.fixtures.pages import ARTIFACTS, BROWSER_WAIT_S, console_errors, panes
-from tests.fixtures.visdom_reading import VisdomReader
+from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, console_errors, panes
+from tests.fixtures.servers.visdom_reading import VisdomReader
 from visualizer import layout
 from visualizer.follower import Follower
 from visualizer.model.series import Series

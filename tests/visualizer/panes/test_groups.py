@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from snapshot_store import Recorder
-from tests.fixtures.visdom_reading import following
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.visdom_reading import following
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.model.rundata import RunData
 from visualizer.model.series import Series
 from visualizer.panes.groups import GroupCurves, group_runs, parse_group_by, varying_keys

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from snapshot_store.read.store_reader import Update
-from tests.fixtures.images import png
+from tests.fixtures.logged.images import png
 from visualizer.model.rundata import IMAGE_HISTORY, ImageSnapshot, RunData
 from visualizer.panes.images import ImagePanes, image_message, png_size
 

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from snapshot_store import Recorder
-from tests.fixtures.visdom_reading import following
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.visdom_reading import following
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.follower import Follower
 from visualizer.layout import safe_id
 from visualizer.model.summary import RunSummary, SeriesStats

@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from tests.fixtures.net import serving
+from tests.fixtures.servers.net import serving
 from visualizer.server.endpoint import VisdomEndpoint
 
 

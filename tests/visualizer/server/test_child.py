@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import websocket
 
-from tests.fixtures.images import png
-from tests.fixtures.net import free_port
-from tests.fixtures.visdom_reading import VisdomReader, page_socket
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.logged.images import png
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.visdom_reading import VisdomReader, page_socket
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.model.rundata import IMAGE_HISTORY, ImageSnapshot
 from visualizer.panes.images import image_message
 from visualizer.server import child as visdom_child

@@ -6,7 +6,7 @@ import hashlib
 import http.client
 from typing import Any
 
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.server import page as visdom_page
 from visualizer.server.process import VisdomServer
 from visualizer.visdom_client import VisdomClient

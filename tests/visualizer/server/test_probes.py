@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.net import free_port
+from tests.fixtures.servers.net import free_port
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import visdom_answers
 

@@ -14,7 +14,7 @@ import visdom
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.fixtures.net import free_port
+from tests.fixtures.servers.net import free_port
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import owning_visualizer, visdom_answers
 from visualizer.server.process import VisdomServer, VisdomServerError, ensure_server

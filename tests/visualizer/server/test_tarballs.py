@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.net import free_port
-from tests.fixtures.npm import Registry, Zeros, sri
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.npm import Registry, Zeros, sri
 from visualizer.server.assets import read_members
 from visualizer.server.tarballs import OfflineError, ProvisionError, fetch_tarball
 

@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from snapshot_store import Recorder
-from tests.fixtures.many_runs import write_runs
-from tests.fixtures.net import http_get
-from tests.fixtures.visdom_reading import following
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.runs.many_runs import write_runs
+from tests.fixtures.servers.net import http_get
+from tests.fixtures.servers.visdom_reading import following
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.layout import safe_id
 from visualizer.panes.runs_table import INDEX_ENV
 from visualizer.sources.download import HOST, CsvDownloads, export_command

@@ -15,7 +15,7 @@ import pytest
 from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
 from snapshot_store.format import frames as fmt
-from tests.fixtures.export import run_export
+from tests.fixtures.runs.export import run_export
 from visualizer.sources.export import export_csv
 from visualizer.sources.runs import LocalRuns, env_name
 

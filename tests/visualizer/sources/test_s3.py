@@ -15,9 +15,9 @@ import pytest
 from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
 from snapshot_store.read.store_reader import MAX_DOCUMENT_BYTES, READ_BYTES, StoreReader
-from tests.fixtures.net import free_port
-from tests.fixtures.visdom_reading import following
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.visdom_reading import following
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.sources.s3 import S3Location, S3Source, make_client
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from bench.s3_proxy import CountingProxy
+from bench.tools.s3_proxy import CountingProxy
 from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
 from snapshot_store.read.store_reader import StoreReader
-from tests.fixtures.visdom_reading import following
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.servers.visdom_reading import following
+from tests.fixtures.servers.waiting import wait_until
 from tests.visualizer.sources.test_s3 import upload
 from visualizer import cli
 from visualizer.__main__ import main as python_m_visualizer

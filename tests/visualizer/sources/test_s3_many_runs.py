@@ -7,9 +7,9 @@ import math
 import time
 from urllib.parse import unquote
 
-from tests.fixtures.many_runs import write_runs
-from tests.fixtures.visdom_reading import following
-from tests.fixtures.waiting import wait_until
+from tests.fixtures.runs.many_runs import write_runs
+from tests.fixtures.servers.visdom_reading import following
+from tests.fixtures.servers.waiting import wait_until
 from tests.visualizer.sources.test_s3 import RequestLog, upload
 from visualizer.follower import S3_DISCOVERY_INTERVAL
 from visualizer.panes.runs_table import INDEX_ENV

@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.replay import ROOT
+from bench.tools.replay import ROOT
 from snapshot_store.read.store_reader import read_store
 from visualizer.server.endpoint import VisdomEndpoint
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from snapshot_store import Recorder
 from visualizer.server.endpoint import VisdomEndpoint
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REPLAY_POINTS = 1_000_000
 REPLAY_SERIES = 4
 

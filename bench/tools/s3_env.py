@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from tests.fixtures.seaweed import CONFLICTING_ENV
+from tests.fixtures.servers.seaweed import CONFLICTING_ENV
 from transfer_plugins import s3 as s3_plugin
 
 BUCKET = "bench"

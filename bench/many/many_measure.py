@@ -1,6 +1,6 @@
 """Measures of a viewer over many runs, as a user feels them: the visualizer's own command
 line (with its own visdom) and ``tensorboard --logdir``, each a subprocess whose whole
-process tree is measured (:mod:`bench.process_tree`). Every wait has a cap, so a hang is
+process tree is measured (:mod:`bench.tools.process_tree`). Every wait has a cap, so a hang is
 reported as "> cap", never waited on.
 """
 
@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.many_pages import comparison_drawn, parcoords_alone, table_drawn
-from bench.many_runs import run_name, run_spec
-from bench.process_tree import PeakRss, cpu_share, terminate_tree, tree_rss
-from tests.fixtures.net import free_port
+from bench.many.many_pages import comparison_drawn, parcoords_alone, table_drawn
+from bench.many.many_runs import run_name, run_spec
+from bench.tools.process_tree import PeakRss, cpu_share, terminate_tree, tree_rss
+from tests.fixtures.servers.net import free_port
 from visualizer.panes.compare import DEFAULT_COMPARE
 from visualizer.sources.runs import env_name
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 URL_PREFIX = "visdom: "
 READ_ALL = "visualizer.runset: read "  # the log's line once every run's summary is read
 LINKS = re.compile(r"CSV downloads at http://127\.0\.0\.1:(\d+)/")

@@ -1,6 +1,6 @@
 """A checkpoint uploaded through the transfer runner while the CLI's training step runs.
 
-The rows that carry the targets send through a shaped link (``bench/link.py``);
+The rows that carry the targets send through a shaped link (``bench/tools/link.py``);
 the same over plain loopback follow as diagnostics, with the "floor" row: the
 step cost of a process that only spins on idle CPU.
 """
@@ -16,12 +16,12 @@ import threading
 import time
 from pathlib import Path
 
-from bench.cpu_meter import CpuMeter
-from bench.link import PortRateLimit
-from bench.s3_env import MB, environ, forget_uploader
-from bench.training_steps import TrainingSteps
-from bench.transfer_rows import conditions_rows, floor_row, training_rows
-from tests.fixtures.seaweed import SeaweedS3
+from bench.tools.cpu_meter import CpuMeter
+from bench.tools.link import PortRateLimit
+from bench.tools.s3_env import MB, environ, forget_uploader
+from bench.transfer.training_steps import TrainingSteps
+from bench.transfer.transfer_rows import conditions_rows, floor_row, training_rows
+from tests.fixtures.servers.seaweed import SeaweedS3
 from transfer_plugins import s3 as s3_plugin
 
 

@@ -6,7 +6,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.s3_env import environ
+from bench.tools.s3_env import environ
 from snapshot_store import Recorder
 from visualizer.server.endpoint import VisdomEndpoint
 
@@ -27,7 +27,7 @@ def _upload_run(server: object, store: Path) -> None:
 
 def idle_s3_requests(root: Path, endpoint: VisdomEndpoint) -> dict:
     """S3 requests (and GETs among them) a follower sends in an idle hour, once replayed."""
-    from tests.fixtures.seaweed import SeaweedS3
+    from tests.fixtures.servers.seaweed import SeaweedS3
     from visualizer.follower import DEFAULT_MAX_IDLE_INTERVAL, DEFAULT_POLL_INTERVAL, Follower
     from visualizer.sources.s3 import make_client
     from visualizer.visdom_client import VisdomClient

@@ -1,6 +1,6 @@
 """What a person sees of many runs in headless Chromium: the runs table's first page with
 every run counted, and a comparison page with every compared run drawn. Plotly's and
-the page's own state are read, as :mod:`tests.fixtures.pages` does in the tests.
+the page's own state are read, as :mod:`tests.fixtures.servers.pages` does in the tests.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-PAGE = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md"
 COLUMNS = ("benchmark", "ours", "reference", "ratio", "target", "met")
 
 
