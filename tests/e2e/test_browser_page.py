@@ -200,7 +200,8 @@ def test_windows_come_in_the_same_order_live_and_replayed(
     # Opened after the run (a page that watched the run live can differ: see docs/viewer.md).
     assert places["live"] == places["replay"]
     image = next(place for place in places["live"] if place[0] == "predictions")
-    assert image[3] >= 230, "the image pane is sized to its grid, not a default pane"
+    plot = next(place for place in places["live"] if place[0] == "train losses")
+    assert image[3] == plot[3], "the image pane is as wide as the plot column"
 
 
 def test_the_compare_pane_selects_runs_and_sorts_and_relative_time_overlays_them(
