@@ -1,0 +1,67 @@
+"""Headless Chromium on what a newcomer sees of a run's and a comparison's page (issue 34's rows):
+the options pane shows every row whole, the options all runs share as a table, each title
+shown once, and the run page's windows using the width of the browser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from selenium.webdriver.support.ui import WebDriverWait
+
+from snapshot_store import Recorder
+from tests.e2e.test_browser_page import log_run
+from tests.fixtures.pages import BROWSER_WAIT_S, screenshot
+from visualizer.follower import Follower
+from visualizer.visdom_client import VisdomClient
+
+# Many options, as the trainer's CLI stores (its runs have some forty).
+MANY_OPTIONS = {f"option_{i:02d}": i * 1.5 for i in range(30)}
+
+# Per pane: its bar's title, its box, and its text content's visible and whole heights.
+PANE_BOXES_JS = """
+return Array.from(document.querySelectorAll('.react-grid-item')).map(item => {
+  const bar = item.querySelector('.bar');
+  const box = item.getBoundingClientRect();
+  const text = item.querySelector('.content-text');
+  return {title: bar ? bar.innerText.trim().split('\\n').pop().trim() : '',
+          top: box.top, left: box.left, width: box.width, height: box.height,
+          visible: text ? text.clientHeight : null, whole: text ? text.scrollHeight : null};
+});
+"""
+
+
+def many_option_runs(runs: Path) -> None:
+    """Two runs of :func:`log_run` (no images), each with :data:`MANY_OPTIONS` besides its own."""
+    for name, lr, batch in (("lr-0.1", 0.1, 16), ("lr-0.01", 0.01, 32)):
+        store = runs / name / "pickle"
+        log_run(store, lr, batch, images=0)
+        with Recorder(store, options={**MANY_OPTIONS, "lr": lr, "batch_size": batch, "seed": 7}):
+            pass  # a second session: its options replace the first's
+
+
+def open_page(driver: Any, url: str, panes: int) -> list[dict]:
+    """The page at ``url`` once it shows ``panes`` panes and they stopped moving into place."""
+    driver.get(url)
+    seen: list[list[dict]] = []
+
+    def settled(d: Any) -> list[dict] | None:
+        boxes = d.execute_script(PANE_BOXES_JS)
+        seen.append(boxes)
+        return boxes if len(boxes) == panes and seen[-2:-1] == [boxes] else None
+
+    return WebDriverWait(driver, BROWSER_WAIT_S, poll_frequency=0.3).until(settled)
+
+
+def test_the_options_pane_shows_every_row_whole_and_the_first_row_stays_equal(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    runs = tmp_path / run_name
+    many_option_runs(runs)
+    Follower(str(runs), VisdomClient(visdom_server.endpoint), env=run_name).run_once()
+    boxes = open_page(chromium_driver, f"{visdom_server.url}/env/{run_name}_lr-0.1", 6)
+    screenshot(chromium_driver, "rows_options_pane")
+    options = next(b for b in boxes if b["title"].endswith(": options"))
+    assert options["whole"] <= options["visible"], "the options pane's rows are cut"
+    first_row = [b for b in boxes if b["top"] == options["top"]]
+    assert len(first_row) == 3 and {b["height"] for b in first_row} == {options["height"]}
