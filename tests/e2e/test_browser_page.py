@@ -96,7 +96,8 @@ def test_runs_selects_every_group_is_compared_and_the_table_lists_the_options(
     assert rows[0].split() == ["run", "val/loss", "(last)", "batch_size", "lr"]
     assert rows[1].startswith("lr-0.01") and rows[1].endswith("32 0.01"), rows
     assert rows[2].startswith("lr-0.1") and rows[2].endswith("16 0.1"), rows
-    assert "same in every run: seed=7" in driver.page_source
+    shared = driver.find_element(By.XPATH, "//table[.//th[text()='same in every run']]")
+    assert [r.text for r in shared.find_elements(By.TAG_NAME, "tr")][1:] == ["seed 7"]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     assert driver.save_screenshot(str(ARTIFACTS / "visualizer_compare_sweep.png"))
     assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []

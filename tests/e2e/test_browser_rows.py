@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from snapshot_store import Recorder
@@ -65,3 +66,22 @@ def test_the_options_pane_shows_every_row_whole_and_the_first_row_stays_equal(
     assert options["whole"] <= options["visible"], "the options pane's rows are cut"
     first_row = [b for b in boxes if b["top"] == options["top"]]
     assert len(first_row) == 3 and {b["height"] for b in first_row} == {options["height"]}
+
+
+def test_the_options_all_runs_share_are_a_table_on_the_comparison_page(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    runs = tmp_path / run_name
+    many_option_runs(runs)
+    Follower(str(runs), VisdomClient(visdom_server.endpoint), env=run_name).run_once()
+    driver = chromium_driver
+    driver.get(f"{visdom_server.url}/env/{run_name}_compare")
+    shared = WebDriverWait(driver, BROWSER_WAIT_S).until(
+        lambda d: d.find_elements(By.XPATH, "//table[.//th[text()='same in every run']]")
+    )[0]
+    rows = [r.text.split() for r in shared.find_elements(By.TAG_NAME, "tr")]
+    assert rows[0] == ["same", "in", "every", "run", "value"]
+    assert rows[1:] == [[name, str(value)] for name, value in MANY_OPTIONS.items()] + [
+        ["seed", "7"]
+    ]
+    screenshot(driver, "rows_shared_options")
