@@ -26,7 +26,7 @@ return Array.from(document.querySelectorAll('.react-grid-item')).map(item => {
   const bar = item.querySelector('.bar');
   const box = item.getBoundingClientRect();
   // The bar reads "X", a download arrow, then the title, a line each.
-  return {title: bar ? bar.innerText.trim().split('\\n').pop().trim() : '', top: box.top,
+  return {title: bar ? Array.from(bar.querySelectorAll(':scope > div')).map(d => d.textContent.trim()).pop() || '' : '', top: box.top,
           left: box.left, width: box.width, height: box.height};
 }).sort((a, b) => a.top - b.top || a.left - b.left);
 """

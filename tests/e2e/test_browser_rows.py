@@ -1,6 +1,6 @@
 """Headless Chromium on what a newcomer sees of a run's and a comparison's page (issue 34's rows):
-the options pane shows every row whole, the options all runs share as a table, each title
-shown once, and the run page's windows using the width of the browser."""
+the options pane shows every row whole, the options all runs share as a table, and each title
+shown once."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ return Array.from(document.querySelectorAll('.react-grid-item')).map(item => {
   const bar = item.querySelector('.bar');
   const box = item.getBoundingClientRect();
   const text = item.querySelector('.content-text');
-  return {title: bar ? bar.innerText.trim().split('\\n').pop().trim() : '',
+  return {title: bar ? Array.from(bar.querySelectorAll(':scope > div')).map(d => d.textContent.trim()).pop() || '' : '',
           top: box.top, left: box.left, width: box.width, height: box.height,
           visible: text ? text.clientHeight : null, whole: text ? text.scrollHeight : null};
 });
@@ -39,6 +39,12 @@ def many_option_runs(runs: Path) -> None:
         log_run(store, lr, batch, images=0)
         with Recorder(store, options={**MANY_OPTIONS, "lr": lr, "batch_size": batch, "seed": 7}):
             pass  # a second session: its options replace the first's
+
+
+def draw_runs(runs: Path, visdom_server: Any, env: str) -> None:
+    """:func:`many_option_runs` under ``runs``, drawn once into envs prefixed ``env``."""
+    many_option_runs(runs)
+    Follower(str(runs), VisdomClient(visdom_server.endpoint), env=env).run_once()
 
 
 def open_page(driver: Any, url: str, panes: int) -> list[dict]:
@@ -57,9 +63,7 @@ def open_page(driver: Any, url: str, panes: int) -> list[dict]:
 def test_the_options_pane_shows_every_row_whole_and_the_first_row_stays_equal(
     tmp_path, visdom_server, chromium_driver, run_name
 ):
-    runs = tmp_path / run_name
-    many_option_runs(runs)
-    Follower(str(runs), VisdomClient(visdom_server.endpoint), env=run_name).run_once()
+    draw_runs(tmp_path / run_name, visdom_server, run_name)
     boxes = open_page(chromium_driver, f"{visdom_server.url}/env/{run_name}_lr-0.1", 6)
     screenshot(chromium_driver, "rows_options_pane")
     options = next(b for b in boxes if b["title"].endswith(": options"))
@@ -71,9 +75,7 @@ def test_the_options_pane_shows_every_row_whole_and_the_first_row_stays_equal(
 def test_the_options_all_runs_share_are_a_table_on_the_comparison_page(
     tmp_path, visdom_server, chromium_driver, run_name
 ):
-    runs = tmp_path / run_name
-    many_option_runs(runs)
-    Follower(str(runs), VisdomClient(visdom_server.endpoint), env=run_name).run_once()
+    draw_runs(tmp_path / run_name, visdom_server, run_name)
     driver = chromium_driver
     driver.get(f"{visdom_server.url}/env/{run_name}_compare")
     shared = WebDriverWait(driver, BROWSER_WAIT_S).until(
@@ -85,3 +87,28 @@ def test_the_options_all_runs_share_are_a_table_on_the_comparison_page(
         ["seed", "7"]
     ]
     screenshot(driver, "rows_shared_options")
+
+
+# Per pane: its title, and how many of the texts drawn on the page in it read that title
+# (the pane's bar, a plot's own title).
+TITLES_SHOWN_JS = """
+return Array.from(document.querySelectorAll('.react-grid-item')).map(item => {
+  const name = Array.from(item.querySelectorAll('.bar > div')).pop();
+  const title = name ? name.textContent.trim() : '';
+  const texts = [name, ...item.querySelectorAll('.gtitle')];
+  return [title, texts.filter(el => el && el.textContent.trim() === title
+                                   && el.getClientRects().length > 0).length];
+});
+"""
+
+
+def test_every_title_is_shown_once(tmp_path, visdom_server, chromium_driver, run_name):
+    draw_runs(tmp_path / run_name, visdom_server, run_name)
+    driver = chromium_driver
+    for env, panes in ((f"{run_name}_lr-0.1", 6), (f"{run_name}_compare", 7)):
+        open_page(driver, f"{visdom_server.url}/env/{env}", panes)
+        shown = WebDriverWait(driver, BROWSER_WAIT_S).until(
+            lambda d: (t := d.execute_script(TITLES_SHOWN_JS)) and all(n > 0 for _, n in t) and t
+        )
+        assert [title for title, n in shown if n != 1] == [], shown
+        screenshot(driver, f"rows_titles_{env.rpartition('_')[2]}")
