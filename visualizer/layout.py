@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import math
 import re
 from dataclasses import dataclass
 
@@ -50,6 +52,13 @@ HEADER_HEIGHT = 250
 # button only for a mode of exactly "lines"; that button smooths the decimated points
 # drawn, not the series, so its numbers would be wrong.
 LINES_MODE = "lines+lines"
+
+# A text pane's blocks as visdom's page draws them: a table row 22 px, a paragraph's line
+# 20 px and 10 px under it; a wrapped line estimated at 8 px a character, wide enough for
+# the code font, so that the estimate errs on the tall side. The pane's bar and padding besides.
+_ROW_PX, _LINE_PX, _PARAGRAPH_GAP_PX, _CHAR_PX, _TEXT_CHROME_PX = 22, 20, 10, 8, 30
+_BLOCK = re.compile(r"<(tr|p)\b[^>]*>(.*?)</\1>", re.S)
+_TAG = re.compile(r"<[^>]+>")
 
 STATUS_WIN = "status"
 OPTIONS_WIN = "options"
@@ -151,3 +160,17 @@ def ylabel(spec: WindowSpec, names: list[str]) -> str:
 def image_window(group: str, name: str) -> str:
     """Window id of the latest image logged as ``name`` in ``group``."""
     return f"{IMAGE_WIN_PREFIX}{safe_id(tag_of(group, name))}"
+
+
+def text_pane_height(markup: str, width: int) -> int:
+    """The height in pixels a text pane ``width`` wide needs to show all of ``markup``'s table
+    rows and paragraphs, none cut at its bottom edge."""
+    per_line = max(1, width // _CHAR_PX)
+    height = _TEXT_CHROME_PX
+    for tag, inner in _BLOCK.findall(markup):
+        lines = max(1, math.ceil(len(html.unescape(_TAG.sub("", inner))) / per_line))
+        if tag == "tr":
+            height += _ROW_PX + (lines - 1) * _LINE_PX
+        else:
+            height += lines * _LINE_PX + _PARAGRAPH_GAP_PX
+    return height

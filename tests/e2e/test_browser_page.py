@@ -26,7 +26,7 @@ return Array.from(document.querySelectorAll('.react-grid-item')).map(item => {
   const bar = item.querySelector('.bar');
   const box = item.getBoundingClientRect();
   // The bar reads "X", a download arrow, then the title, a line each.
-  return {title: bar ? bar.innerText.trim().split('\\n').pop().trim() : '', top: box.top,
+  return {title: bar ? Array.from(bar.querySelectorAll(':scope > div')).map(d => d.textContent.trim()).pop() || '' : '', top: box.top,
           left: box.left, width: box.width, height: box.height};
 }).sort((a, b) => a.top - b.top || a.left - b.left);
 """
@@ -96,7 +96,8 @@ def test_runs_selects_every_group_is_compared_and_the_table_lists_the_options(
     assert rows[0].split() == ["run", "val/loss", "(last)", "batch_size", "lr"]
     assert rows[1].startswith("lr-0.01") and rows[1].endswith("32 0.01"), rows
     assert rows[2].startswith("lr-0.1") and rows[2].endswith("16 0.1"), rows
-    assert "same in every run: seed=7" in driver.page_source
+    shared = driver.find_element(By.XPATH, "//table[.//th[text()='same in every run']]")
+    assert [r.text for r in shared.find_elements(By.TAG_NAME, "tr")][1:] == ["seed 7"]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     assert driver.save_screenshot(str(ARTIFACTS / "visualizer_compare_sweep.png"))
     assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
@@ -200,7 +201,8 @@ def test_windows_come_in_the_same_order_live_and_replayed(
     # Opened after the run (a page that watched the run live can differ: see docs/viewer.md).
     assert places["live"] == places["replay"]
     image = next(place for place in places["live"] if place[0] == "predictions")
-    assert image[3] >= 230, "the image pane is sized to its grid, not a default pane"
+    plot = next(place for place in places["live"] if place[0] == "train losses")
+    assert image[3] == plot[3], "the image pane is as wide as the plot column"
 
 
 def test_the_compare_pane_selects_runs_and_sorts_and_relative_time_overlays_them(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from snapshot_store.read.store_reader import Update, read_store
-from visualizer import layout
+from visualizer import layout, markup
 from visualizer.model.rundata import RunData
 from visualizer.panes.display import RunDisplay
 
@@ -83,3 +83,16 @@ def test_a_store_written_before_names_were_kept_shows_as_before():
         ("throughput", ["samples_per_s"]),
         ("scalars", ["accuracy"]),
     ]
+
+
+def test_a_text_pane_is_as_tall_as_its_rows_and_wrapped_paragraphs():
+    rows = markup.join(*(markup.row([f"option_{i}", i]) for i in range(30)))
+    table = layout.text_pane_height(markup.element("table", rows), 560)
+    assert table >= 30 * 22, "every row of 22 px shown"
+    para = markup.element("p", "x" * 200)  # wraps at 560 px: more than one line
+    assert layout.text_pane_height(para, 560) > layout.text_pane_height(
+        markup.element("p", "x"), 560
+    )
+    assert layout.text_pane_height(markup.element("p", "&" * 60), 560) == layout.text_pane_height(
+        markup.element("p", "a" * 60), 560
+    ), "a character reference is one character"

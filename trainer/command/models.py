@@ -39,18 +39,30 @@ def accuracy(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return (outputs.argmax(dim=1) == targets).float()
 
 
-def prediction_grid(
-    inputs: torch.Tensor, targets: torch.Tensor, outputs: torch.Tensor, limit: int = 16
-) -> torch.Tensor:
-    """The first ``limit`` inputs (NCHW) framed green when predicted right, red when wrong."""
-    images = inputs[:limit].detach().float().cpu().clamp(0, 1)
-    correct = outputs[:limit].detach().argmax(dim=1).cpu() == targets[:limit].cpu()
-    framed = torch.nn.functional.pad(images, (2, 2, 2, 2))
-    green = torch.tensor([0.1, 0.9, 0.1]).view(3, 1, 1)
-    red = torch.tensor([0.95, 0.1, 0.1]).view(3, 1, 1)
-    inner = torch.zeros_like(framed[0], dtype=torch.bool)
-    inner[:, 2:-2, 2:-2] = True
-    for i, ok in enumerate(correct.tolist()):
-        if framed.shape[1] == 3:
-            framed[i] = torch.where(inner, framed[i], green if ok else red)
-    return framed
+class PredictionGrid:
+    """The display function of the CLI's runs: inputs framed by whether they were predicted right.
+
+    Its :attr:`image_name` is the name the grid is logged and shown under, so that the
+    page says what the frames mean.
+    """
+
+    image_name = "predictions (border: green right, red wrong)"
+
+    def __call__(
+        self, inputs: torch.Tensor, targets: torch.Tensor, outputs: torch.Tensor, limit: int = 16
+    ) -> torch.Tensor:
+        """The first ``limit`` inputs (NCHW) framed green when predicted right, red when wrong."""
+        images = inputs[:limit].detach().float().cpu().clamp(0, 1)
+        correct = outputs[:limit].detach().argmax(dim=1).cpu() == targets[:limit].cpu()
+        framed = torch.nn.functional.pad(images, (2, 2, 2, 2))
+        green = torch.tensor([0.1, 0.9, 0.1]).view(3, 1, 1)
+        red = torch.tensor([0.95, 0.1, 0.1]).view(3, 1, 1)
+        inner = torch.zeros_like(framed[0], dtype=torch.bool)
+        inner[:, 2:-2, 2:-2] = True
+        for i, ok in enumerate(correct.tolist()):
+            if framed.shape[1] == 3:
+                framed[i] = torch.where(inner, framed[i], green if ok else red)
+        return framed
+
+
+prediction_grid = PredictionGrid()

@@ -96,7 +96,8 @@ def fit(
         scheduler: stepped once per epoch (``ReduceLROnPlateau`` with the monitored score).
         metrics: ``name -> fn(outputs, targets)``: per-sample values, averaged exactly over
             the validation set.
-        display_fn: ``fn(inputs, targets, outputs) -> NCHW tensor`` shown every display_freq.
+        display_fn: ``fn(inputs, targets, outputs) -> NCHW tensor`` shown every display_freq,
+            logged as ``predictions`` or as the function's ``image_name``.
         ddp: train with DistributedDataParallel; starts the workers unless a launcher did.
         nprocs: workers for ``ddp=True``: default one per GPU, else two CPU workers (gloo).
         device: ``"auto"`` (GPUs if any), ``"cpu"``, ``"cuda"``, ``"cuda:N"``, or GPU ids.

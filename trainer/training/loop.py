@@ -33,6 +33,9 @@ from trainer.training.state import FitResult, RunState
 log = logging.getLogger(__name__)
 
 Metric = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+# The name a display function's images are logged under, unless it names them itself
+# (its ``image_name``: the CLI's grid says what its frames mean).
+DISPLAY_NAME = "predictions"
 AMP_DTYPES = {"off": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -144,7 +147,8 @@ class Trainer:
                 and self.state.step % self.config.display_freq == 0
             ):
                 grid = self.display_fn(inputs, targets, outputs)
-                self.session.log_image("predictions", grid, self.state.step, epoch)
+                name = getattr(self.display_fn, "image_name", DISPLAY_NAME)
+                self.session.log_image(name, grid, self.state.step, epoch)
             latest_freq = self.config.save_latest_freq
             if latest_freq and self.state.step % latest_freq == 0 and not end_of_epoch:
                 if self._seen:

@@ -26,6 +26,7 @@ from .plotmessage import Line
 from .view import CONTROLS_WIN, ViewSettings
 
 DEFAULT_MAX_POINTS = 2000
+OPTIONS_WIDTH = 560  # the options pane's, in pixels
 
 
 class RunDisplay(EnvDisplay):
@@ -67,14 +68,16 @@ class RunDisplay(EnvDisplay):
                 *self.images.windows(run),
             ]
         )
+        options = markup.join(self.download, folding.note() if folding else "", run_table(run))
+        self._fit_header(layout.text_pane_height(options, OPTIONS_WIDTH))
         sent = self._draw_status(run, now)
         sent |= self._draw_controls()
         sent |= self._text(
             layout.OPTIONS_WIN,
-            markup.join(self.download, folding.note() if folding else "", run_table(run)),
+            options,
             f"{run.name}: options",
-            width=560,
-            height=layout.HEADER_HEIGHT,
+            width=OPTIONS_WIDTH,
+            height=self.header_height,
         )
         sent |= self._draw_plots([(spec, lines) for spec, lines, _ in windows], now, force)
         sent |= self.images.draw(run)
@@ -83,6 +86,17 @@ class RunDisplay(EnvDisplay):
         self.sent_steps = self._sent_steps(windows)
         self._drawn_version = run.version
         return sent
+
+    def _fit_header(self, options_height: int) -> None:
+        """Make the first row as tall as the options pane needs to show every row whole
+        (at least :data:`~visualizer.layout.HEADER_HEIGHT`); its panes stay equal, so the page
+        lays the windows under them out the same whatever order they came in."""
+        height = max(layout.HEADER_HEIGHT, options_height)
+        if height != self.header_height:
+            self.header_height = height
+            self.controls_drawn = False  # each drawn again at the new height
+            for win in (layout.STATUS_WIN, layout.OPTIONS_WIN):
+                self._texts.pop(win, None)
 
     def _sent_steps(self, windows: list[_RunWindow]) -> dict[SeriesKey, int]:
         """The last step of each series that is on the server (held-back points excluded)."""
@@ -125,7 +139,7 @@ class RunDisplay(EnvDisplay):
         run.status_changed = False
         self._status_at = now
         return self._text(
-            layout.STATUS_WIN, html, f"{run.name}: status", width=360, height=layout.HEADER_HEIGHT
+            layout.STATUS_WIN, html, f"{run.name}: status", width=360, height=self.header_height
         )
 
 

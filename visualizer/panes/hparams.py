@@ -135,10 +135,16 @@ def comparison_table(
         cells += [options[run.name].get(n, "-") for n in varying]
         rows.append(table_row(cells))
     table = markup.element("table", table_row(head, "th"), *rows)
-    if shared:
+    if shared:  # a table of their own under it, an option a row
         first = options[runs[0].name] if runs else {}
-        same = ", ".join(f"{n}={first.get(n, '-')}" for n in shared)
+        same = [table_row([n, first.get(n, "-")]) for n in shared]
         table = markup.join(
-            table, markup.element("p", f"same in every run: {same}", attrs=" style='color:#555'")
+            table,
+            markup.element(
+                "table",
+                table_row(["same in every run", "value"], "th"),
+                *same,
+                attrs=" style='margin-top:10px;color:#555'",
+            ),
         )
     return table

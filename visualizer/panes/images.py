@@ -20,8 +20,9 @@ from visualizer.visdom_client import VisdomClient
 _CHROME_PX = 100
 # visdom's reply to an update of a window it does not have (closed on a page, or lost).
 _NO_WINDOW = "win does not exist"
-# Small images (MNIST's 28 px) get a readable pane, big ones a bounded one.
-_MIN_SIDE_PX, _MAX_SIDE_PX = 240, 640
+# An image pane is as wide as a plot pane, so it lines up with the plot column; the image
+# is scaled to fill that width, its height bounded (a tall image is narrower, centred).
+_MAX_IMAGE_HEIGHT_PX = 480
 
 
 def png_size(png: bytes) -> tuple[int, int] | None:
@@ -45,10 +46,11 @@ def image_message(env: str, *images: ImageSnapshot) -> dict[str, Any]:
         "history": IMAGE_HISTORY,
     }
     size = png_size(newest.png)
+    opts["width"] = layout.PLOT_SIZE[0]
     if size:
-        scale = min(max(1.0, _MIN_SIDE_PX / max(min(size), 1)), _MAX_SIDE_PX / max(max(size), 1))
+        width = layout.PLOT_SIZE[0]
+        scale = min(width / max(size[0], 1), _MAX_IMAGE_HEIGHT_PX / max(size[1], 1))
         # The pane is sized so the whole grid shows, with the slider under it.
-        opts["width"] = int(size[0] * scale)
         opts["height"] = int(size[1] * scale) + _CHROME_PX
     return {
         "data": [{"content": _content(image), "type": "image_history"} for image in images],

@@ -45,7 +45,8 @@ left open for a whole run:
 * **No ``last_read_time`` error every 15 s**: the polling-socket monitor visdom
   starts reads that attribute from websocket handlers too, which have none.
 * **The page's side** (:mod:`visualizer.server.page`): visdom's page script mended,
-  served with our static dir, and windows hashed as the page computes them.
+  served with our static dir and our style (each title shown once), and windows hashed
+  as the page computes them.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ from visualizer.origin import refusal
 from visualizer.parent import watch_parent
 
 from .endpoint import VisdomEndpoint
-from .page import page_hash, serve_static_files
+from .page import add_page_style, page_hash, serve_static_files
 from .probes import OWNER_HEADER
 
 # How long after the server closed a window a page's "close" of it is taken as its echo.
@@ -261,6 +262,7 @@ def patch_visdom(host: str, static_dir: str | None, owner_pid: int | None) -> No
     from visdom.server.handlers import socket_handlers, web_handlers
 
     serve_static_files(visdom_app, static_dir)
+    add_page_style(visdom_app)
     _no_debug(visdom_app)
     _bind(visdom_app, host)
     _drop_close_echoes(web_handlers, socket_handlers)

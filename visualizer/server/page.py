@@ -95,6 +95,26 @@ _SCRIPT_MENDS = (
 )
 
 
+# Our rules for the page, served as visdom's user style (after any of the user's own). Every
+# title shown once: a plot pane's bar does not repeat the title the plot draws (the pane keeps
+# its title: the page's filter finds it by that).
+PAGE_STYLE = """
+.react-grid-item:has(.js-plotly-plot) > .window > .bar > div.pull-right { display: none; }
+"""
+
+
+def add_page_style(visdom_app: Any) -> None:
+    """Serve :data:`PAGE_STYLE` with the user's style of visdom's page."""
+    load = visdom_app.Application.load_user_settings
+
+    def load_user_settings(self: Any) -> dict[str, Any]:
+        settings: dict[str, Any] = load(self)
+        settings["user_css"] = settings.get("user_css", "") + PAGE_STYLE
+        return settings
+
+    visdom_app.Application.load_user_settings = load_user_settings
+
+
 def _mended(script: bytes) -> bytes:
     for old, new in _SCRIPT_MENDS:
         if old not in script:

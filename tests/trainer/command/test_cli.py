@@ -10,9 +10,11 @@ import torch
 import torch.distributed as dist
 
 from run_core.launch_env import LaunchEnv
+from snapshot_store import read_store
 from tests.fixtures.runs.training import clean_env, read_run, series, train_args, trainer_cmd
 from tests.fixtures.servers.net import free_port
 from trainer.command import cli, launch, options
+from trainer.command.models import prediction_grid
 
 
 def _main(argv: list[str]) -> int:
@@ -289,6 +291,9 @@ def test_train_in_one_process_hands_every_file_to_the_transfer_hook(
     assert f"watch it: python run_visualizer_local.py --pickle-dir {run_dir / 'pickle'}" in err
     state = torch.load(run_dir / "latest.pth", weights_only=True)
     assert state["options"]["batch_size"] == 16 and state["options"]["gpu_ids"] == [-1]
+    # The grid is shown under a name that says what its green and red frames mean.
+    _, _, update = read_store(run_dir / "pickle")
+    assert {(g, n) for g, n, *_ in update.images} == {("images", prediction_grid.image_name)}
 
 
 def test_lr_scaling_uses_the_number_of_processes(tiny_dataset, tmp_path, monkeypatch):

@@ -26,3 +26,8 @@ def test_prediction_grid_frames_right_green_and_wrong_red():
     assert grid[0, 1, 0, 0] > 0.8 and grid[0, 0, 0, 0] < 0.2  # green frame: right
     assert grid[1, 0, 0, 0] > 0.8 and grid[1, 1, 0, 0] < 0.2  # red frame: wrong
     assert torch.equal(grid[:, :, 2:-2, 2:-2], inputs)
+
+
+def test_prediction_grid_is_named_with_what_its_frames_mean():
+    name = prediction_grid.image_name
+    assert "green" in name and "red" in name and name.startswith("predictions")

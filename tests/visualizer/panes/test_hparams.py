@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from snapshot_store.read.store_reader import Update
 from visualizer.model.rundata import RunData
@@ -35,11 +36,13 @@ def test_the_summary_a_run_set_follows_its_options_dotted_and_escaped():
     assert "[1, 2]" in table and ">summary<" not in run_table(run("b", {"lr": 0.1}))
 
 
-def test_options_that_differ_are_columns_and_shared_ones_one_line():
+def test_options_that_differ_are_columns_and_shared_ones_a_table_of_their_own():
     runs = [run("a", {"lr": 0.1, "seed": 1}), run("b", {"lr": 0.01, "seed": 1})]
     table = comparison_table(runs, None)
     assert ">lr</th>" in table and ">seed</th>" not in table
-    assert "same in every run: seed=1" in table
+    shared = table.partition(">same in every run</th>")[2]
+    assert shared and "</table><table" in table, "the shared options are a table of their own"
+    assert re.search(r"<tr><td[^>]*>seed</td><td[^>]*>1</td></tr>", shared), shared
     assert options_of(runs[0]) == {"lr": "0.1", "seed": "1"}
 
 
@@ -50,7 +53,8 @@ def test_one_path_spelled_two_ways_is_not_a_difference():
     ]
     table = comparison_table(runs, None)
     assert ">checkpoints_dir</th>" not in table and ">dataroot</th>" in table
-    assert "same in every run: checkpoints_dir=checkpoints" in table
+    shared = table.partition(">same in every run</th>")[2]
+    assert re.search(r"<td[^>]*>checkpoints_dir</td><td[^>]*>checkpoints</td>", shared), shared
 
 
 def test_runs_sort_by_the_last_value_of_a_series_missing_and_nan_last():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from snapshot_store.read.store_reader import Update
 from tests.fixtures.logged.images import png
+from visualizer.layout import PLOT_SIZE
 from visualizer.model.rundata import IMAGE_HISTORY, ImageSnapshot, RunData
 from visualizer.panes.images import ImagePanes, image_message, png_size
 
@@ -16,8 +17,8 @@ def test_png_size_reads_the_header_and_refuses_other_bytes():
 def test_a_small_image_is_scaled_up_and_the_pane_has_room_for_caption_and_slider():
     message = image_message("env", ImageSnapshot("images", "predictions", 7, png(28, 28)))
     opts = message["opts"]
-    assert opts["title"] == "predictions" and opts["width"] == 240
-    assert opts["height"] > 240  # the image's 240 plus the pane's caption and slider
+    assert opts["title"] == "predictions" and opts["width"] == PLOT_SIZE[0]
+    assert opts["height"] > 480  # the image's 480 (bounded) plus the pane's caption and slider
     content = message["data"][0]
     assert content["type"] == "image_history"
     assert content["content"]["caption"] == "predictions @ step 7"
@@ -33,9 +34,12 @@ def test_an_images_captions_follow_its_step_as_given():
     assert content["caption"] == "batch @ step 3: a cat <img src=x onerror=alert(1)> |  | dog"
 
 
-def test_a_big_image_is_bounded_keeping_its_shape():
-    opts = image_message("env", ImageSnapshot("val", "grid", 1, png(2000, 1000)))["opts"]
-    assert opts["title"] == "val/grid" and opts["width"] == 640
+def test_every_image_pane_is_as_wide_as_the_plot_column_keeping_the_image_shape():
+    wide = image_message("env", ImageSnapshot("val", "grid", 1, png(2000, 1000)))["opts"]
+    assert wide["title"] == "val/grid" and wide["width"] == PLOT_SIZE[0]
+    grid = image_message("env", ImageSnapshot("images", "p", 1, png(274, 138)))["opts"]
+    assert grid["width"] == PLOT_SIZE[0]
+    assert grid["height"] - wide["height"] == int(138 * PLOT_SIZE[0] / 274) - PLOT_SIZE[0] // 2
 
 
 class PostLog:
@@ -75,11 +79,11 @@ def test_a_pane_is_drawn_once_with_its_history_then_only_appended_to():
 
 
 def test_every_message_tells_the_server_how_many_snapshots_a_pane_keeps():
-    snapshots = [ImageSnapshot("images", "p", step, png(4, 4)) for step in range(3)]
+    snapshots = [ImageSnapshot("images", "p", step, png(4 + 4 * step // 2, 4)) for step in range(3)]
     message = image_message("env", *snapshots)
     assert message["opts"]["history"] == IMAGE_HISTORY
     assert [d["content"]["caption"] for d in message["data"]] == [f"p @ step {i}" for i in range(3)]
-    assert message["opts"]["width"] == 240  # sized by the newest
+    assert message["opts"]["height"] == 300 + 100  # sized by the newest, 8 x 4
 
 
 def test_a_pane_the_server_lost_is_drawn_again_with_the_panes_after_it():

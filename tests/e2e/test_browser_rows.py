@@ -1,0 +1,114 @@
+"""Headless Chromium on what a newcomer sees of a run's and a comparison's page (issue 34's rows):
+the options pane shows every row whole, the options all runs share as a table, and each title
+shown once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from snapshot_store import Recorder
+from tests.e2e.test_browser_page import log_run
+from tests.fixtures.servers.pages import BROWSER_WAIT_S, screenshot
+from visualizer.follower import Follower
+from visualizer.visdom_client import VisdomClient
+
+# Many options, as the trainer's CLI stores (its runs have some forty).
+MANY_OPTIONS = {f"option_{i:02d}": i * 1.5 for i in range(30)}
+
+# Per pane: its bar's title, its box, and its text content's visible and whole heights.
+PANE_BOXES_JS = """
+return Array.from(document.querySelectorAll('.react-grid-item')).map(item => {
+  const bar = item.querySelector('.bar');
+  const box = item.getBoundingClientRect();
+  const text = item.querySelector('.content-text');
+  return {title: bar ? Array.from(bar.querySelectorAll(':scope > div')).map(d => d.textContent.trim()).pop() || '' : '',
+          top: box.top, left: box.left, width: box.width, height: box.height,
+          visible: text ? text.clientHeight : null, whole: text ? text.scrollHeight : null};
+});
+"""
+
+
+def many_option_runs(runs: Path) -> None:
+    """Two runs of :func:`log_run` (no images), each with :data:`MANY_OPTIONS` besides its own."""
+    for name, lr, batch in (("lr-0.1", 0.1, 16), ("lr-0.01", 0.01, 32)):
+        store = runs / name / "pickle"
+        log_run(store, lr, batch, images=0)
+        with Recorder(store, options={**MANY_OPTIONS, "lr": lr, "batch_size": batch, "seed": 7}):
+            pass  # a second session: its options replace the first's
+
+
+def draw_runs(runs: Path, visdom_server: Any, env: str) -> None:
+    """:func:`many_option_runs` under ``runs``, drawn once into envs prefixed ``env``."""
+    many_option_runs(runs)
+    Follower(str(runs), VisdomClient(visdom_server.endpoint), env=env).run_once()
+
+
+def open_page(driver: Any, url: str, panes: int) -> list[dict]:
+    """The page at ``url`` once it shows ``panes`` panes and they stopped moving into place."""
+    driver.get(url)
+    seen: list[list[dict]] = []
+
+    def settled(d: Any) -> list[dict] | None:
+        boxes = d.execute_script(PANE_BOXES_JS)
+        seen.append(boxes)
+        return boxes if len(boxes) == panes and seen[-2:-1] == [boxes] else None
+
+    return WebDriverWait(driver, BROWSER_WAIT_S, poll_frequency=0.3).until(settled)
+
+
+def test_the_options_pane_shows_every_row_whole_and_the_first_row_stays_equal(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    draw_runs(tmp_path / run_name, visdom_server, run_name)
+    boxes = open_page(chromium_driver, f"{visdom_server.url}/env/{run_name}_lr-0.1", 6)
+    screenshot(chromium_driver, "rows_options_pane")
+    options = next(b for b in boxes if b["title"].endswith(": options"))
+    assert options["whole"] <= options["visible"], "the options pane's rows are cut"
+    first_row = [b for b in boxes if b["top"] == options["top"]]
+    assert len(first_row) == 3 and {b["height"] for b in first_row} == {options["height"]}
+
+
+def test_the_options_all_runs_share_are_a_table_on_the_comparison_page(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    draw_runs(tmp_path / run_name, visdom_server, run_name)
+    driver = chromium_driver
+    driver.get(f"{visdom_server.url}/env/{run_name}_compare")
+    shared = WebDriverWait(driver, BROWSER_WAIT_S).until(
+        lambda d: d.find_elements(By.XPATH, "//table[.//th[text()='same in every run']]")
+    )[0]
+    rows = [r.text.split() for r in shared.find_elements(By.TAG_NAME, "tr")]
+    assert rows[0] == ["same", "in", "every", "run", "value"]
+    assert rows[1:] == [[name, str(value)] for name, value in MANY_OPTIONS.items()] + [
+        ["seed", "7"]
+    ]
+    screenshot(driver, "rows_shared_options")
+
+
+# Per pane: its title, and how many of the texts drawn on the page in it read that title
+# (the pane's bar, a plot's own title).
+TITLES_SHOWN_JS = """
+return Array.from(document.querySelectorAll('.react-grid-item')).map(item => {
+  const name = Array.from(item.querySelectorAll('.bar > div')).pop();
+  const title = name ? name.textContent.trim() : '';
+  const texts = [name, ...item.querySelectorAll('.gtitle')];
+  return [title, texts.filter(el => el && el.textContent.trim() === title
+                                   && el.getClientRects().length > 0).length];
+});
+"""
+
+
+def test_every_title_is_shown_once(tmp_path, visdom_server, chromium_driver, run_name):
+    draw_runs(tmp_path / run_name, visdom_server, run_name)
+    driver = chromium_driver
+    for env, panes in ((f"{run_name}_lr-0.1", 6), (f"{run_name}_compare", 7)):
+        open_page(driver, f"{visdom_server.url}/env/{env}", panes)
+        shown = WebDriverWait(driver, BROWSER_WAIT_S).until(
+            lambda d: (t := d.execute_script(TITLES_SHOWN_JS)) and all(n > 0 for _, n in t) and t
+        )
+        assert [title for title, n in shown if n != 1] == [], shown
+        screenshot(driver, f"rows_titles_{env.rpartition('_')[2]}")
