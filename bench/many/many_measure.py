@@ -169,7 +169,7 @@ def measure_comparison(
     flags = ("--compare", str(compared), "--sort-by", "train/loss", "--group-by", "")
     began = time.perf_counter()
     proc = visualizer(source, work, flags=flags)
-    out: dict[str, Any] = {"compared": compared, "lines_s": None, "page_s": None}
+    out: dict[str, Any] = {"compared": compared, "load_s": None, "lines_s": None, "page_s": None}
     out["parcoords_alone_s"] = None
     try:
         printed = wait_url(proc, began, pace.start_cap)
