@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from run_core.tags import key_of
 from run_core.values import plain
 from snapshot_store.format.images import to_numpy
 from trainer import SummaryWriter
@@ -200,21 +199,11 @@ def number(value: Any) -> float | None:
     return None
 
 
-def _store_image(
-    writer: SummaryWriter,
-    key: str,
-    pixels: np.ndarray,
-    images: Sequence[Image],
-    step: int,
-    layout: str,
-) -> None:
-    """Store ``pixels`` (one image, or ``images`` tiled) with the images' captions, if any
-    has one (W&B's ``captions``: an empty one for an image without)."""
+def _captions(images: Sequence[Image]) -> list[str]:
+    """The images' captions as W&B's ``captions`` (an empty one for an image without), or
+    none when no image has one."""
     captions = [image.caption or "" for image in images]
-    (group, name) = key_of(key)
-    writer.recorder.log_image(
-        name, pixels, step, None, group, layout, captions=captions if any(captions) else ()
-    )
+    return captions if any(captions) else []
 
 
 def summary_document(summary: Mapping[str, Any]) -> dict[str, Any]:
@@ -249,9 +238,9 @@ def store_value(writer: SummaryWriter, key: str, value: Any, step: int) -> bool:
     elif isinstance(value, str):
         writer.add_text(key, value, step)
     elif isinstance(value, Image):
-        _store_image(writer, key, value.pixels, [value], step, "HWC")
+        writer.add_image(key, value.pixels, step, dataformats="HWC", captions=_captions([value]))
     elif isinstance(value, (list, tuple)) and value and all(isinstance(v, Image) for v in value):
-        _store_image(writer, key, _tiled(value), value, step, "NHWC")
+        writer.add_images(key, _tiled(value), step, dataformats="NHWC", captions=_captions(value))
     elif isinstance(value, Histogram):
         writer.add_histogram_raw(key, global_step=step, **value.raw())
     elif isinstance(value, Table):

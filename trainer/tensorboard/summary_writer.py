@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -152,11 +152,15 @@ class SummaryWriter:
         global_step: int | None = None,
         walltime: float | None = None,
         dataformats: str = "CHW",
+        *,
+        captions: Sequence[str] = (),
     ) -> None:
-        """Record one image (CHW by default; any layout and scaling TensorBoard accepts)."""
+        """Record one image (CHW by default; any layout and scaling TensorBoard accepts);
+        ``captions`` (ours, not TensorBoard's: W&B's) are stored with it, one an image."""
         pixels, layout = tensorboard_pixels(img_tensor, dataformats)
         (group, name), step = key_of(tag), _step(global_step)
-        self._open_recorder().log_image(name, pixels, step, None, group, layout, walltime)
+        recorder = self._open_recorder()
+        recorder.log_image(name, pixels, step, None, group, layout, walltime, captions=captions)
 
     @skips_bad_input
     def add_images(
@@ -166,9 +170,11 @@ class SummaryWriter:
         global_step: int | None = None,
         walltime: float | None = None,
         dataformats: str = "NCHW",
+        *,
+        captions: Sequence[str] = (),
     ) -> None:
-        """Record a batch of images, tiled into one grid."""
-        self.add_image(tag, img_tensor, global_step, walltime, dataformats)
+        """Record a batch of images, tiled into one grid (``captions``: one an image)."""
+        self.add_image(tag, img_tensor, global_step, walltime, dataformats, captions=captions)
 
     @skips_bad_input
     def add_figure(self, tag, figure, global_step=None, close=True, walltime=None) -> None:
