@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import csv
 import datetime
-import json
 from collections.abc import Iterable
 from typing import IO, Any
 
 import numpy as np
 
 from run_core.tags import key_of
+from visualizer.model.summary import dotted
 
 from .points import Series
 from .run import Run
@@ -29,28 +29,18 @@ POINT_COLUMNS = ("run", "group", "tag", "step", "epoch", "wall_time", "value")
 Columns = dict[str, Any]  # a column's name -> its values (a list, or a numpy array)
 
 
-def _flat(prefix: str, value: Any, out: dict[str, Any]) -> None:
-    if isinstance(value, dict) and value:
-        for key, item in value.items():
-            _flat(f"{prefix}.{key}", item, out)
-    elif isinstance(value, list | tuple | dict):
-        out[prefix] = json.dumps(value, default=str)
-    else:
-        out[prefix] = value
-
-
 def run_row(run: Run) -> dict[str, Any]:
     """One run's row of the runs table (see the module)."""
     row: dict[str, Any] = {"name": run.name, "state": run.state, "steps": run.step}
     row["start"] = run.start
     row["duration"] = run.duration
     for key, value in run.config.items():
-        _flat(f"config.{key}", value, row)
+        dotted(f"config.{key}", value, row)
     for tag, stats in run.stats.items():
         row[f"summary.{tag}"] = stats.last
     for key, value in run.summary.items():
         if not key.startswith("_"):  # the step, time and runtime: columns of their own
-            _flat(f"summary.{key}", value, row)
+            dotted(f"summary.{key}", value, row)
     return row
 
 

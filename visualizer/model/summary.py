@@ -9,6 +9,7 @@ from a file that may be hostile: each field is checked, a bad one is left out.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,6 +108,18 @@ def _stats(entry: Any) -> SeriesStats | None:
         _value(entry.get("min")),
         _value(entry.get("max")),
     )
+
+
+def dotted(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    """``value`` into ``out`` as table columns: a dict's keys dotted under ``prefix``, a list
+    (or an empty dict) as its JSON, anything else as it is."""
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            dotted(f"{prefix}.{key}", item, out)
+    elif isinstance(value, list | tuple | dict):
+        out[prefix] = json.dumps(value, default=str)
+    else:
+        out[prefix] = value
 
 
 def _config(meta: dict[str, Any] | None, status: dict[str, Any] | None) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 from visualizer import markup
 from visualizer.markup import Html
 from visualizer.model.rundata import RunData, SeriesKey
+from visualizer.model.summary import dotted
 
 # A value longer than this is cut in a table cell (a path, a long list).
 MAX_CELL_CHARS = 80
@@ -82,13 +83,8 @@ def summary_of(run: RunData) -> dict[str, str]:
     dotted as table rows; empty when it set none."""
     summary = (run.status or {}).get("summary")
     rows: dict[str, Any] = {}
-    pending = list(summary.items()) if isinstance(summary, dict) else []
-    while pending:
-        key, value = pending.pop(0)
-        if isinstance(value, dict) and value:
-            pending[:0] = [(f"{key}.{inner}", item) for inner, item in value.items()]
-        else:
-            rows[str(key)] = value
+    for key, value in summary.items() if isinstance(summary, dict) else ():
+        dotted(str(key), value, rows)
     return options_text(rows)
 
 
