@@ -45,11 +45,27 @@ from tests.fixtures.runs.training import trainer_cmd
 
 REPO = Path(__file__).resolve().parents[2]
 
-# The runner retries a failing file with exponential backoff from 0.5 s, so within an
-# outage of well under a minute no file may reach its 10th attempt (that would take
-# over 4 minutes), however often the recorder re-submits it (the active segment is
+# The runner retries a failing file with exponential backoff (its defaults: from 0.5 s,
+# at most 30 s apart), however often the recorder re-submits it (the active segment is
 # re-submitted after every write). The runner's recovery line says the most attempts.
-MAX_ATTEMPTS_IN_OUTAGE = 9
+BACKOFF = (0.5, 30.0)
+SETTLE_S = 10.0  # from the server's restart to the retry that succeeds, on a busy machine
+
+
+def most_attempts(outage: float) -> int:
+    """The attempts backoff allows a file while the server is down for `outage` seconds.
+
+    Derived from the measured outage, not a fixed bound: stopping and restarting the
+    server takes longer on a loaded CI machine, and more attempts then are no fault.
+    """
+    waited, attempts = 0.0, 1
+    while True:
+        delay = min(BACKOFF[1], BACKOFF[0] * 2 ** (attempts - 1))
+        if waited + delay > outage + SETTLE_S:
+            return attempts + 1  # the one after the server is back
+        waited, attempts = waited + delay, attempts + 1
+
+
 ATTEMPTS = re.compile(r"at most (\d+) attempts per file")
 
 SYNC_HINT = re.compile(
@@ -159,10 +175,9 @@ def test_s3_outage_mid_run_training_finishes_and_the_bucket_catches_up(
         assert hint["spec"] == SPEC, output[-4000:]
         proc = sync(hint["run_dir"], hint["spec"], tmp_path)
         assert proc.returncode == 0, proc.stderr[-4000:]
-    assert outage < 30, outage
     attempts = [int(n) for n in ATTEMPTS.findall(output)]
     assert attempts or hint, output[-4000:]
-    assert max(attempts, default=0) <= MAX_ATTEMPTS_IN_OUTAGE, (
+    assert max(attempts, default=0) <= most_attempts(outage), (
         f"retried without backoff during a {outage:.0f} s outage: {attempts}"
     )
     assert_bucket_equals_run(private_s3_bucket, run_dir)
