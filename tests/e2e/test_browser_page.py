@@ -121,6 +121,12 @@ def test_image_history_shows_an_earlier_step(tmp_path, visdom_server, chromium_d
         slider,
     )
     wait.until(lambda d: "predictions @ step 20" in d.page_source)
+    shown = driver.execute_script(  # the caption once: visdom also printed it over the image
+        "return Array.from(document.querySelectorAll('.react-grid-item *'))"
+        ".filter(e => e.children.length === 0 && e.offsetParent !== null"
+        " && e.textContent.trim() === 'predictions @ step 20').map(e => e.outerHTML);"
+    )
+    assert len(shown) == 1, shown
     # The whole 4x4 grid shows: neither the pane nor a box inside it cuts the image.
     image, box = driver.execute_script(
         "const img = document.querySelector('img[src^=\"data:image/png\"]');"

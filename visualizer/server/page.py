@@ -97,9 +97,11 @@ _SCRIPT_MENDS = (
 
 # Our rules for the page, served as visdom's user style (after any of the user's own). Every
 # title shown once: a plot pane's bar does not repeat the title the plot draws (the pane keeps
-# its title: the page's filter finds it by that).
+# its title: the page's filter finds it by that). Every caption shown once: an image pane
+# prints it above (among its widgets) and under the image; under the image stays, as W&B has it.
 PAGE_STYLE = """
 .react-grid-item:has(.js-plotly-plot) > .window > .bar > div.pull-right { display: none; }
+.react-grid-item .window > .widgets > span.widget { display: none; }
 """
 
 
