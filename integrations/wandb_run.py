@@ -2,9 +2,11 @@
 ``define_metric``, ``alert``, ``save``, ``watch`` and ``finish``, over one store.
 
 Each logged key is stored under its own name, as a SummaryWriter tag, at W&B's step.
-At ``finish`` the config and the numeric summary become the run's row of the hparams
-table (W&B's runs table), the config is the run's options and the summary, as the
-structures logged (text, dicts, lists), the status document's ``summary``.
+The config is the run's options; the summary, as the structures logged (text, dicts,
+lists), is the status document's ``summary``, sent with the logging at most once a
+second (a viewer's runs table shows a live run's summary, as W&B's does) and at
+``finish``, where the config and the numeric summary also become the run's row of the
+hparams table (W&B's runs table).
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from .wandb_media import AlertLevel, flatten, number, store_value, summary_docum
 log_ = logging.getLogger(__name__)
 
 DEFAULT_ALERT_WAIT = timedelta(minutes=1)  # W&B's: one alert per title per minute
+# The summary reaches the status document with the logging at most this often: the status
+# is itself rewritten at most once a second, so sending it more often would be lost work.
+SUMMARY_EVERY_S = 1.0
 _SUMMARY_OPS: dict[str, Callable[[float, float], float]] = {
     "min": min,
     "max": max,
@@ -62,6 +67,7 @@ class Run:
         self.url: str | None = None
         self.config = Config(self._store_config)
         self.summary = Summary()
+        self._summary_sent_at = -math.inf  # time.monotonic() of the last one sent
         self.step = 0
         self._metrics: list[tuple[str, list[str]]] = []  # define_metric(name, summary=...)
         self._alerts_at: dict[str, float] = {}
@@ -113,6 +119,13 @@ class Run:
             self._summarize(key, value, scalar)
         if (step is None and commit is None) or commit:
             self._move_to(self.step + 1)
+        if writer is not None and time.monotonic() - self._summary_sent_at >= SUMMARY_EVERY_S:
+            self._send_summary()
+
+    def _send_summary(self) -> None:
+        """The summary as it is now into the status document (written within a second)."""
+        self._summary_sent_at = time.monotonic()
+        self._writer.recorder.set_status(summary=summary_document(self.summary.as_dict()))
 
     def _move_to(self, step: int) -> None:
         """Make ``step`` the current step, storing watch()'s histograms at the step left."""
@@ -221,7 +234,7 @@ class Run:
         config = flatten(self.config.as_dict())
         last_step = min(self.step, INT64_MAX)  # one past a last step of INT64_MAX
         writer.add_hparams_row(config, metrics, run_name=self.name, global_step=last_step)
-        writer.recorder.set_status(summary=summary_document(self.summary.as_dict()))
+        self._send_summary()
         self.finished = True
         self._monitor.send([p for p in self._saved if p.exists()])  # type: ignore[union-attr]
         self._monitor.close(state)  # type: ignore[union-attr]

@@ -91,3 +91,16 @@ def test_wandb_reinit_from_the_environment_and_a_value_wandb_refuses(wandb, monk
     assert wandb.init(project="p", name="b") is not first and first.finished
     with pytest.raises(ValueError, match="reinit must be 'default', 'return_previous'"):
         wandb.init(project="p", reinit="sometimes")
+
+
+def test_the_summary_is_in_the_status_while_the_run_logs(wandb, tmp_path):
+    """W&B's runs table shows a live run's summary; ours had it only from ``finish``."""
+    run = wandb.init(project="p", name="live")
+    run.summary["best_model"] = "resnet"
+    run.summary["best"] = {"epoch": 1}
+    run.log({"loss": 0.5})
+    assert run._writer.recorder.flush()
+    [store] = (tmp_path / "wandb" / "p").glob("live/pickle")
+    status = read_store(store)[2].status
+    assert status["state"] == "running"
+    assert status["summary"] == {"best_model": "resnet", "loss": 0.5, "best": {"epoch": 1}}
