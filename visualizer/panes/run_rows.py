@@ -14,9 +14,10 @@ from typing import Any
 
 from visualizer import markup
 from visualizer.model.status import format_duration
-from visualizer.model.summary import RunSummary, SeriesStats, higher_is_better
+from visualizer.model.summary import RunSummary, SeriesStats, dotted, higher_is_better
 
 MAX_CONFIG_COLUMNS = 8
+MAX_SUMMARY_COLUMNS = 4
 MAX_SERIES_CHOICES = 200
 MAX_CELL_CHARS = 40
 SORTS = ("last update", "run", "state", "step", "started", "duration", "last value", "best value")
@@ -90,6 +91,24 @@ def varying_options(summaries: Sequence[RunSummary]) -> list[str]:
     return sorted(varying)[:MAX_CONFIG_COLUMNS]
 
 
+def summary_of(summary: RunSummary) -> dict[str, Any]:
+    """The summary a run set beside its series (W&B's ``run.summary``: a best model's name, a
+    test score), as table columns named as the export names them (``summary.best.epoch``).
+    A key that is a series is left out: its last value has a column already."""
+    columns: dict[str, Any] = {}
+    for key, value in summary.values.items():
+        if key not in summary.series:
+            dotted(f"summary.{key}", value, columns)
+    return columns
+
+
+def summary_columns(summaries: Sequence[RunSummary]) -> list[str]:
+    """The summary columns most runs have (at most a few), the most common first."""
+    counts = Counter(key for s in summaries if s.values for key in summary_of(s))
+    ranked = sorted(counts, key=lambda key: (-counts[key], key))
+    return ranked[:MAX_SUMMARY_COLUMNS]
+
+
 def series_choices(summaries: Sequence[RunSummary]) -> tuple[str, ...]:
     """The series runs logged, the most logged first (a loss before the rest when tied)."""
     counts = Counter(tag for s in summaries for tag in s.series)
@@ -112,9 +131,14 @@ def select(
 
 
 def cells(
-    summary: RunSummary, tag: str | None, options: list[str], link: markup.Html, now: float
+    summary: RunSummary,
+    tag: str | None,
+    columns: tuple[list[str], list[str]],
+    link: markup.Html,
+    now: float,
 ) -> list[object]:
-    """One run's row: its link, state, step, times, the series' last and best, its options."""
+    """One run's row: its link, state, step, times, the series' last and best, then the
+    ``columns``: its options, its summary."""
     row: list[object] = [
         link,
         summary.state_at(now),
@@ -127,7 +151,10 @@ def cells(
         stats = summary.series.get(tag)
         best = stats.best(higher_is_better(tag)) if stats is not None else None
         row += [number(stats.last if stats else None), number(best)]
-    return row + [cell(summary.config[key]) if key in summary.config else "-" for key in options]
+    options, summary_keys = columns
+    row += [cell(summary.config[key]) if key in summary.config else "-" for key in options]
+    values = summary_of(summary) if summary_keys else {}
+    return row + [cell(values[key]) if key in values else "-" for key in summary_keys]
 
 
 def _value(stats: SeriesStats | None, higher: bool, last: bool) -> float | None:

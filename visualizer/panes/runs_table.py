@@ -2,7 +2,8 @@
 
 A row per run, from its summary (no series read): the run (a link to its page),
 state, step, started, duration, last update, the last and best value of a chosen
-series, and the options that differ between runs. The page's *runs* pane filters
+series, the options that differ between runs and the summary values runs set (W&B's
+summary columns, named as the export names them). The page's *runs* pane filters
 by name and state, sorts by any column and pages through :data:`PAGE_ROWS` rows
 at a time, so 10,000 runs cost the page 100 rows. One table per visualizer (its
 windows' ids name the followed root, so two visualizers on one server keep
@@ -33,6 +34,7 @@ from .run_rows import (
     cells,
     select,
     series_choices,
+    summary_columns,
     varying_options,
 )
 
@@ -67,7 +69,8 @@ class RunsTable:
         self._built_at = -math.inf
         self._series: tuple[str, ...] = ()
         self._options: list[str] = []
-        self._counted = -1  # the state version the series and options were counted at
+        self._summary_keys: list[str] = []
+        self._counted = -1  # the state version the series and columns were counted at
         self._live, self._live_at = False, -1  # whether a run runs, at that state version
 
     @property
@@ -120,11 +123,13 @@ class RunsTable:
         return self._series[0] if self._series else None
 
     def _count(self, state: RunsTableState) -> None:
-        """The series to choose from, and the options that differ, as of ``state``."""
+        """The series to choose from, the options that differ and the summary columns, as of
+        ``state``."""
         if self._counted != state.version:
             self._counted = state.version
             self._series = series_choices(state.summaries)
             self._options = varying_options(state.summaries)
+            self._summary_keys = summary_columns(state.summaries)
 
     def rows(self, state: RunsTableState, now: float) -> list[RunSummary]:
         """The runs the page's filter keeps, in its order (every page)."""
@@ -141,7 +146,7 @@ class RunsTable:
         tag, compared = self.series_shown(), set(state.compared)
         head = ["run", "state", "step", "started", "duration", "last update"]
         head += [f"{tag} (last)", f"{tag} (best)"] if tag else []
-        head += self._options
+        head += self._options + self._summary_keys
         table = markup.element(
             "table",
             markup.row(head, "th", _CELL),
@@ -175,7 +180,8 @@ class RunsTable:
         self, summary: RunSummary, tag: str | None, compared: set[str], now: float
     ) -> list[object]:
         name = f"{COMPARED} {summary.name}" if summary.name in compared else summary.name
-        return cells(summary, tag, self._options, markup.link(self.link(summary.name), name), now)
+        columns = (self._options, self._summary_keys)
+        return cells(summary, tag, columns, markup.link(self.link(summary.name), name), now)
 
     # --- the page's runs pane -----------------------------------------------------------
 

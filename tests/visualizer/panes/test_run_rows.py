@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from visualizer.model.summary import RunSummary, SeriesStats
-from visualizer.panes.run_rows import TableView, matcher, select, varying_options
+from visualizer.panes.run_rows import (
+    TableView,
+    cells,
+    matcher,
+    select,
+    summary_columns,
+    varying_options,
+)
 
 
 def _summaries(n: int) -> list[RunSummary]:
@@ -37,3 +44,20 @@ def test_runs_without_the_sorted_value_come_last_whatever_the_order():
         assert [s.name for s in rows[-2:]] == ["run-0000", "run-0005"]
     best = select(summaries, TableView(sort="best value"), "val/acc", 0.0)
     assert best[0].name == "run-0009", "an accuracy's best is its largest"
+
+
+def test_the_summary_runs_set_beside_their_series_gets_columns_as_the_export_names_them():
+    summaries = [
+        RunSummary(
+            f"run-{i}",
+            series={"loss": SeriesStats(3, 2, 0.5, 0.1, 0.9)},
+            values={"loss": 0.5, "best": {"epoch": i, "acc": 0.9}, "model": "resnet"}
+            | ({"rare": 1} if i == 0 else {}),
+        )
+        for i in range(3)
+    ]
+    keys = summary_columns(summaries)
+    assert keys == ["summary.best.acc", "summary.best.epoch", "summary.model", "summary.rare"]
+    assert "summary.loss" not in keys, "a series' last value has its own column"
+    row = cells(summaries[1], None, ([], keys), "run-1", 0.0)
+    assert row[-4:] == ["0.9", "1", "resnet", "-"]

@@ -127,11 +127,17 @@ def test_hostile_page_events_leave_the_view_sane(event):
     table.html(state, 0.0)
 
 
-def test_names_and_options_reach_the_page_as_text():
-    summary = RunSummary("<img src=x onerror=alert(1)>", state="<b>x</b>", config={"a": "<i>"})
+def test_names_options_and_summaries_reach_the_page_as_text():
+    summary = RunSummary(
+        "<img src=x onerror=alert(1)>",
+        state="<b>x</b>",
+        config={"a": "<i>"},
+        values={"<u>": {"note": "<s>"}},
+    )
     other = RunSummary("ok", config={"a": "b"})
     html = _table().html(RunsTableState([summary, other], 2, 2, 1), 0.0)
     assert "<img" not in html and "<b>" not in html and "<i>" not in html
+    assert "<u>" not in html and "<s>" not in html and "summary.&lt;u&gt;.note" in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
 
 
