@@ -14,9 +14,15 @@ import pytest
 from run_core.tags import key_of
 from snapshot_store import read_store
 from tests.fixtures.runs.examples import run_example
-from tests.fixtures.runs.wandb_files import one_run_under_both, stored_run
+from tests.fixtures.runs.wandb_files import (
+    one_run_under_both,
+    run_under_both,
+    stored_run,
+    wandb_run,
+)
 
 MNIST = Path(__file__).with_name("wandb_mnist.py")
+NANOGPT = Path(__file__).with_name("wandb_nanogpt.py")
 
 
 @pytest.mark.integration
@@ -38,6 +44,20 @@ def test_wandbs_mnist_example_stores_wandbs_keys_steps_and_values(tmp_path):
         k: v for k, v in ref["summary"].items() if not k.startswith("_") and isinstance(v, float)
     }
     assert row["metrics"] == pytest.approx(numeric) and ours["status"]["state"] == "finished"
+
+
+@pytest.mark.integration
+def test_nanogpts_wandb_path_stores_its_config_and_tensor_losses_as_wandb_does(tmp_path):
+    ref_dir, ours_dir = run_under_both(NANOGPT, tmp_path, "--max_iters=20")
+    ref, ours = wandb_run(ref_dir), stored_run(ours_dir / "wandb" / "owt" / "gpt2" / "pickle")
+    keys = {"iter", "train/loss", "val/loss", "lr", "mfu"}
+    assert set(ours["history"]) == set(ref["history"]) == keys
+    assert sorted(ref["history"]["iter"]) == [0, 1, 2, 3, 4]  # a step per log, 5 evals
+    for key in keys:
+        assert ours["history"][key] == pytest.approx(ref["history"][key], rel=1e-6), key
+    assert ref["history"]["mfu"][0] == -100.0
+    assert ours["options"] == ref["config"] and ref["config"]["max_iters"] == 20
+    assert ours["status"]["summary"] == ref["logged"], "the summary: each key's last value"
 
 
 @pytest.mark.integration
