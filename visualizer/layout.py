@@ -46,6 +46,9 @@ PLOT_SIZE = (600, 400)
 # any hole above it, so a row of unequal heights would give a different layout depending
 # on how the panes happened to arrive.
 HEADER_HEIGHT = 250
+# ... and at most as tall as a plot: a run's forty options scroll in their pane (as W&B's
+# config table does) rather than push every plot below the fold.
+MAX_HEADER_HEIGHT = PLOT_SIZE[1]
 
 # A line trace's mode: Plotly reads "lines+lines" as "lines" (a repeated flag is dropped)
 # and draws and hovers it the same, but visdom's page shows its own "smooth lines"

@@ -1,5 +1,5 @@
 """Headless Chromium on what a newcomer sees of a run's and a comparison's page (issue 34's rows):
-the options pane shows every row whole, the options all runs share as a table, and each title
+the options pane shows few rows whole and scrolls many, the options all runs share as a table, and each title
 shown once."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from snapshot_store import Recorder
 from tests.e2e.test_browser_page import log_run
 from tests.fixtures.servers.pages import BROWSER_WAIT_S, screenshot
 from visualizer.follower import Follower
+from visualizer.layout import PLOT_SIZE
 from visualizer.visdom_client import VisdomClient
 
 # Many options, as the trainer's CLI stores (its runs have some forty).
@@ -27,7 +28,8 @@ return Array.from(document.querySelectorAll('.react-grid-item')).map(item => {
   const text = item.querySelector('.content-text');
   return {title: bar ? Array.from(bar.querySelectorAll(':scope > div')).map(d => d.textContent.trim()).pop() || '' : '',
           top: box.top, left: box.left, width: box.width, height: box.height,
-          visible: text ? text.clientHeight : null, whole: text ? text.scrollHeight : null};
+          visible: text ? text.clientHeight : null, whole: text ? text.scrollHeight : null,
+          scrolls: text ? getComputedStyle(text).overflowY === 'auto' : null};
 });
 """
 
@@ -60,16 +62,24 @@ def open_page(driver: Any, url: str, panes: int) -> list[dict]:
     return WebDriverWait(driver, BROWSER_WAIT_S, poll_frequency=0.3).until(settled)
 
 
-def test_the_options_pane_shows_every_row_whole_and_the_first_row_stays_equal(
+def test_few_options_show_whole_many_scroll_and_the_first_row_stays_equal(
     tmp_path, visdom_server, chromium_driver, run_name
 ):
-    draw_runs(tmp_path / run_name, visdom_server, run_name)
+    runs = tmp_path / run_name
+    draw_runs(runs, visdom_server, run_name)
+    log_run(runs / "few" / "pickle", 0.5, 8, images=0)  # three options
+    Follower(str(runs), VisdomClient(visdom_server.endpoint), env=run_name).run_once()
+    few = open_page(chromium_driver, f"{visdom_server.url}/env/{run_name}_few", 6)
+    options = next(b for b in few if b["title"].endswith(": options"))
+    assert options["whole"] <= options["visible"], "the options pane's rows are cut"
     boxes = open_page(chromium_driver, f"{visdom_server.url}/env/{run_name}_lr-0.1", 6)
     screenshot(chromium_driver, "rows_options_pane")
     options = next(b for b in boxes if b["title"].endswith(": options"))
-    assert options["whole"] <= options["visible"], "the options pane's rows are cut"
+    # Thirty-odd options scroll in a pane no taller than a plot: the plots stay in view.
+    assert options["height"] <= PLOT_SIZE[1] + 30 and options["scrolls"], options  # + its bar
     first_row = [b for b in boxes if b["top"] == options["top"]]
     assert len(first_row) == 3 and {b["height"] for b in first_row} == {options["height"]}
+    assert min(b["top"] for b in boxes if b["top"] > options["top"]) < 800, "a plot in view"
 
 
 def test_the_options_all_runs_share_are_a_table_on_the_comparison_page(

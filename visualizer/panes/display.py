@@ -89,9 +89,10 @@ class RunDisplay(EnvDisplay):
 
     def _fit_header(self, options_height: int) -> None:
         """Make the first row as tall as the options pane needs to show every row whole
-        (at least :data:`~visualizer.layout.HEADER_HEIGHT`); its panes stay equal, so the page
-        lays the windows under them out the same whatever order they came in."""
-        height = max(layout.HEADER_HEIGHT, options_height)
+        (at least :data:`~visualizer.layout.HEADER_HEIGHT`, at most
+        :data:`~visualizer.layout.MAX_HEADER_HEIGHT`: more options scroll); its panes stay
+        equal, so the page lays the windows under them out the same whatever order they came in."""
+        height = min(max(layout.HEADER_HEIGHT, options_height), layout.MAX_HEADER_HEIGHT)
         if height != self.header_height:
             self.header_height = height
             self.controls_drawn = False  # each drawn again at the new height
