@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.many.many_pages import comparison_drawn, parcoords_alone, table_drawn
-from bench.many.many_runs import run_name, run_spec
+from bench.many.many_runs import SERIES, run_name, run_spec
 from bench.tools.process_tree import PeakRss, cpu_share, terminate_tree, tree_rss
 from tests.fixtures.servers.net import free_port
 from visualizer.panes.compare import DEFAULT_COMPARE
@@ -178,7 +178,7 @@ def measure_comparison(
             out["read_s"] = until(_all_read(work, runs), began, pace.start_cap)
             # The page the runs table links as "compared" (the URL printed is the table's).
             page = f"{printed.base}/env/{env_name('compare', Path(source).name, True)}"
-            out |= comparison_drawn(driver, page, compared, pace.start_cap)
+            out |= comparison_drawn(driver, page, compared, len(SERIES), pace.start_cap)
             if out["page_s"] is not None:  # the page's own parallel coordinates drawn again
                 out["parcoords_alone_s"] = parcoords_alone(driver, pace.start_cap)
             driver.get("about:blank")

@@ -11,6 +11,8 @@ from typing import Any
 
 from selenium.common.exceptions import WebDriverException
 
+from visualizer.panes.parcoords import PARCOORDS_TITLE
+
 log = logging.getLogger(__name__)
 
 # Rows of the runs-table pane whose header counts ``want`` runs (read or being read);
@@ -25,12 +27,15 @@ return -1;
 """
 
 # Per plot pane on the page, drawn or not yet (visdom's div of every plot pane): whether it
-# is a parallel-coordinates plot drawn (its axes), else its raw traces (smoothed copies left
-# out) and the line paths drawn.
+# is a parallel-coordinates plot drawn (its axes; known by its window's title before it
+# is drawn: the page draws it after the line plots), else its raw traces (smoothed copies
+# left out) and the line paths drawn.
 DRAWN_JS = """
+const [parcoordsTitle] = arguments;
 return Array.from(document.querySelectorAll('.plotly-graph-div')).map(div => {
   const data = div.data || [];
-  if (data.some(t => t.type === 'parcoords'))
+  const bar = div.closest('.react-grid-item')?.querySelector('.bar');
+  if (data.some(t => t.type === 'parcoords') || (bar && bar.textContent.includes(parcoordsTitle)))
     return {parcoords: div.querySelectorAll('.y-axis').length > 0};
   return {
     traces: data.filter(t => t.meta !== 'smoothed' && t.x && t.x.length).length,
@@ -68,20 +73,22 @@ def table_drawn(driver: Any, base: str, runs: int, cap: float) -> float | None:
     )
 
 
-def comparison_drawn(driver: Any, url: str, runs: int, cap: float) -> dict[str, float | None]:
+def comparison_drawn(
+    driver: Any, url: str, runs: int, windows: int, cap: float
+) -> dict[str, float | None]:
     """Seconds from asking for the comparison page at ``url`` until it is loaded (``load_s``:
-    visdom's page and scripts), until its line plots are drawn (``lines_s``: each with
-    ``runs`` runs, a trace and a line each) and until every plot pane is (``page_s``: its
-    parallel coordinates too; a plot pane not drawn yet counts, holding no data); None past
-    ``cap``."""
+    visdom's page and scripts), until its ``windows`` line plots are drawn (``lines_s``: each
+    with ``runs`` runs, a trace and a line each) and until every plot pane is (``page_s``:
+    its parallel coordinates too; a plot pane not drawn yet counts, holding no data); None
+    past ``cap``."""
     began = time.perf_counter()
     driver.get(url)
 
     def drawn(d: Any, panes: str) -> bool:
-        plots = d.execute_script(DRAWN_JS)
+        plots = d.execute_script(DRAWN_JS, PARCOORDS_TITLE.split(" (")[0].format(tag=""))
         lines = [p for p in plots if "parcoords" not in p]
         wanted = lines if panes == "lines" else plots
-        return bool(lines) and all(
+        return len(lines) >= windows and all(
             p["parcoords"] if "parcoords" in p else p["traces"] >= runs and p["drawn"] >= runs
             for p in wanted
         )

@@ -63,3 +63,42 @@ def test_seeds_draw_as_a_band_per_group_beside_parallel_coordinates(
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     assert driver.save_screenshot(str(ARTIFACTS / "visualizer_compare_groups.png"))
     assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+# Before the page's own scripts: the order Plotly is asked to draw the panes in.
+DRAW_ORDER_JS = """
+window.rtmOrder = [];
+let plotly;
+Object.defineProperty(window, 'Plotly', {configurable: true, get() { return plotly; }, set(p) {
+  plotly = p;
+  const newPlot = p.newPlot;
+  p.newPlot = function (div, data, ...rest) {
+    window.rtmOrder.push((data || []).some(t => t.type === 'parcoords') ? 'parcoords' : 'lines');
+    return newPlot.call(this, div, data, ...rest);
+  };
+}});
+"""
+
+
+def test_the_parallel_coordinates_are_drawn_after_the_line_plots(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    """Plotly draws them with WebGL, in software without a GPU (3 s for 100 runs), on the one
+    thread that draws every pane: the line plots waited for them."""
+    root = tmp_path / run_name
+    log_sweep(root, steps=60)
+    Follower(str(root), VisdomClient(visdom_server.endpoint)).run_once()
+    driver = chromium_driver
+    hook = driver.execute_cdp_cmd(
+        "Page.addScriptToEvaluateOnNewDocument", {"source": DRAW_ORDER_JS}
+    )
+    try:
+        driver.get(f"{visdom_server.url}/env/{run_name}_compare")
+        order = WebDriverWait(driver, BROWSER_WAIT_S).until(
+            lambda d: (o := d.execute_script("return window.rtmOrder")) and "parcoords" in o and o
+        )
+    finally:
+        driver.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", hook)
+    first = order.index("parcoords")
+    assert order[:first].count("lines") == 2, order  # train losses and validation, then it
+    assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []

@@ -48,8 +48,9 @@ _NO_GROUPS = "none"
 # column of the pane each (min/max decimated; a zoom draws the stored points again), so
 # a browser draws them as fast as 10 (issue 32).
 COMPARE_WINDOW_POINTS = 100 * layout.PLOT_SIZE[0]
-# Past this many runs (the default comparison's), each run's curve is drawn once, raw: its
-# smoothed copy would double what the browser draws, of curves too many to tell apart.
+# Past this many runs (the default comparison's), each run's curve is drawn once, raw, and
+# without a legend: a smoothed copy would double what the browser draws, and a hundred names
+# under the plot take longer to draw than the curves, of curves too many to tell apart.
 SMOOTHED_RUNS = DEFAULT_COMPARE
 # The runs table scrolls past this height (a sweep of many runs).
 COMPARE_HEADER_HEIGHT = 300
@@ -104,16 +105,17 @@ def run_color(index: int) -> str:
 def window_spec(key: SeriesKey, runs: int) -> layout.WindowSpec:
     """The comparison window of series ``key`` for ``runs`` runs: after its group's place in a
     run's env, taller as its legend (under the plot, a few runs a row) grows, titled as the
-    run's page names the series, saying when they are drawn raw."""
+    run's page names the series, saying when they are drawn raw and without a legend."""
     group, name = key
     own = layout.window_for(group, name)
-    raw = f"; raw: smoothed up to {SMOOTHED_RUNS} runs" if runs > SMOOTHED_RUNS else ""
+    crowded = runs > SMOOTHED_RUNS
+    raw = f"; past {SMOOTHED_RUNS}: raw, named on hover" if crowded else ""
     return layout.WindowSpec(
         f"compare_{layout.safe_id(group)}_{layout.safe_id(name)}",
         f"{series_title(key)} (all runs{raw})",
         name,
         own.order,
-        height=layout.PLOT_SIZE[1] + 22 * math.ceil(runs / 4),
+        height=layout.PLOT_SIZE[1] + (0 if crowded else 22 * math.ceil(runs / 4)),
         from_zero=own.from_zero,
     )
 

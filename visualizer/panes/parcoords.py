@@ -23,6 +23,7 @@ from .groups import varying_keys
 from .hparams import last_value, options_text
 
 PARCOORDS_WIN = "compare_parcoords"
+PARCOORDS_TITLE = "config and {tag} ({runs} runs)"  # the window's, also before it is drawn
 PARCOORDS_SIZE = (600, 340)  # width, height: under the runs table
 MISSING = "-"  # a key a run lacks, on a categorical axis
 
@@ -105,7 +106,7 @@ def parcoords_message(
             "colorbar": {"title": tag},
         },
     }
-    title = f"config and {tag} ({len(rows)} runs)"
+    title = PARCOORDS_TITLE.format(tag=tag, runs=len(rows))
     return {
         "data": [trace],
         "layout": {

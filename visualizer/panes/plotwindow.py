@@ -1,7 +1,7 @@
 """One line-plot window: its traces, and whether to append to it or redraw it.
 
 Each series is drawn twice when smoothing is on (up to ``smoothed_lines`` series; past it
-once, raw): the raw points, faint, and above them TensorBoard's debiased moving average
+once, raw, and the window has no legend): the raw points, faint, and above them TensorBoard's debiased moving average
 computed from every stored point (:mod:`visualizer.model.smoothing`) before display
 decimation. Both traces share its name, color and legend entry: hiding it hides both.
 
@@ -74,8 +74,9 @@ class PlotWindow:
         self.spec = spec
         self.max_points = max_points
         self.window_points = window_points  # points over all its traces (None: no cap)
-        # Most lines drawn smoothed over their raw points (None: any number): past it the
-        # browser would draw twice the traces, of curves too many to tell apart anyway.
+        # Most lines drawn smoothed over their raw points and named in a legend (None: any
+        # number): past it the browser would draw twice the traces and a legend of a hundred
+        # names, of curves too many to tell apart anyway.
         self.smoothed_lines = smoothed_lines
         self._crowded = False  # more lines than that: a change of it changes the lines, a redraw
         self.view = view if view is not None else ViewSettings()
@@ -300,14 +301,18 @@ class PlotWindow:
                 chosen.key() if chosen is not None else None,
                 line.band,
             )
+        # A crowded window has no legend: a hundred names under the plot took the browser
+        # longer to draw than the curves (0.3 s of 0.7 s a window), and a hover names a run.
+        legend = not self._crowded
         msg = {
             "data": data,
             "win": self.spec.win,
             "eid": env,
-            "layout": plot_layout(self.spec, self.view, self._unit, self.zoom),
+            "layout": plot_layout(self.spec, self.view, self._unit, self.zoom)
+            | {"showlegend": legend},
             "opts": {
                 "title": self.spec.title,
-                "showlegend": True,
+                "showlegend": legend,
                 "width": layout.PLOT_SIZE[0],
                 "height": self.spec.height or layout.PLOT_SIZE[1],
             },

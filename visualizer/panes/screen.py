@@ -183,16 +183,18 @@ class Screen:
     def _draw_panes(
         self, runs: Mapping[str, RunData], now: float, force: bool, table: RunsTableState | None
     ) -> None:
+        # What a person opens first comes first: the runs table, the comparison, then each
+        # run's own page (100 compared runs' pages took 2.6 s before the comparison's plots).
+        if table is not None and (table.summaries or table.total):
+            self.index.compare_env = self.compare.env if self.compare else None
+            self.index.draw(table, now, force)
+        if self.compare is not None:
+            names = self.runs if self.compared is None else self.compared
+            self.compare.draw([runs[name] for name in names if name in runs], now, force)
         for name, display in self.runs.items():
             data = runs[name]
             if data.has_data and display.draw(data, now, force) and self.on_sent:
                 self.on_sent(name, dict(display.sent_steps), time.time())
-        if self.compare is not None:
-            names = self.runs if self.compared is None else self.compared
-            self.compare.draw([runs[name] for name in names if name in runs], now, force)
-        if table is not None and (table.summaries or table.total):
-            self.index.compare_env = self.compare.env if self.compare else None
-            self.index.draw(table, now, force)
 
     def _visdom_failed(self, err: Exception, now: float) -> None:
         # Whatever the server holds now is unknown: rebuild every window when it is back.

@@ -9,9 +9,10 @@
   pane reads no snapshot past its history, a window's messages are applied to the
   page's copy of it in the order they came (out of order, the page fetched the whole
   env again, several times a second), an update that does not apply to the page's
-  copy of a window reloads the env instead of throwing, and a plot reports a change
+  copy of a window reloads the env instead of throwing, a plot reports a change
   of its x range (a zoom, a double-click back) to the visualizer, which draws the
-  stored points in that range (:mod:`visualizer.model.zoom`).
+  stored points in that range (:mod:`visualizer.model.zoom`), and a parallel-coordinates
+  pane (WebGL, slow without a GPU) is drawn after the line plots.
 * **A window's hash as the page computes it.** A page applies a window's update to
   its copy and checks the result against the server's hash of the window; on a
   mismatch it fetches the whole env again. visdom hashes Python's JSON, which writes
@@ -34,6 +35,9 @@ from typing import Any
 # The event a plot pane sends when its x range changes (visualizer.model.zoom reads it):
 # {"event_type": ZOOM_EVENT, "range": [lo, hi] in the axis' numbers, or null for autorange}.
 ZOOM_EVENT = "XRange"
+# A parallel-coordinates pane waits until the page's other plot panes are drawn and no
+# window came or was drawn for this long; never longer than the second.
+PARCOORDS_QUIET_MS, PARCOORDS_MAX_WAIT_MS = 300, 10_000
 
 
 # visdom 0.2.4's page script, mended where it fails a page left open (each found once or more;
@@ -61,7 +65,8 @@ _SCRIPT_MENDS = (
     (
         b"e.postForEnv(e.state.envIDs):e.addPaneBatched(n);break;",
         b"e.postForEnv(e.state.envIDs):(e.state.consistent_pane_copy[n.id]="
-        b"JSON.parse(JSON.stringify(n)),e.addPaneBatched(n));break;",
+        b"JSON.parse(JSON.stringify(n)),window.rtmPaneAt=performance.now(),"
+        b"e.addPaneBatched(n));break;",
     ),
     (b"setTimeout(e._checkWindow,0,n,3)", b"e._checkWindow(n,3)"),
     (
@@ -83,14 +88,30 @@ _SCRIPT_MENDS = (
     ),
     # After each drawing, a change of the x range is sent as the pane's ZOOM_EVENT (null:
     # autorange), as numbers of the axis (a date axis in ms), without the pane's data.
+    #
+    # And a parallel-coordinates pane is drawn once the page's other plot panes are drawn
+    # and quiet (PARCOORDS_QUIET_MS; a window message marks rtmPaneAt above): Plotly draws
+    # it with WebGL, which a browser without a GPU draws in software (3 s for 100 runs
+    # here) on the one thread that draws every pane, so the comparison's line plots waited
+    # for it. Each draw of a pane (by its id) supersedes the one it may still be waiting with.
     (
         b'Plotly.newPlot(t,e.concat(r),n.layout,{showLink:!0,linkText:"Edit"})',
+        b"(function(id,w,draw){var later=w.some(function(c){return c&&c.type==='parcoords'}),"
+        b"m=window.rtmDraws=window.rtmDraws||{},k=m[id]=(m[id]||0)+1;"
+        b"if(!later){draw();window.rtmPlotAt=performance.now();return}"
+        b"var q=" + str(PARCOORDS_QUIET_MS).encode() + b",t0=performance.now();"
+        b"(function wait(){if(m[id]!==k)return;var now=performance.now(),"
+        b"busy=Math.max(window.rtmPlotAt||0,window.rtmPaneAt||0,t0)>now-q||"
+        b"Array.prototype.some.call(document.querySelectorAll('.plotly-graph-div'),"
+        b"function(g){return g.id!==id&&!g.data});"
+        b"if(busy&&now-t0<" + str(PARCOORDS_MAX_WAIT_MS).encode() + b")return setTimeout(wait,100);"
+        b"draw()})()})(t,e,function(){"
         b'Plotly.newPlot(t,e.concat(r),n.layout,{showLink:!0,linkText:"Edit"}).then(function(g){'
         b'g.on("plotly_relayout",function(v){'
         b'if(!Object.keys(v||{}).some(function(k){return k.indexOf("xaxis.")===0}))return;'
         b"var a=g._fullLayout.xaxis,x=a.autorange?null:a.range.map(function(b){return a.r2l(b)});"
         b"rtmPane.onFocus(rtmPane.id,function(){rtmPane.appApi.sendPaneMessage("
-        b'{event_type:"' + ZOOM_EVENT.encode() + b'",range:x,pane_data:!1})})})})',
+        b'{event_type:"' + ZOOM_EVENT.encode() + b'",range:x,pane_data:!1})})})})})',
     ),
 )
 

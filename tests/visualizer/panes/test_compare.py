@@ -63,10 +63,13 @@ def test_a_comparison_window_per_series_placed_as_its_group_and_taller_with_more
     title = "validation: loss (all runs)"
     assert (spec.win, spec.title, spec.ylabel) == ("compare_val_loss", title, "loss")
     assert spec.order == window_for_group("val").order
-    assert window_spec(("val", "loss"), runs=40).height > spec.height >= PLOT_SIZE[1]
-    assert window_spec(("val", "loss"), runs=SMOOTHED_RUNS).title == title
-    crowded = window_spec(("val", "loss"), runs=SMOOTHED_RUNS + 1).title
-    assert crowded == f"validation: loss (all runs; raw: smoothed up to {SMOOTHED_RUNS} runs)"
+    legend = window_spec(("val", "loss"), runs=SMOOTHED_RUNS)
+    assert legend.height > spec.height >= PLOT_SIZE[1] and legend.title == title
+    crowded = window_spec(("val", "loss"), runs=SMOOTHED_RUNS + 1)
+    assert (
+        crowded.title == f"validation: loss (all runs; past {SMOOTHED_RUNS}: raw, named on hover)"
+    )
+    assert crowded.height == PLOT_SIZE[1], "no legend to make room for"
 
 
 @pytest.mark.parametrize(
@@ -129,7 +132,7 @@ def test_many_compared_runs_draw_once_each_a_point_a_pixel_column_and_a_zoom_eve
     runs = noisy_runs(100, 2000)
     traces = compared(display, runs, now=0.0)
     assert [t["name"] for t in traces] == [run.name for run in runs], "each run once, raw"
-    assert all(t.get("meta") != "smoothed" and t["showlegend"] for t in traces)
+    assert all(t.get("meta") != "smoothed" for t in traces)
     assert all(len(t["x"]) <= PLOT_SIZE[0] for t in traces)
     values = runs[0].series[("train", "loss")].values()
     assert min(traces[0]["y"]) == values.min() and max(traces[0]["y"]) == values.max()

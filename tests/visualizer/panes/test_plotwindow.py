@@ -297,13 +297,15 @@ def test_a_group_draws_its_band_under_its_mean_and_is_redrawn_never_appended():
     assert plan.route == "events" and plan.redraw
 
 
-def test_a_window_past_its_smoothed_lines_draws_each_once_raw_then_smoothed_again():
+def test_a_window_past_its_smoothed_lines_draws_each_once_raw_unnamed_then_smoothed_again():
     lines = {f"run{i}": Line(grown(Series(), 100, float(i))) for i in range(3)}
     window = PlotWindow(window_for_group("train"), 2000, ViewSettings(0.6), smoothed_lines=2)
     plan = window.plan(lines, "env", now=0.0)
     assert [t.get("meta") for t in plan.msg["data"]] == [None] * 3
-    assert all(len(t["x"]) == 100 and t["showlegend"] for t in plan.msg["data"]), "whole, raw"
+    assert all(len(t["x"]) == 100 for t in plan.msg["data"]), "whole, raw"
+    assert not plan.msg["layout"]["showlegend"], "named on hover: a legend of each took longer"
     window.commit(plan, 0.0, 0.01)
     del lines["run2"]  # one line fewer: a redraw, smoothed over raw again
     plan = window.plan(lines, "env", now=10.0)
     assert plan.redraw and [t.get("meta") for t in plan.msg["data"]] == [None, "smoothed"] * 2
+    assert plan.msg["layout"]["showlegend"] and plan.msg["opts"]["showlegend"]
