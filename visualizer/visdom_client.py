@@ -1,8 +1,8 @@
 """A small visdom HTTP client: JSON messages in, errors that say what went wrong out.
 
 :class:`VisdomEvents` listens for what people do on the page (visdom forwards
-the events of its properties panes to listening clients), over visdom's HTTP
-version of its socket, ``/vis_socket_wrap``.
+the events of its properties panes to listening clients), on visdom's
+``/vis_socket`` websocket.
 
 Why not ``visdom.Visdom``: importing the ``visdom`` package imports torch when
 it is installed (to recognise tensors), which delays the first point and costs
@@ -19,6 +19,7 @@ import json
 import logging
 import math
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -71,6 +72,12 @@ class VisdomClient:
     def url(self) -> str:
         """Base URL of the server's page."""
         return self.endpoint.url
+
+    def cookie_header(self) -> list[str]:
+        """The headers a websocket to the server needs: its login's cookie, if it has a login."""
+        session = self._connect()
+        cookies = "; ".join(f"{c.name}={c.value}" for c in session.cookies)
+        return [f"Cookie: {cookies}"] if cookies else []
 
     def _connect(self) -> requests.Session:
         if self._session is None:
@@ -149,23 +156,21 @@ EventQueue = queue.SimpleQueue[dict[str, Any]]
 class VisdomEvents:
     """Page events (a properties pane edited, a window closed) for the windows subscribed to.
 
-    visdom sends every pane event to each listening client; over HTTP a client
-    opens a listener with one POST to ``/vis_socket_wrap`` and collects what
-    arrived with the next ones. A background thread does that every
-    ``interval`` seconds and files each event under its (env, window); a
-    restarted server (an unknown listener) gets a new listener. Subscribers
-    renew their interest by subscribing again at each sync; a thread nobody
-    renewed for ``IDLE_STOP_S`` (a one-off draw) ends, and the next subscriber
-    starts another.
+    visdom sends every pane event to each client on its ``/vis_socket`` websocket
+    (what visdom's own client listens on). A background thread holds one open and
+    files each event under its (env, window) as it comes: a viewer left idle sends
+    nothing and is sent nothing (asking visdom's HTTP version of the socket,
+    ``/vis_socket_wrap``, once a second was most of an idle viewer's CPU, on both
+    sides). A closed socket (a restarted server) is opened again. Subscribers renew
+    their interest by subscribing again at each sync; a thread nobody renewed for
+    ``IDLE_STOP_S`` (a one-off draw) ends, and the next subscriber starts another.
     """
 
     IDLE_STOP_S = 10.0
-    BUSY_S = 30.0  # this long after a page's last event, it is listened to less often
-    QUIET_INTERVAL = 1.0
+    CHECK_S = 1.0  # how often a quiet socket's thread looks whether to stop
 
-    def __init__(self, client: VisdomClient, interval: float = 0.25) -> None:
+    def __init__(self, client: VisdomClient) -> None:
         self.client = client
-        self.interval = interval
         self.on_event: Callable[[], None] | None = None  # called after events were filed
         self._queues: dict[tuple[str, str], EventQueue] = {}
         self._lock = threading.Lock()
@@ -198,34 +203,44 @@ class VisdomEvents:
             self._thread = None
             return True
 
+    def _done(self) -> bool:
+        return self._stop.is_set() or self._idle()
+
     def _run(self) -> None:
-        listener: str | None = None
-        heard = time.monotonic()  # the last event filed
-        while not self._stop.is_set() and not self._idle():
+        import websocket  # visdom's own dependency; here, the listener's only
+
+        while not self._done():
             try:
-                if listener is None:
-                    listener = json.loads(self.client.post("vis_socket_wrap", {}))["sid"]
-                reply = json.loads(
-                    self.client.post("vis_socket_wrap", {"message_type": "query", "sid": listener})
+                socket = websocket.create_connection(
+                    re.sub("^http", "ws", self.client.url) + "/vis_socket",
+                    timeout=self.CHECK_S,
+                    header=self.client.cookie_header(),
                 )
-            except (VisdomUnavailableError, VisdomRequestError, ValueError, KeyError) as err:
+            except (OSError, websocket.WebSocketException, VisdomUnavailableError,
+                    VisdomRequestError) as err:  # fmt: skip
                 log.debug("page events: %s", err)  # the follow loop reports a server down
-                listener = None
                 self._stop.wait(1.0)
                 continue
-            if not (isinstance(reply, dict) and reply.get("success")):
-                listener = None  # forgotten by a restarted server: listen again
-                continue
-            messages = reply.get("messages")
-            # visdom hands queued messages over newest first.
-            if isinstance(messages, list) and self._file(reversed(messages)):
-                heard = time.monotonic()
-                if self.on_event:
-                    self.on_event()
-            # A page in use is heard every ``interval``; a quiet one, once a second: an
-            # idle viewer's listening is most of its CPU, on both sides.
-            quiet = time.monotonic() - heard > self.BUSY_S
-            self._stop.wait(max(self.interval, self.QUIET_INTERVAL) if quiet else self.interval)
+            try:
+                self._listen(socket, websocket)
+            finally:
+                socket.close()
+            self._stop.wait(1.0)  # closed: a restarting server, or a login it refused
+
+    def _listen(self, socket: Any, websocket: Any) -> None:
+        """File what visdom sends until the socket closes or the listener is done."""
+        while not self._done():
+            try:
+                text = socket.recv()
+            except websocket.WebSocketTimeoutException:
+                continue  # quiet: look whether to stop, and wait again
+            except (OSError, websocket.WebSocketException) as err:
+                log.debug("page events: %s", err)  # a restarted server: open another
+                return
+            if not text:
+                return  # closed by the server
+            if self._file([text]) and self.on_event:
+                self.on_event()
 
     def _file(self, messages: Any) -> bool:
         filed = False

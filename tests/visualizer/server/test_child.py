@@ -18,6 +18,7 @@ from tests.fixtures.servers.visdom_reading import VisdomReader, page_socket
 from tests.fixtures.servers.waiting import wait_until
 from visualizer.model.rundata import IMAGE_HISTORY, ImageSnapshot
 from visualizer.panes.images import image_message
+from visualizer.panes.view import CONTROLS_WIN, ViewSettings, controls_message
 from visualizer.server import child as visdom_child
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import visdom_answers
@@ -181,6 +182,31 @@ def test_with_login_the_cookie_secret_is_private(tmp_path: Path, monkeypatch) ->
             guest = VisdomClient(VisdomEndpoint("127.0.0.1", endpoint.port))
             with pytest.raises(VisdomRequestError):
                 guest.post("env_state", {})
+
+
+def test_with_login_the_page_events_reach_the_listener_through_its_cookie(
+    tmp_path: Path, monkeypatch, run_name: str
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    endpoint = VisdomEndpoint("127.0.0.1", free_port(), "ada", "lovelace")
+    with _LoginServer(endpoint, tmp_path / "envs", tmp_path / "visdom.log"):
+        client = VisdomClient(endpoint)
+        client.post("events", controls_message(run_name, ViewSettings()))
+        mine = client.events.subscribe(run_name, CONTROLS_WIN)
+        url = f"ws://127.0.0.1:{endpoint.port}/socket"
+        page = websocket.create_connection(url, header=client.cookie_header())
+        event = {"target": CONTROLS_WIN, "eid": run_name, "event_type": "PropertyUpdate"}
+
+        def heard() -> bool:  # sent until the listener, opened in the background, files one
+            page.send(json.dumps({"cmd": "forward_to_vis", "data": event}))
+            return not mine.empty()
+
+        try:
+            wait_until(heard, timeout=30, interval=0.3)
+        finally:
+            page.close()
+            client.close()
+        assert mine.get_nowait()["event_type"] == "PropertyUpdate"
 
 
 def test_a_page_opened_before_its_env_exists_shows_its_windows_as_they_come(
