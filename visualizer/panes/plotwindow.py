@@ -1,9 +1,9 @@
 """One line-plot window: its traces, and whether to append to it or redraw it.
 
 Each series is drawn twice when smoothing is on (up to ``smoothed_lines`` series; past it
-once, raw, and the window has no legend): the raw points, faint, and above them TensorBoard's debiased moving average
-computed from every stored point (:mod:`visualizer.model.smoothing`) before display
-decimation. Both traces share its name, color and legend entry: hiding it hides both.
+once, raw, and the window has no legend): the raw points, faint, and above them
+TensorBoard's debiased moving average computed from every stored point
+(:mod:`visualizer.model.smoothing`) before display decimation. Both traces share its name, color and legend entry: hiding it hides both.
 
 What the page keeps across updates is visdom's doing: its plot pane carries a
 user's zoom (an axis whose ``autorange`` is false) and hidden traces (by trace
