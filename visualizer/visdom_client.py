@@ -204,7 +204,10 @@ class VisdomEvents:
             return True
 
     def _done(self) -> bool:
-        return self._stop.is_set() or self._idle()
+        """Whether this thread is to end: stopped, or idle (a subscriber after that starts
+        another thread, so one told it is idle never listens again)."""
+        current = self._thread is threading.current_thread()
+        return self._stop.is_set() or not current or self._idle()
 
     def _run(self) -> None:
         import websocket  # visdom's own dependency; here, the listener's only

@@ -70,11 +70,14 @@ def test_many_runs_each_get_an_env_plus_a_comparison(tmp_path, visdom_server, re
     with following(root, visdom_server.endpoint, env=run_name):
         compare = f"{run_name}_compare"
         wait_until(lambda: set(reader.traces(compare, "compare_train_loss")) == {"a", "b"})
+        # Each run's own env comes after the comparison (what a person opens first, first).
+        wait_until(lambda: reader.has_window(f"{run_name}_b", "train"))
         assert reader.traces(f"{run_name}_a", "train")["loss"][1] == [float(s) for s in range(20)]
         assert reader.traces(f"{run_name}_b", "train")["loss"][1] == [2.0 * s for s in range(20)]
         with recorder(root / "c" / "pickle") as rec:  # a run that starts later is picked up
             rec.log({"loss": 7.0}, step=0)
         wait_until(lambda: set(reader.traces(compare, "compare_train_loss")) == {"a", "b", "c"})
+        wait_until(lambda: reader.has_window(f"{run_name}_c", "train"))
         assert reader.traces(f"{run_name}_c", "train")["loss"] == ([0], [7.0])
     assert reader.traces(compare, "compare_train_loss")["b"] == (
         [*range(20)],
