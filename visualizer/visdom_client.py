@@ -216,9 +216,10 @@ class VisdomEvents:
             try:
                 socket = websocket.create_connection(
                     re.sub("^http", "ws", self.client.url) + "/vis_socket",
-                    timeout=self.CHECK_S,
+                    timeout=self.client.timeout,  # a loaded server's handshake may be slow
                     header=self.client.cookie_header(),
                 )
+                socket.settimeout(self.CHECK_S)
             except (OSError, websocket.WebSocketException, VisdomUnavailableError,
                     VisdomRequestError) as err:  # fmt: skip
                 log.debug("page events: %s", err)  # the follow loop reports a server down
