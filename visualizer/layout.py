@@ -39,8 +39,17 @@ _KNOWN = {
     for word, group in GROUP_WORDS.items()
 }
 
-# A plot pane's size in pixels: two side by side fill a 1280-pixel window, three a 1920 one.
+# A plot pane's size in pixels: two side by side fill a 1280-pixel window, three a 1920 one;
+# the page widens every pane by the same factor to fill whole columns of its own width
+# (visualizer.server.page), never narrower. visdom's page puts this margin around each pane.
 PLOT_SIZE = (600, 400)
+PANE_MARGIN = 10
+# A pane as wide as two plot panes and the margin between (the runs table). A first row's
+# panes share this width, margins included (a run's status, view and options; the
+# comparison's table, view and compare panes), so that widened alike they still make one row.
+TWO_COLUMNS = 2 * PLOT_SIZE[0] + PANE_MARGIN
+STATUS_WIDTH, VIEW_WIDTH, OPTIONS_WIDTH = 330, 300, 560
+COMPARE_TABLE_WIDTH, COMPARE_WIDTH = 590, 300
 # The small panes (status, view, options; the comparison's table and panes) make the first
 # row, all this tall: the page packs its panes in rows and then floats each pane up into
 # any hole above it, so a row of unequal heights would give a different layout depending

@@ -14,7 +14,7 @@ from snapshot_store import Recorder
 from tests.e2e.test_browser_page import log_run
 from tests.fixtures.servers.pages import BROWSER_WAIT_S, screenshot
 from visualizer.follower import Follower
-from visualizer.layout import PLOT_SIZE
+from visualizer.layout import PANE_MARGIN, PLOT_SIZE
 from visualizer.visdom_client import VisdomClient
 
 # Many options, as the trainer's CLI stores (its runs have some forty).
@@ -122,3 +122,45 @@ def test_every_title_is_shown_once(tmp_path, visdom_server, chromium_driver, run
         )
         assert [title for title, n in shown if n != 1] == [], shown
         screenshot(driver, f"rows_titles_{env.rpartition('_')[2]}")
+
+
+_HEADER = (": status", "view (", ": options")
+
+
+def _page_at(driver: Any, width: int, columns: int) -> tuple[int, list[dict]]:
+    """The open page resized to ``width`` (never reloaded) once its plot panes stand still in
+    ``columns`` columns that reach across the grid: the grid's width and the panes' boxes."""
+    driver.set_window_size(width, 900)
+    seen: list[list[dict]] = []
+
+    def filled(d: Any) -> tuple[int, list[dict]] | None:
+        boxes = d.execute_script(PANE_BOXES_JS)
+        seen.append(boxes)
+        grid = d.execute_script("return document.querySelector('.react-grid-layout').offsetWidth")
+        plots = {round(b["width"]) for b in boxes if not any(h in b["title"] for h in _HEADER)}
+        if seen[-2:-1] != [boxes] or len(plots) != 1:
+            return None
+        # The plots' slots (each pane and its margin), and the grid's margin, fill its width
+        # but for a pixel a column that the page gives to rounding.
+        used = columns * (plots.pop() + PANE_MARGIN) + PANE_MARGIN
+        return (grid, boxes) if grid - 2 * columns <= used <= grid else None
+
+    return WebDriverWait(driver, BROWSER_WAIT_S, poll_frequency=0.3).until(filled)
+
+
+def test_panes_fill_the_page_width_in_whole_columns_as_the_window_is_resized(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    """At 1600 px two 600 px plots left 380 px blank: the plot panes now fill whole columns
+    across the page, at each width the window is resized to, and the first row's three small
+    panes still make one row wherever two columns fit."""
+    draw_runs(tmp_path / run_name, visdom_server, run_name)
+    driver = chromium_driver
+    open_page(driver, f"{visdom_server.url}/env/{run_name}_lr-0.1", 6)
+    for width, columns in ((1600, 2), (1920, 3), (1000, 1), (1280, 2)):
+        grid, boxes = _page_at(driver, width, columns)
+        screenshot(driver, f"rows_fill_{width}")
+        header = [b for b in boxes if any(h in b["title"] for h in _HEADER)]
+        assert columns == 1 or len({b["top"] for b in header}) == 1, (width, header)
+        assert all(b["left"] + b["width"] <= grid for b in boxes), (width, grid, boxes)
+        assert all(b["width"] >= PLOT_SIZE[0] for b in boxes if b not in header), boxes

@@ -233,7 +233,9 @@ class CompareDisplay(EnvDisplay):
         if table == self._table:
             return False
         title = f"runs compared ({len(runs)})"
-        self._text(TABLE_WIN, table, title, width=600, height=self.header_height)
+        self._text(
+            TABLE_WIN, table, title, width=layout.COMPARE_TABLE_WIDTH, height=self.header_height
+        )
         self._table = table
         return True
 
@@ -311,7 +313,11 @@ class CompareDisplay(EnvDisplay):
             "data": [{"content": rows, "type": "properties"}],
             "win": SELECT_WIN,
             "eid": self.env,
-            "opts": {"title": "compare", "width": 300, "height": self.header_height},
+            "opts": {
+                "title": "compare",
+                "width": layout.COMPARE_WIDTH,
+                "height": self.header_height,
+            },
         }
         self.client.post("events", message)
         self._select_drawn = (self.selection, keys, groupings)

@@ -26,7 +26,6 @@ from .plotmessage import Line
 from .view import CONTROLS_WIN, ViewSettings
 
 DEFAULT_MAX_POINTS = 2000
-OPTIONS_WIDTH = 560  # the options pane's, in pixels
 
 
 class RunDisplay(EnvDisplay):
@@ -69,14 +68,14 @@ class RunDisplay(EnvDisplay):
             ]
         )
         options = markup.join(self.download, folding.note() if folding else "", run_table(run))
-        self._fit_header(layout.text_pane_height(options, OPTIONS_WIDTH))
+        self._fit_header(layout.text_pane_height(options, layout.OPTIONS_WIDTH))
         sent = self._draw_status(run, now)
         sent |= self._draw_controls()
         sent |= self._text(
             layout.OPTIONS_WIN,
             options,
             f"{run.name}: options",
-            width=OPTIONS_WIDTH,
+            width=layout.OPTIONS_WIDTH,
             height=self.header_height,
         )
         sent |= self._draw_plots([(spec, lines) for spec, lines, _ in windows], now, force)
@@ -140,7 +139,11 @@ class RunDisplay(EnvDisplay):
         run.status_changed = False
         self._status_at = now
         return self._text(
-            layout.STATUS_WIN, html, f"{run.name}: status", width=360, height=self.header_height
+            layout.STATUS_WIN,
+            html,
+            f"{run.name}: status",
+            width=layout.STATUS_WIDTH,
+            height=self.header_height,
         )
 
 

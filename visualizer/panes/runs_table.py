@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from visualizer import markup
-from visualizer.layout import safe_id
+from visualizer.layout import TWO_COLUMNS, safe_id
 from visualizer.markup import Html
 from visualizer.model.summary import RunSummary
 from visualizer.visdom_client import VisdomClient
@@ -108,7 +108,7 @@ class RunsTable:
                 "data": [{"content": page, "type": "text"}],
                 "win": self.win,
                 "eid": INDEX_ENV,
-                "opts": {"title": f"runs: {self.name}", "width": 1100, "height": 640},
+                "opts": {"title": f"runs: {self.name}", "width": TWO_COLUMNS, "height": 640},
             },
         )
         self._html = page

@@ -14,6 +14,7 @@ import reprlib
 from dataclasses import dataclass, replace
 from typing import Any
 
+from visualizer import layout
 from visualizer.model.smoothing import DEFAULT_SMOOTHING, check_smoothing
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ def controls_message(env: str, settings: ViewSettings) -> dict[str, Any]:
         "win": CONTROLS_WIN,
         "eid": env,
         # Small: three rows, not a default 20x20 pane.
-        "opts": {"title": "view (smoothing 0 to <1)", "width": 300, "height": 125},
+        "opts": {"title": "view (smoothing 0 to <1)", "width": layout.VIEW_WIDTH, "height": 125},
     }
 
 

@@ -11,8 +11,9 @@
   env again, several times a second), an update that does not apply to the page's
   copy of a window reloads the env instead of throwing, a plot reports a change
   of its x range (a zoom, a double-click back) to the visualizer, which draws the
-  stored points in that range (:mod:`visualizer.model.zoom`), and a parallel-coordinates
-  pane (WebGL, slow without a GPU) is drawn after the line plots.
+  stored points in that range (:mod:`visualizer.model.zoom`), a parallel-coordinates
+  pane (WebGL, slow without a GPU) is drawn after the line plots, and panes widen to
+  fill the page's width in whole columns.
 * **A window's hash as the page computes it.** A page applies a window's update to
   its copy and checks the result against the server's hash of the window; on a
   mismatch it fetches the whole env again. visdom hashes Python's JSON, which writes
@@ -31,6 +32,8 @@ import re
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+from visualizer.layout import PANE_MARGIN, PLOT_SIZE
 
 # The event a plot pane sends when its x range changes (visualizer.model.zoom reads it):
 # {"event_type": ZOOM_EVENT, "range": [lo, hi] in the axis' numbers, or null for autorange}.
@@ -94,6 +97,36 @@ _SCRIPT_MENDS = (
     # it with WebGL, which a browser without a GPU draws in software (3 s for 100 runs
     # here) on the one thread that draws every pane, so the comparison's line plots waited
     # for it. Each draw of a pane (by its id) supersedes the one it may still be waiting with.
+    # Panes fill the page's width: a page wider than whole columns of plot panes
+    # (PLOT_SIZE wide) widens every pane's slot (the pane and its margin) by the same factor,
+    # so that the columns reach the right edge (a plot pane is 785 px wide at 1600 px, where
+    # two 600 px ones left 380 px blank) and a row that fills whole columns (the status,
+    # view and options panes take two) still fits. Never narrower than asked; in one column,
+    # only panes at least a plot wide widen, to the page's width. The width is the grid's
+    # own, and a pane's columns are those the grid will have at that width: visdom's page
+    # lays out its first windows believing it 1280 px wide (its columns scale with the width).
+    (
+        b'_y(Ay(e),"p2w",(function(t){var n=e.colWidth();return(t+ad)/(n+ad)}))',
+        b'_y(Ay(e),"p2w",(function(t){var g=document.querySelector(".react-grid-layout"),'
+        b"G=g&&g.offsetWidth||e.state.width,W=G-ad,k=W/(e.state.cols*G/e.state.width),slot="
+        + str(PLOT_SIZE[0] + PANE_MARGIN).encode()
+        + b",c=Math.floor(W/slot),s=Math.max(1,(Math.floor(W/Math.max(1,c))-1)/slot);"
+        b"return(s>1&&(c>1||t+ad>=slot)?Math.min((t+ad)*s,Math.max(t+ad,W-1)):t+ad)/k}))",
+    ),
+    # ... when the page's width changes, every pane that asked for a width is fitted again
+    # (visdom's page does so for a pane at each of its updates, not for a finished run's);
+    # a pane whose columns stay the same is not drawn again ...
+    (
+        b'_y(Ay(e),"onWidthChange",(function(t,n){e.setState({cols:n,width:t},(function(){',
+        b'_y(Ay(e),"onWidthChange",(function(t,n){e.setState({cols:n,width:t},(function(){'
+        b"e.state.layout=e.state.layout.map(function(l){var p=e.state.panes[l.i];"
+        b"var w=p&&p.width?e.p2w(p.width):l.w;return w===l.w?l:Object.assign({},l,{w:w,width:w})});",
+    ),
+    # ... and so is a pane whose place the page kept from an earlier visit (at another width).
+    (
+        b"a){var s=a;e._bin.content.push(s)}",
+        b"a){var s=a;t.width&&(s.w=s.width=e.p2w(t.width));e._bin.content.push(s)}",
+    ),
     (
         b'Plotly.newPlot(t,e.concat(r),n.layout,{showLink:!0,linkText:"Edit"})',
         b"(function(id,w,draw){var later=w.some(function(c){return c&&c.type==='parcoords'}),"
@@ -120,7 +153,10 @@ _SCRIPT_MENDS = (
 # title shown once: a plot pane's bar does not repeat the title the plot draws (the pane keeps
 # its title: the page's filter finds it by that). Every caption shown once: an image pane
 # prints it above (among its widgets) and under the image; under the image stays, as W&B has it.
+# The page's scroll bar is always there: the panes are sized to the page's width (above), and
+# a bar that came with the panes would narrow it, and draw every plot again, as they arrive.
 PAGE_STYLE = """
+html { overflow-y: scroll; }
 .react-grid-item:has(.js-plotly-plot) > .window > .bar > div.pull-right { display: none; }
 .react-grid-item .window > .widgets > span.widget { display: none; }
 """
