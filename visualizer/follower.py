@@ -252,7 +252,7 @@ class Follower:
     def _link(self, name: str) -> str:
         """Where the runs table's link for run ``name`` goes: through the loopback server,
         which has the run read first, while following; else straight to its env."""
-        if self.downloads is not None and name not in self.feeds:
+        if self.downloads is not None and not self.screen.draws_page(name):
             return self.downloads.open_url(name)
         return self.client.endpoint.env_url(self.env_of(name))
 

@@ -215,6 +215,7 @@ class RunSet:
                 break
             feed = self.feeds.get(name) or self.open(self.known[name])
             feed.opened = now
+            self.screen.show(name)
             self._drawing.setdefault(name, []).append(drawn)
         keep = set(self.screen.compared if self.screen.compared is not None else self.feeds)
         for feed in over_budget(self.feeds.values(), keep, self.memory_budget, now):

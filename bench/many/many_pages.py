@@ -5,6 +5,7 @@ the page's own state are read, as :mod:`tests.fixtures.servers.pages` does in th
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import Any
@@ -26,22 +27,39 @@ for (const item of document.querySelectorAll('.react-grid-item')) {
 return -1;
 """
 
-# Per plot pane on the page, drawn or not yet (visdom's div of every plot pane): whether it
-# is a parallel-coordinates plot drawn (its axes; known by its window's title before it
-# is drawn: the page draws it after the line plots), else its raw traces (smoothed copies
-# left out) and the line paths drawn.
-DRAWN_JS = """
-const [parcoordsTitle] = arguments;
-return Array.from(document.querySelectorAll('.plotly-graph-div')).map(div => {
-  const data = div.data || [];
-  const bar = div.closest('.react-grid-item')?.querySelector('.bar');
-  if (data.some(t => t.type === 'parcoords') || (bar && bar.textContent.includes(parcoordsTitle)))
-    return {parcoords: div.querySelectorAll('.y-axis').length > 0};
-  return {
-    traces: data.filter(t => t.meta !== 'smoothed' && t.x && t.x.length).length,
-    drawn: div.querySelectorAll('.scatterlayer .trace path.js-line').length,
+# Set before the comparison page's own scripts run: ``rtmDrawn()`` says whether its line
+# plots (``windows`` of them, each with ``runs`` raw traces and a line drawn for each;
+# smoothed copies left out) are drawn, and whether every plot pane is (the parallel
+# coordinates too: their axes; known by their window's title before they are drawn, as the
+# page draws them last). The first frame that shows the line plots drawn is kept
+# (``rtmLinesAt``, ms from asking for the page), read in the page as it paints: a poll from
+# outside waits on the page's one thread, which the parallel coordinates then hold for
+# seconds, so it missed the line plots' time whenever they began within a poll of them.
+WATCH_JS = """
+(function (runs, windows, parcoordsTitle) {
+  window.rtmLinesAt = null;
+  window.rtmDrawn = function () {
+    let lines = 0, linesDrawn = 0, parcoords = 0, parcoordsDrawn = 0;
+    for (const div of document.querySelectorAll('.plotly-graph-div')) {
+      const data = div.data || [];
+      const bar = div.closest('.react-grid-item')?.querySelector('.bar');
+      if (data.some(t => t.type === 'parcoords') || (bar && bar.textContent.includes(parcoordsTitle))) {
+        parcoords++; parcoordsDrawn += div.querySelectorAll('.y-axis').length > 0 ? 1 : 0;
+        continue;
+      }
+      lines++;
+      const traces = data.filter(t => t.meta !== 'smoothed' && t.x && t.x.length).length;
+      const drawn = div.querySelectorAll('.scatterlayer .trace path.js-line').length;
+      linesDrawn += traces >= runs && drawn >= runs ? 1 : 0;
+    }
+    const linesDone = lines >= windows && linesDrawn === lines;
+    return [linesDone, linesDone && parcoordsDrawn === parcoords];
   };
-});
+  (function frame() {
+    if (window.rtmDrawn()[0]) window.rtmLinesAt = performance.now();
+    else requestAnimationFrame(frame);
+  })();
+})(%s, %s, %s);
 """
 
 PAGE_ROWS = 100  # the runs table's rows a page
@@ -77,28 +95,23 @@ def comparison_drawn(
     driver: Any, url: str, runs: int, windows: int, cap: float
 ) -> dict[str, float | None]:
     """Seconds from asking for the comparison page at ``url`` until it is loaded (``load_s``:
-    visdom's page and scripts), until its ``windows`` line plots are drawn (``lines_s``: each
-    with ``runs`` runs, a trace and a line each) and until every plot pane is (``page_s``:
-    its parallel coordinates too; a plot pane not drawn yet counts, holding no data); None
+    visdom's page and scripts), until the frame that shows its ``windows`` line plots drawn
+    (``lines_s``: each with ``runs`` runs, a trace and a line each), and until every plot
+    pane is drawn and the page answers (``page_s``: its parallel coordinates too); None
     past ``cap``."""
-    began = time.perf_counter()
-    driver.get(url)
-
-    def drawn(d: Any, panes: str) -> bool:
-        plots = d.execute_script(DRAWN_JS, PARCOORDS_TITLE.split(" (")[0].format(tag=""))
-        lines = [p for p in plots if "parcoords" not in p]
-        wanted = lines if panes == "lines" else plots
-        return len(lines) >= windows and all(
-            p["parcoords"] if "parcoords" in p else p["traces"] >= runs and p["drawn"] >= runs
-            for p in wanted
-        )
-
-    loaded = time.perf_counter() - began  # visdom's page and scripts, before any pane
-    lines = until_page(driver, lambda d: drawn(d, "lines"), cap)
-    lines_s = None if lines is None else loaded + lines
-    left = cap - (time.perf_counter() - began)
-    rest = until_page(driver, lambda d: drawn(d, "all"), left) if lines is not None else None
-    page_s = None if rest is None else time.perf_counter() - began
+    title = PARCOORDS_TITLE.split(" (")[0].format(tag="")
+    source = WATCH_JS % (runs, windows, json.dumps(title))
+    hook = driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": source})
+    try:
+        began = time.perf_counter()
+        driver.get(url)
+        loaded = time.perf_counter() - began  # visdom's page and scripts, before any pane
+        drawn = until_page(driver, lambda d: d.execute_script("return rtmDrawn()[1]"), cap)
+        lines_at = driver.execute_script("return window.rtmLinesAt")
+    finally:
+        driver.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", hook)
+    page_s = None if drawn is None else loaded + drawn
+    lines_s = None if lines_at is None or page_s is None else lines_at / 1000
     return {"load_s": loaded, "lines_s": lines_s, "page_s": page_s}
 
 

@@ -44,9 +44,10 @@ MAX_COMPARE = 500  # however many the page asks for
 ORDERS = ("ascending", "descending")
 _BY_NAME = "run name"
 _NO_GROUPS = "none"
-# Points a comparison window draws over all its traces: 100 runs draw about one a pixel
-# column of the pane each (min/max decimated; a zoom draws the stored points again), so
-# a browser draws them as fast as 10 (issue 32).
+# Points a comparison window draws over all its traces: about one a pixel column of the
+# pane for each of 100 runs (min/max decimated; a zoom draws the stored points again), so
+# that a browser draws them as fast as 10 (issue 32). Past SMOOTHED_RUNS, half that
+# (:class:`~visualizer.panes.plotwindow.PlotWindow`): a pair about every other column.
 COMPARE_WINDOW_POINTS = 100 * layout.PLOT_SIZE[0]
 # Past this many runs (the default comparison's), each run's curve is drawn once, raw, and
 # without a legend: a smoothed copy would double what the browser draws, and a hundred names

@@ -83,11 +83,13 @@ class Screen:
         self.on_sent = on_sent
         self.on_page = on_page
         self.runs: dict[str, RunDisplay] = {}
+        self.shown: set[str] = set()  # among many runs: those whose own page was opened
         self.compare: CompareDisplay | None = None
         self.compared: list[str] | None = None  # the runs overlaid (None: every one drawn)
         self.many = False  # more runs than are compared: the runs table is the page to look at
         # In visdom's main env: every run, each linked to its page.
-        self.index = RunsTable(client, index_name, link or self._env_link)
+        self.link = link or self._env_link
+        self.index = RunsTable(client, index_name, self.link)
         self.index.exports = sweep_links(downloads, index_name)
         self._announced: str | None = None
         self._down_since: float | None = None
@@ -102,8 +104,17 @@ class Screen:
             markup.element("p", back), download_link(self.downloads, name, store)
         )
         self.runs[name] = display
-        if self.compare is not None:
-            self.compare.links[name] = self.client.endpoint.env_url(env)
+
+    def draws_page(self, name: str) -> bool:
+        """Whether run ``name``'s own page is drawn: every followed run's, but among many runs
+        (the runs table's links reach a run through the loopback server, which has it drawn
+        first) only once opened: a hundred compared runs' pages kept visdom from sending the
+        comparison's windows to the page a person opened first."""
+        return name in self.runs and (not self.many or self.downloads is None or name in self.shown)
+
+    def show(self, name: str) -> None:
+        """Draw run ``name``'s own page from now on (the page opened it)."""
+        self.shown.add(name)
 
     def _env_link(self, name: str) -> str:
         display = self.runs.get(name)
@@ -112,6 +123,7 @@ class Screen:
     def remove_run(self, name: str) -> None:
         """Stop drawing run ``name``; its env goes from the server too (its memory with it)."""
         display = self.runs.pop(name)
+        self.shown.discard(name)
         try:
             self.client.post("delete_env", {"eid": display.env})
         except (VisdomUnavailableError, VisdomRequestError) as err:
@@ -119,7 +131,7 @@ class Screen:
 
     def add_comparison(self, env: str) -> None:
         """Overlay the runs in visdom env ``env``, with a link to each run's own env."""
-        links = {name: self.client.endpoint.env_url(d.env) for name, d in self.runs.items()}
+        links = {name: self.link(name) for name in self.runs}
         self.compare = CompareDisplay(
             self.client, env, self.max_points, self.view, self.selection, links
         )
@@ -189,10 +201,15 @@ class Screen:
             self.index.compare_env = self.compare.env if self.compare else None
             self.index.draw(table, now, force)
         if self.compare is not None:
-            names = self.runs if self.compared is None else self.compared
-            self.compare.draw([runs[name] for name in names if name in runs], now, force)
+            names = [
+                n for n in (self.runs if self.compared is None else self.compared) if n in runs
+            ]
+            self.compare.links = {name: self.link(name) for name in names}
+            self.compare.draw([runs[name] for name in names], now, force)
         for name, display in self.runs.items():
             data = runs[name]
+            if not self.draws_page(name):
+                continue
             if data.has_data and display.draw(data, now, force) and self.on_sent:
                 self.on_sent(name, dict(display.sent_steps), time.time())
 

@@ -69,9 +69,15 @@ _SCRIPT_MENDS = (
         b"e.postForEnv(e.state.envIDs):e.addPaneBatched(n);break;",
         b"e.postForEnv(e.state.envIDs):(e.state.consistent_pane_copy[n.id]="
         b"JSON.parse(JSON.stringify(n)),window.rtmPaneAt=performance.now(),"
+        b"n.type==='plot'&&!((n.content||{}).data||[]).some(function(c){return c&&"
+        b"c.type==='parcoords'})&&((window.rtmWant=window.rtmWant||{})[n.id]=1),"
         b"e.addPaneBatched(n));break;",
     ),
     (b"setTimeout(e._checkWindow,0,n,3)", b"e._checkWindow(n,3)"),
+    # Window messages are drawn in batches 10 ms after the first, not 100: a comparison's
+    # windows come one by one while the page draws the one before (each a 100-run plot),
+    # and each waited the whole batch time again (a window is drawn after its batch).
+    (b"setTimeout(e.processBatchedPanes,100)", b"setTimeout(e.processBatchedPanes,10)"),
     (
         b"var o=e.state.panes[t.win],a=Ty.applyPatch(o,t.content).newDocument;e.addPaneBatched(a)",
         b"e.addPaneBatched(JSON.parse(JSON.stringify(i)))",
@@ -84,19 +90,20 @@ _SCRIPT_MENDS = (
         b"var r=e.state.consistent_pane_copy[t.win],i={};"
         b"try{i=Ty.applyPatch(r,t.content).newDocument}catch(x){}",
     ),
+    # The page asked for its env twice as it opened (once when the server registered it,
+    # once more on its first update after that), so the server sent every window twice:
+    # 3.8 MB more to parse for a comparison of 100 runs. The registration's ask stays
+    # (a reconnect asks through it too).
+    (
+        b"this._firstLoad&&this.state.sessionID&&(this._firstLoad=!1,this.state.envIDs.length>0"
+        b"?this.postForEnv(this.state.envIDs):",
+        b"this._firstLoad&&this.state.sessionID&&(this._firstLoad=!1,this.state.envIDs.length>0?0:",
+    ),
     # A plot pane keeps its props where its drawing (below) can reach them.
     (
         b"function(e){var t=e.contentID,n=e.content,",
         b"function(e){var rtmPane=e,t=e.contentID,n=e.content,",
     ),
-    # After each drawing, a change of the x range is sent as the pane's ZOOM_EVENT (null:
-    # autorange), as numbers of the axis (a date axis in ms), without the pane's data.
-    #
-    # And a parallel-coordinates pane is drawn once the page's other plot panes are drawn
-    # and quiet (PARCOORDS_QUIET_MS; a window message marks rtmPaneAt above): Plotly draws
-    # it with WebGL, which a browser without a GPU draws in software (3 s for 100 runs
-    # here) on the one thread that draws every pane, so the comparison's line plots waited
-    # for it. Each draw of a pane (by its id) supersedes the one it may still be waiting with.
     # Panes fill the page's width: a page wider than whole columns of plot panes
     # (PLOT_SIZE wide) widens every pane's slot (the pane and its margin) by the same factor,
     # so that the columns reach the right edge (a plot pane is 785 px wide at 1600 px, where
@@ -127,14 +134,26 @@ _SCRIPT_MENDS = (
         b"a){var s=a;e._bin.content.push(s)}",
         b"a){var s=a;t.width&&(s.w=s.width=e.p2w(t.width));e._bin.content.push(s)}",
     ),
+    # After each drawing, a change of the x range is sent as the pane's ZOOM_EVENT (null:
+    # autorange), as numbers of the axis (a date axis in ms), without the pane's data.
+    #
+    # And a parallel-coordinates pane is drawn once the page's other plot panes are drawn
+    # (each plot window message marks its window wanted, rtmWant above, until drawn: its
+    # pane may come a render later, after the quiet time once ran out, and wait 3 s behind)
+    # and quiet (PARCOORDS_QUIET_MS; a window message marks rtmPaneAt above): Plotly draws
+    # it with WebGL, which a browser without a GPU draws in software (3 s for 100 runs
+    # here) on the one thread that draws every pane, so the comparison's line plots waited
+    # for it. Each draw of a pane (by its id) supersedes the one it may still be waiting with.
     (
         b'Plotly.newPlot(t,e.concat(r),n.layout,{showLink:!0,linkText:"Edit"})',
         b"(function(id,w,draw){var later=w.some(function(c){return c&&c.type==='parcoords'}),"
         b"m=window.rtmDraws=window.rtmDraws||{},k=m[id]=(m[id]||0)+1;"
-        b"if(!later){draw();window.rtmPlotAt=performance.now();return}"
+        b"if(!later){draw();window.rtmPlotAt=performance.now();"
+        b"window.rtmWant&&delete window.rtmWant[rtmPane.id];return}"
         b"var q=" + str(PARCOORDS_QUIET_MS).encode() + b",t0=performance.now();"
         b"(function wait(){if(m[id]!==k)return;var now=performance.now(),"
         b"busy=Math.max(window.rtmPlotAt||0,window.rtmPaneAt||0,t0)>now-q||"
+        b"Object.keys(window.rtmWant||{}).length>0||"
         b"Array.prototype.some.call(document.querySelectorAll('.plotly-graph-div'),"
         b"function(g){return g.id!==id&&!g.data});"
         b"if(busy&&now-t0<" + str(PARCOORDS_MAX_WAIT_MS).encode() + b")return setTimeout(wait,100);"

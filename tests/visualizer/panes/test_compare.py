@@ -124,7 +124,7 @@ def compared(display: CompareDisplay, runs: list[RunData], now: float) -> list[d
     return plan.msg["data"]
 
 
-def test_many_compared_runs_draw_once_each_a_point_a_pixel_column_and_a_zoom_every_point():
+def test_many_compared_runs_draw_once_each_a_pair_every_other_column_and_a_zoom_every_point():
     client = VisdomClient(VisdomEndpoint.parse("127.0.0.1", 9))  # never asked here
     client.events.stop()  # no listener: this test files the page's zoom itself
     display = CompareDisplay(client, "sweep_compare", 10_000, selection=Selection(count=100))
@@ -133,15 +133,15 @@ def test_many_compared_runs_draw_once_each_a_point_a_pixel_column_and_a_zoom_eve
     traces = compared(display, runs, now=0.0)
     assert [t["name"] for t in traces] == [run.name for run in runs], "each run once, raw"
     assert all(t.get("meta") != "smoothed" for t in traces)
-    assert all(len(t["x"]) <= PLOT_SIZE[0] for t in traces)
+    assert all(len(t["x"]) <= PLOT_SIZE[0] // 2 for t in traces)
     values = runs[0].series[("train", "loss")].values()
     assert min(traces[0]["y"]) == values.min() and max(traces[0]["y"]) == values.max()
-    zoom = {"event_type": ZOOM_EVENT, "range": [500, 999]}
+    zoom = {"event_type": ZOOM_EVENT, "range": [750, 999]}
     client.events.subscribe("sweep_compare", "compare_train_loss").put(zoom)
     traces = compared(display, runs, now=10.0)
     # Every stored point in the range, and the neighbours its line reaches the edges by.
-    assert all(t["x"] == list(range(499, 1001)) for t in traces)
-    assert traces[0]["y"] == values[499:1001].tolist()
+    assert all(t["x"] == list(range(749, 1001)) for t in traces)
+    assert traces[0]["y"] == values[749:1001].tolist()
 
 
 def test_a_few_compared_runs_are_drawn_smoothed_over_their_raw_points():

@@ -10,7 +10,10 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -171,17 +174,30 @@ def test_an_unknown_run_is_a_404_that_echoes_nothing_asked():
     assert status == 404 and body == "no such run is followed here\n"
 
 
+@contextmanager
+def _linked(
+    root: Path, visdom_server: Any, env: str, runs: int, compare: int
+) -> Iterator[tuple[CsvDownloads, Any]]:
+    """A follower of the ``runs`` runs under ``root``, ``compare`` of them compared, its links
+    through a loopback server: once every run is known and the compared ones followed."""
+    with (
+        CsvDownloads() as downloads,
+        following(root, visdom_server.endpoint, env=env, compare=compare,
+                  downloads=downloads) as follower,
+    ):  # fmt: skip
+        wait_until(lambda: len(follower.known) == runs and len(follower.feeds) == compare)
+        yield downloads, follower
+
+
 def test_a_table_link_has_its_run_read_then_sends_the_browser_to_its_page(
     tmp_path, visdom_server, reader, run_name
 ):
     names = write_runs(tmp_path / run_name, 3)
-    with (
-        CsvDownloads() as downloads,
-        following(tmp_path / run_name, visdom_server.endpoint, env=run_name, compare=1,
-                  downloads=downloads) as follower,
-    ):  # fmt: skip
+    with _linked(tmp_path / run_name, visdom_server, run_name, runs=3, compare=1) as (
+        downloads,
+        follower,
+    ):
         own = {"Host": f"127.0.0.1:{downloads.port}"}
-        wait_until(lambda: len(follower.known) == 3 and len(follower.feeds) == 1)
         unfollowed = sorted(set(names) - set(follower.feeds))
         refused, opened = unfollowed
         status, body, _ = http_get(downloads.open_url("<script>alert(1)</script>"), own)
@@ -195,6 +211,31 @@ def test_a_table_link_has_its_run_read_then_sends_the_browser_to_its_page(
         assert reader.windows(env), "the run is drawn before the browser is sent there"
         # Opened after the refused one: had that been asked for, it would be followed now too.
         assert refused not in follower.feeds
+
+
+def test_among_many_runs_a_compared_runs_own_page_is_drawn_once_the_page_opens_it(
+    tmp_path, visdom_server, reader, run_name
+):
+    """A hundred compared runs' own pages kept visdom from sending the comparison's windows to
+    the page a person opened first: among many runs, each is drawn once its link is followed."""
+    write_runs(tmp_path / run_name, 4)
+    with _linked(tmp_path / run_name, visdom_server, run_name, runs=4, compare=2) as (
+        downloads,
+        follower,
+    ):
+        own = {"Host": f"127.0.0.1:{downloads.port}"}
+        compare = follower.screen.compare
+        assert compare is not None
+        wait_until(lambda: len(compare.links) == 2 and reader.windows(compare.env), timeout=30)
+        opened, other = sorted(follower.feeds)
+        assert compare.links[opened] == downloads.open_url(opened), "the link has it drawn"
+        assert follower.env_of(opened) not in reader.envs()
+        status, body, location = http_get(compare.links[opened], own)
+        env = follower.env_of(opened)
+        assert (status, location) == (303, visdom_server.endpoint.env_url(env)), body
+        assert reader.windows(env), "the run is drawn before the browser is sent there"
+        wait_until(lambda: compare.links[opened] == visdom_server.endpoint.env_url(env))
+        assert follower.env_of(other) not in reader.envs(), "a compared run not opened"
 
 
 def test_the_runs_table_links_the_whole_sweep_as_export_writes_it(
