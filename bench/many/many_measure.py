@@ -142,7 +142,8 @@ def measure_visualizer(
                 # Up to --compare runs are all read before the URL; past it, this line says when.
                 out["read_s"] = until(_all_read(work, runs), started, pace.start_cap)
                 time.sleep(pace.settle)
-                out["open_s"] = _open_a_run(work)  # on a settled viewer, as a person clicks
+                # The oldest run (not compared, so not read yet), on a settled viewer.
+                out["open_s"] = open_run(work, run_name(0))
                 out["cpu"] = cpu_share(proc.pid, pace.cpu)
                 _sleepuntil(started + pace.memory_idle)
                 out["rss_idle"] = tree_rss(proc.pid)
@@ -192,13 +193,13 @@ def log_text(work: Path) -> str:
     return (work / "visualizer.log").read_text(errors="replace")
 
 
-def _open_a_run(work: Path) -> float | None:
-    """Seconds the runs table's link of the oldest run (not compared, so not read yet) takes to
-    answer: it answers once the run is read and its page drawn. None without a link server."""
+def open_run(work: Path, name: str) -> float | None:
+    """Seconds the runs table's link of run ``name`` takes to answer, as a person opens it: it
+    answers once the run is read and its page drawn. None without a link server."""
     found = LINKS.search(log_text(work))
     if found is None:
         return None
-    url = f"http://127.0.0.1:{found.group(1)}/open/{run_name(0)}"
+    url = f"http://127.0.0.1:{found.group(1)}/open/{name}"
     began = time.perf_counter()
     request = urllib.request.Request(url)
     opener = urllib.request.build_opener(_NoRedirect)
