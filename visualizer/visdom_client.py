@@ -20,6 +20,7 @@ import logging
 import math
 import queue
 import re
+import socket as sockets
 import threading
 import time
 from collections.abc import Callable
@@ -176,6 +177,7 @@ class VisdomEvents:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._open: Any = None  # the socket listened on: stop() shuts it, so its read ends now
         self._renewed = 0.0
 
     def subscribe(self, env: str, win: str) -> EventQueue:
@@ -189,9 +191,16 @@ class VisdomEvents:
         return events
 
     def stop(self) -> None:
-        """Stop listening (idempotent)."""
+        """Stop listening (idempotent), at once: a read waiting on a quiet socket (CHECK_S) made
+        a viewer's exit wait for it, 0.7 s of 1.5."""
         self._stop.set()
-        thread, self._thread = self._thread, None
+        with self._lock:
+            thread, self._thread, open_socket = self._thread, None, self._open
+        if open_socket is not None and open_socket.sock is not None:
+            try:
+                open_socket.sock.shutdown(sockets.SHUT_RDWR)
+            except OSError:
+                pass  # closed already
         if thread is not None:
             thread.join(timeout=5)
 
@@ -225,9 +234,14 @@ class VisdomEvents:
                 log.debug("page events: %s", err)  # the follow loop reports a server down
                 self._stop.wait(1.0)
                 continue
+            with self._lock:
+                self._open = socket
             try:
-                self._listen(socket, websocket)
+                if not self._stop.is_set():  # stopped while it opened: stop() saw no socket
+                    self._listen(socket, websocket)
             finally:
+                with self._lock:
+                    self._open = None
                 socket.close()
             self._stop.wait(1.0)  # closed: a restarting server, or a login it refused
 
