@@ -96,3 +96,10 @@ def test_a_text_pane_is_as_tall_as_its_rows_and_wrapped_paragraphs():
     assert layout.text_pane_height(markup.element("p", "&" * 60), 560) == layout.text_pane_height(
         markup.element("p", "a" * 60), 560
     ), "a character reference is one character"
+
+
+def test_a_first_rows_panes_share_two_columns_so_that_widened_alike_they_make_one_row():
+    margins = 2 * layout.PANE_MARGIN  # between three panes
+    run_row = layout.STATUS_WIDTH + layout.VIEW_WIDTH + layout.OPTIONS_WIDTH + margins
+    compare_row = layout.COMPARE_TABLE_WIDTH + layout.VIEW_WIDTH + layout.COMPARE_WIDTH + margins
+    assert run_row == compare_row == layout.TWO_COLUMNS
