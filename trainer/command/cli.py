@@ -233,6 +233,14 @@ _HANDLERS: dict[str, Callable[[Sequence[str]], int]] = {
 }
 
 
+def _tell(line: str) -> None:
+    """``line`` on stderr in one write: a job's ranks share it, and print's two writes (the
+    text, then its newline) let another rank's line in between ("...; stoppingtrainer
+    train: error: ..."). A write of a line this short to a pipe is never split."""
+    sys.stderr.write(f"{line}\n")
+    sys.stderr.flush()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m trainer`` and the ``trainer`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -245,14 +253,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _HANDLERS[argv[0]](argv[1:])
     except USER_ERRORS as err:
-        print(f"trainer {argv[0]}: error: {redact_text(str(err))}", file=sys.stderr)
+        _tell(f"trainer {argv[0]}: error: {redact_text(str(err))}")
         return ExitCode.USAGE
     except (DiskFullError, RankLostError) as err:  # the job started: no traceback either
-        print(f"trainer {argv[0]}: error: {err}", file=sys.stderr)
+        _tell(f"trainer {argv[0]}: error: {err}")
         return ExitCode.FAILED
     except KeyboardInterrupt:
-        print(f"trainer {argv[0]}: interrupted", file=sys.stderr)
+        _tell(f"trainer {argv[0]}: interrupted")
         return ExitCode.INTERRUPTED
     except Terminated:
-        print(f"trainer {argv[0]}: terminated", file=sys.stderr)
+        _tell(f"trainer {argv[0]}: terminated")
         return ExitCode.TERMINATED

@@ -228,6 +228,31 @@ def test_bad_input_is_one_line_and_a_non_zero_exit_before_any_process_group(
 
 
 @pytest.mark.integration
+class _Writes:
+    """A stderr that keeps each write it is given."""
+
+    def __init__(self) -> None:
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_an_error_line_is_one_write_so_two_ranks_lines_never_run_together(monkeypatch):
+    """A job's ranks share stderr: with the text and its newline written apart, CI once read
+    rank 1's line run into rank 0's ("...; stoppingtrainer train: error: ...")."""
+    stderr = _Writes()
+    monkeypatch.setattr("sys.stderr", stderr)
+    assert _main(["train", "--dataroot", "/nonexistent/data"]) != 0
+    [line] = stderr.writes
+    assert line.startswith("trainer train: error: ") and line.endswith("\n")
+    assert line.count("\n") == 1
+
+
 def test_the_real_command_exits_with_one_line(tmp_path):
     result = subprocess.run(
         trainer_cmd("train", "--dataroot", str(tmp_path / "missing")),
