@@ -100,25 +100,35 @@ def _table_row(runs: int, ours: dict) -> dict:
     return _timed_row(runs, what, ours["table_s"], "not drawn", 3.0)
 
 
-def compare_rows(runs: int, compared: dict) -> list[dict]:
-    """The comparison of the best runs drawn in Chromium: its line plots, then the whole page,
-    its parallel coordinates beside Plotly drawing the same figure alone."""
+def compare_rows(runs: int, compared: dict, rounds: int = PACE.rounds) -> list[dict]:
+    """The comparison of the best runs drawn in Chromium, followed from the runs table's link:
+    its line plots, then the whole page, its parallel coordinates beside Plotly drawing the
+    same figure alone; then the same page as a new browser's first."""
     n, why = compared["compared"], compared["why"] or "not drawn"
     what = f"comparison of the {n} best by train/loss (`--compare {n} --sort-by train/loss "
-    what += "--group-by ''`, each run its own trace), its page asked for once every summary is "
-    what += "read: "
-    lines_what = "its line plots drawn in Chromium, from asking for the page"
-    lines = _timed_row(runs, what + lines_what, compared["lines_s"], why, 3.0)
-    if compared.get("load_s") is not None:  # the page itself, before any pane
-        lines["reference"] = f"visdom's page loaded: {compared['load_s']:.2f} s of it"
-    page_s, alone = compared["page_s"], compared["parcoords_alone_s"]
+    what += "--group-by ''`, each run its own trace), once every summary is read, "
+    what += f"median of {rounds} (a new Chromium each): "
+    table, new = compared["from_table"], compared["new_browser"]
+    linked = "followed from the runs table's `compared` link (the URL printed, opened first): "
+    lines = _timed_row(runs, what + linked + "its line plots drawn", table["lines_s"], why, 3.0)
+    if table["load_s"] is not None:  # the page itself, before any pane
+        lines["reference"] = f"visdom's page loaded: {table['load_s']:.2f} s of it"
+    alone = compared["parcoords_alone_s"]
     page = {
-        "benchmark": f"{runs:,} local runs: {what}every pane drawn, parallel coordinates too",
-        "ours": seconds(page_s, why),
+        "benchmark": f"{runs:,} local runs: {what}{linked}every pane drawn, parallel coordinates too",
+        "ours": seconds(table["page_s"], why),
         "reference": "" if alone is None else f"Plotly alone, the same parcoords: {alone:.2f} s",
         "ratio": "",
     }
-    return [lines, page]
+    loaded = new["load_s"]
+    first = {
+        "benchmark": f"{runs:,} local runs: {what}its URL asked for as a new browser's first "
+        "page (nothing cached): line plots drawn; every pane drawn",
+        "ours": f"{seconds(new['lines_s'], why)}; {seconds(new['page_s'], why)}",
+        "reference": "" if loaded is None else f"visdom's page loaded: {loaded:.2f} s",
+        "ratio": "",
+    }
+    return [lines, page, first]
 
 
 def _open_row(runs: int, ours: dict) -> dict:
@@ -216,8 +226,9 @@ def run(pace: Pace = PACE) -> list[dict]:
                 generated.append((runs, timed(write_runs, store, runs)))
                 ours = measure_visualizer(str(store), root / f"work-{runs}", runs, pace, driver)
                 rows += scale_rows(runs, ours, tb if runs == tb_runs else None, pace)
-                compared = measure_comparison(str(store), root / f"cmp-{runs}", runs, driver, pace)
-                rows += compare_rows(runs, compared)
+                work = root / f"cmp-{runs}"
+                compared = measure_comparison(str(store), work, runs, start_chromium, pace)
+                rows += compare_rows(runs, compared, pace.rounds)
                 shutil.rmtree(store)  # 10,000 runs hold about 1 GB
         finally:
             driver.quit()

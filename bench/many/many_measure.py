@@ -6,10 +6,12 @@ reported as "> cap", never waited on.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import queue
 import re
+import statistics
 import subprocess
 import sys
 import threading
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.many.many_pages import comparison_drawn, parcoords_alone, table_drawn
+from bench.many.many_pages import comparison_drawn, link_to, parcoords_alone, table_drawn
 from bench.many.many_runs import SERIES, run_name, run_spec
 from bench.tools.process_tree import PeakRss, cpu_share, terminate_tree, tree_rss
 from tests.fixtures.servers.net import free_port
@@ -46,6 +48,7 @@ class Pace:
     cpu: float = 20.0  # idle CPU measured over this
     memory_idle: float = 30.0  # memory measured again this long after the start
     exit_cap: float = 30.0  # SIGTERM -> exit
+    rounds: int = 3  # openings of the comparison page a way, each in a new browser
     s3_idle: float = 60.0  # S3 requests counted over this
 
 
@@ -158,34 +161,71 @@ def _all_read(work: Path, runs: int) -> Callable[[], bool]:
     return (lambda: READ_ALL in log_text(work)) if runs > DEFAULT_COMPARE else (lambda: True)
 
 
+# How a comparison page is opened: from the runs table's "compared" link, the printed URL's
+# page opened first as a person does (the browser has just run visdom's scripts), and as the
+# first page of a new browser (nothing cached, the scripts compiled from scratch).
+WAYS = ("from_table", "new_browser")
+
+
 def measure_comparison(
-    source: str, work: Path, runs: int, driver: Any, pace: Pace = PACE
+    source: str, work: Path, runs: int, browser: Callable[[Path], Any], pace: Pace = PACE
 ) -> dict[str, Any]:
-    """The ``COMPARED`` best runs by train/loss, each drawn alone (``--group-by ''``): seconds
-    from asking for the comparison page in ``driver``, once every summary is read, until its
-    line plots draw every one of them and until every pane is drawn; and Plotly alone drawing
-    its parallel coordinates again."""
+    """The ``COMPARED`` best runs by train/loss, each drawn alone (``--group-by ''``), once
+    every summary is read: for each of :data:`WAYS`, the medians over ``pace.rounds``
+    (alternating, each in a new Chromium from ``browser(profile_dir)``) of the seconds from
+    asking for the comparison page until it is loaded, until its line plots draw every run,
+    and until every pane is drawn; and Plotly alone drawing its parallel coordinates again."""
     work.mkdir(parents=True, exist_ok=True)
     compared = min(COMPARED, runs)
     flags = ("--compare", str(compared), "--sort-by", "train/loss", "--group-by", "")
     began = time.perf_counter()
     proc = visualizer(source, work, flags=flags)
-    out: dict[str, Any] = {"compared": compared, "load_s": None, "lines_s": None, "page_s": None}
-    out["parcoords_alone_s"] = None
+    out: dict[str, Any] = {"compared": compared, "parcoords_alone_s": None}
+    times: dict[str, list[dict[str, float | None]]] = {way: [] for way in WAYS}
     try:
         printed = wait_url(proc, began, pace.start_cap)
         out["why"] = printed.why
         if printed.seconds is not None:
             out["read_s"] = until(_all_read(work, runs), began, pace.start_cap)
-            # The page the runs table links as "compared" (the URL printed is the table's).
-            page = f"{printed.base}/env/{env_name('compare', Path(source).name, True)}"
-            out |= comparison_drawn(driver, page, compared, len(SERIES), pace.start_cap)
-            if out["page_s"] is not None:  # the page's own parallel coordinates drawn again
-                out["parcoords_alone_s"] = parcoords_alone(driver, pace.start_cap)
-            driver.get("about:blank")
+            env = env_name("compare", Path(source).name, True)
+            for round_, way in itertools.product(range(pace.rounds), WAYS):
+                profile = work / f"chromium-{round_}-{way}"
+                profile.mkdir()
+                driver = browser(profile)
+                try:
+                    times[way].append(_open_comparison(driver, way, printed.base, env, runs, pace))
+                    if len(times[WAYS[-1]]) == pace.rounds:  # the last opening: its parcoords
+                        out["parcoords_alone_s"] = parcoords_alone(driver, pace.start_cap)
+                finally:
+                    driver.quit()
     finally:
         terminate_tree(proc, pace.exit_cap)
+    for way in WAYS:
+        out[way] = {key: median_of([t[key] for t in times[way]]) for key in TIMES}
     return out
+
+
+TIMES = ("load_s", "lines_s", "page_s")  # what :func:`comparison_drawn` times
+
+
+def _open_comparison(
+    driver: Any, way: str, base: str, env: str, runs: int, pace: Pace
+) -> dict[str, float | None]:
+    """One opening of the comparison page ``env`` the ``way`` of :data:`WAYS`."""
+    url: str | None = f"{base}/env/{env}"
+    if way == "from_table":  # the URL printed is the runs table's; its link names the env
+        table_drawn(driver, base, runs, pace.start_cap)
+        url = link_to(driver, env)
+    if url is None:
+        return dict.fromkeys(TIMES)
+    return comparison_drawn(driver, url, min(COMPARED, runs), len(SERIES), pace.start_cap)
+
+
+def median_of(values: list[float | None]) -> float | None:
+    """The median, None when any value is missing (a page not drawn is not averaged away)."""
+    if not values or any(value is None for value in values):
+        return None
+    return statistics.median(value for value in values if value is not None)
 
 
 def log_text(work: Path) -> str:

@@ -91,6 +91,16 @@ def table_drawn(driver: Any, base: str, runs: int, cap: float) -> float | None:
     )
 
 
+def link_to(driver: Any, label: str) -> str | None:
+    """Where the open page's link reading ``label`` goes (the runs table's "compared" link:
+    following it is the navigation a click makes); None where there is none."""
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('a'))"
+        ".find(a => a.textContent === arguments[0])?.href || null;",
+        label,
+    )
+
+
 def comparison_drawn(
     driver: Any, url: str, runs: int, windows: int, cap: float
 ) -> dict[str, float | None]:

@@ -21,7 +21,8 @@ from .rundata import RunData
 from .status import is_stale
 
 NO_STATUS = "no status yet"
-_SUMMARIZED = ("series", "hparams", "summary")  # status fields taken apart into the summary
+# Status fields taken apart into the summary (name and options: meta's, repeated in status).
+_SUMMARIZED = ("series", "hparams", "summary", "name", "options")
 # A tuple, not ``int | float``: that union is built again on every call, and listing
 # 10,000 runs checks 120,000 values.
 _NUMBERS = (int, float)

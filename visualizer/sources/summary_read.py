@@ -1,8 +1,9 @@
 """One store's documents and summary, read on a pool thread for the catalog.
 
-A store is known by ``meta.pickle`` and ``status.pickle``; a store written before
-summaries (its status keeps none) is read whole, a page at a time, and its summary
-computed from its series.
+A store is known by its ``status.pickle``, which repeats the name and options of its
+``meta.pickle``; a store whose status does not (written before it did) is known by
+both. A store written before summaries (its status keeps none) is read whole, a page
+at a time, and its summary computed from its series.
 """
 
 from __future__ import annotations
@@ -47,6 +48,17 @@ def _document(source: Source, name: str) -> dict[str, Any] | None:
         return None
 
 
+def meta_in(status: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The part of meta.pickle a status repeats (``RUN_FIELDS``: the run's name and
+    options); None where it does not, or not as a writer writes them."""
+    if not isinstance(status, dict):
+        return None
+    name, options = status.get("name"), status.get("options")
+    if not isinstance(name, str) or not isinstance(options, dict):
+        return None
+    return {"name": name, "options": options}
+
+
 def status_version(source: Source) -> object:
     """A local store's status.pickle version (size and mtime), None where it has none."""
     if not isinstance(source, LocalSource):
@@ -72,15 +84,14 @@ def read_store(
     whole: bool = True,
     stopped: Callable[[], bool] = bool,
 ) -> Read:
-    """The documents of a store (``meta`` when already known) and its summary: the one its
-    status keeps, else, when ``whole``, one computed from its series (``stopped``, asked
-    between pages, cuts that short). Run on a pool thread: the follow loop only takes it."""
+    """The documents of a store and its summary: the one its status keeps, else, when
+    ``whole``, one computed from its series (``stopped``, asked between pages, cuts that
+    short). Meta comes from status where it repeats it, else ``meta`` when already known,
+    else meta.pickle. Run on a pool thread: the follow loop only takes it."""
     version = status_version(source)
-    read = Read(
-        meta=meta if meta is not None else _document(source, fmt.META_FILE),
-        status=_document(source, fmt.STATUS_FILE),
-        version=version,
-    )
+    status = _document(source, fmt.STATUS_FILE)
+    meta = meta_in(status) or meta or _document(source, fmt.META_FILE)
+    read = Read(meta=meta, status=status, version=version)
     if not whole or (read.status is not None and "series" in read.status):
         read.summary = from_documents("", read.meta, read.status)
         return read

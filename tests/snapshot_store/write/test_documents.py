@@ -58,9 +58,19 @@ def test_options_set_after_opening_replace_the_stored_ones_redacted(tmp_path):
     sent = []
     with Recorder(tmp_path, options={"lr": 0.1}, on_file=lambda p, closed: sent.append(p)) as rec:
         rec.set_options({"lr": 0.2, "api_key": "PW-canary"})
-    meta = read_store(tmp_path)[2].meta
-    assert meta["options"] == {"lr": 0.2, "api_key": REDACTED}
+    update = read_store(tmp_path)[2]
+    assert update.meta["options"] == {"lr": 0.2, "api_key": REDACTED}
+    assert update.status["options"] == update.meta["options"]  # repeated, redacted alike
     assert sent.count(tmp_path / "meta.pickle") == 2  # at open, and after the change
+
+
+def test_status_repeats_the_runs_name_and_options_so_a_listing_reads_one_document(tmp_path):
+    store = tmp_path / "lightning_logs" / "version_3" / "pickle"
+    with Recorder(store, options={"lr": 0.1, "token": "PW-canary"}, name="lightning_logs/3"):
+        pass
+    update = read_store(store)[2]
+    assert update.status["name"] == update.meta["name"] == "lightning_logs/3"
+    assert update.status["options"] == update.meta["options"] == {"lr": 0.1, "token": REDACTED}
 
 
 @pytest.mark.parametrize("state", ["failed", "finished"])
@@ -87,4 +97,5 @@ def test_the_last_status_on_a_full_disk_drops_a_summary_too_big_for_the_reserve(
     status = read_store(store)[2].status
     assert status["state"] == "finished" and status["step"] == 3
     assert "series" not in status  # ~80 kB: more than the 16 kB set aside
+    assert "options" not in status and status["name"] == "run"  # meta keeps the options
     assert any("no room for the run summary" in r.getMessage() for r in caplog.records)
