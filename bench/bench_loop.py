@@ -27,6 +27,9 @@ that alternate within one loop (see :mod:`bench.tools.call_cost`). A last pair o
 times 200,000 ``add_scalar(float)`` calls in a row (no model): the foreground
 cost per call while the writer thread runs, and the process CPU per scalar,
 ``close()`` included.
+
+All of it takes about half an hour with CUDA. ``BENCH_LOOP_DEVICES=cuda`` measures the
+GPU loop alone and ``BENCH_LOOP_ROUNDS=3`` fewer rounds, as a lent GPU's minutes allow.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from typing import Any
 
 from bench.tools.call_cost import per_call, per_call_row
 
-ROUNDS = 9
+ROUNDS = int(os.environ.get("BENCH_LOOP_ROUNDS", "9"))
 RUN_SECONDS = 1.2  # >= 10 flush intervals of 0.1 s
 # Each logging run logs at least this many scalars: at 2 tags a step a 1.2 s run logs
 # 8,000, and the noise of its CPU per scalar (3 us) was larger than the figure itself.
@@ -260,6 +263,13 @@ def _burst_rows(results: dict[str, list[tuple[float, float]]]) -> list[dict]:
     return rows
 
 
+def _devices(cuda: bool) -> list[str]:
+    """The loop's devices: ``$BENCH_LOOP_DEVICES`` (``cuda``, ``cpu,cuda``) where CUDA allows,
+    else the CPU and CUDA where there is one."""
+    asked = os.environ.get("BENCH_LOOP_DEVICES", "cpu,cuda").split(",")
+    return [d for d in ("cpu", "cuda") if d in asked and (d == "cpu" or cuda)]
+
+
 def run() -> list[dict]:
     """Rows: each writer's step-time ratio and CPU per scalar in the loop, and the burst."""
     import torch
@@ -270,18 +280,19 @@ def run() -> list[dict]:
     rows: list[dict] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            devices = ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+            devices = _devices(torch.cuda.is_available())
             for device in devices:
                 for n in (2, 20):
                     rows += _loop_rows(device, n, *_loop_rounds(device, n, Path(tmp)))
-            loop = Loop("cpu")
-            loop.run(200)  # warm up
-            rows.append(per_call_row(per_call(loop)))
             if "cuda" not in devices:
                 rows.append(
                     {"benchmark": "tiny MLP on cuda, CUDA tensors", "ours": "skipped: no CUDA"}
                 )
-            rows += _burst_rows(_burst(Path(tmp)))
+            if "cpu" in devices:  # the call's and the burst's costs are the CPU's
+                loop = Loop("cpu")
+                loop.run(200)  # warm up
+                rows.append(per_call_row(per_call(loop)))
+                rows += _burst_rows(_burst(Path(tmp)))
     finally:
         torch.set_num_threads(threads)
     rows.append(
