@@ -43,6 +43,7 @@ from bench.many.many_runs import write_runs
 from bench.tools.process_tree import terminate_tree
 from bench.tools.s3_env import BUCKET
 from bench.tools.s3_proxy import CountingProxy
+from snapshot_store.format.frames import STATUS_FILE
 from tests.fixtures.servers.visdom_reading import VisdomReader
 from visualizer.follower import DEFAULT_POLL_INTERVAL
 from visualizer.server.endpoint import VisdomEndpoint
@@ -78,14 +79,15 @@ def upload(server: Any, runs_dir: Path) -> int:
 
 def boto3_read(server: Any) -> float:
     """Seconds boto3 alone takes to do what a first read of the bucket asks of it: list the
-    prefix, then GET every run's two documents, :data:`FETCHES_AT_ONCE` at a time (the
-    reference for the viewer's read; no decoding, no page)."""
+    prefix, then GET every run's status (which repeats its meta's name and options),
+    :data:`FETCHES_AT_ONCE` at a time (the reference for the viewer's read; no decoding,
+    no page)."""
     client = server.client(max_pool_connections=FETCHES_AT_ONCE)
     began = time.perf_counter()
     keys: list[str] = []
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=PREFIX):
         names = (item["Key"] for item in page.get("Contents", []))
-        keys += [key for key in names if key.endswith(("/meta.pickle", "/status.pickle"))]
+        keys += [key for key in names if key.endswith(f"/{STATUS_FILE}")]
 
     def get(key: str) -> bytes:
         return client.get_object(Bucket=BUCKET, Key=key)["Body"].read()
@@ -235,7 +237,7 @@ def rows(runs: int, files: int, took: float, ours: dict, pace: Pace = PACE) -> l
     )
     if ours.get("boto3_s") is not None:  # measured once the viewer and the live runs stopped
         read_row["reference"] = (
-            f"boto3 alone, the listing and every run's 2 documents ({FETCHES_AT_ONCE} at "
+            f"boto3 alone, the listing and every run's status ({FETCHES_AT_ONCE} at "
             f"once), no start: {ours['boto3_s']:.2f} s"
         )
     return [
