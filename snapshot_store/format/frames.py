@@ -50,6 +50,9 @@ FORMAT_VERSION = 3
 
 META_FILE = "meta.pickle"
 STATUS_FILE = "status.pickle"
+# Meta's fields that status repeats, so a listing of many runs reads one document a run
+# (meta stays their owner; a status without them is an older store's: read meta then).
+RUN_FIELDS = ("name", "options")
 SCALARS = "scalars"
 IMAGES = "images"
 EXTRAS = "extras"  # the record kinds of kinds.py

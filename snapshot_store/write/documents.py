@@ -6,7 +6,7 @@ and by :meth:`RunDocuments.set_options`), status on the writer thread only.
 
 Status also carries the run summary (:mod:`.summary`), which the writer thread
 updates and a resumed run continues from the earlier status, and repeats meta's
-name and options (:data:`RUN_FIELDS`): a listing of 10,000 runs reads one
+name and options (``frames.RUN_FIELDS``): a listing of 10,000 runs reads one
 document a run, not two (half the requests to a bucket).
 
 A run that ends on a disk that filled up must still say how it ended (``failed``,
@@ -42,7 +42,6 @@ _STATUS_MIN_SECONDS = 1.0
 RESERVE_BYTES = 16 * 1024
 RESERVE_FILE = ".status-reserve"  # hidden: readers, uploads and listings skip dot files
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
-RUN_FIELDS = ("name", "options")  # meta's, repeated in status (meta stays their owner)
 
 
 class RunDocuments:
@@ -66,7 +65,7 @@ class RunDocuments:
         self.session_started = 0.0  # this session's start
         self._pid = os.getpid()
         self._fields: dict[str, Any] = {}
-        self._run: dict[str, Any] = {}  # RUN_FIELDS as meta holds them
+        self._run: dict[str, Any] = {}  # fmt.RUN_FIELDS as meta holds them
         self.summary = RunSummary()
         self._written_at = 0.0
         self._dirty = True
@@ -113,7 +112,7 @@ class RunDocuments:
             sessions=[*meta.get("sessions", []), session],
         )
         write_atomic(self.meta_path, fmt.encode_document(meta))
-        self._run = {key: meta[key] for key in RUN_FIELDS}
+        self._run = {key: meta[key] for key in fmt.RUN_FIELDS}
         self.started, self.session_started = meta["start_time"], now
         self._resume_summary()
         try:

@@ -1,9 +1,10 @@
 """``Api()``: W&B's read API over snapshot stores, offline (a path or an ``s3://`` prefix).
 
-Listing reads only each run's two small documents, ``meta.pickle`` and
-``status.pickle`` (which holds the run's summary), with the catalog's reader (what
-the viewer's runs table reads); a store written before summaries is read whole
-once. A run's points are read only when asked for (:meth:`.Run.history`).
+Listing reads only each run's ``status.pickle`` (its summary, and its
+``meta.pickle``'s name and options repeated; that too for a store written before
+status repeated them), with the catalog's reader (what the viewer's runs table
+reads); a store written before summaries is read whole once. A run's points are
+read only when asked for (:meth:`.Run.history`).
 """
 
 from __future__ import annotations

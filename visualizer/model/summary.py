@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from run_core.tags import tag_of
-from snapshot_store.format.frames import ENDED_STATES
+from snapshot_store.format.frames import ENDED_STATES, RUN_FIELDS
 
 from .rundata import RunData
 from .status import is_stale
 
 NO_STATUS = "no status yet"
-# Status fields taken apart into the summary (name and options: meta's, repeated in status).
-_SUMMARIZED = ("series", "hparams", "summary", "name", "options")
+# Status fields taken apart into the summary (and meta's, repeated there: name, config).
+_SUMMARIZED = ("series", "hparams", "summary", *RUN_FIELDS)
 # A tuple, not ``int | float``: that union is built again on every call, and listing
 # 10,000 runs checks 120,000 values.
 _NUMBERS = (int, float)

@@ -1,8 +1,9 @@
 """Every run under the root, known by its summary: what a runs table of 10,000 runs needs.
 
-A run is known by two small documents, ``meta.pickle`` (its name and options) and
-``status.pickle`` (its state and summary), read on a pool of threads so that a
-bucket's first read fetches in parallel and the follow loop never waits on it.
+A run is known by its ``status.pickle`` (its state and summary, and the name and
+options of its ``meta.pickle``, read too for a store written before status repeated
+them: :mod:`.summary_read`), read on a pool of threads so that a bucket's first
+read fetches in parallel and the follow loop never waits on it.
 Its series are read only when a page needs them (the follower opens such a run).
 A store without a summary (written before summaries) is read whole once and its
 summary computed.

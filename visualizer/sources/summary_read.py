@@ -49,14 +49,14 @@ def _document(source: Source, name: str) -> dict[str, Any] | None:
 
 
 def meta_in(status: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The part of meta.pickle a status repeats (``RUN_FIELDS``: the run's name and
+    """The part of meta.pickle a status repeats (``fmt.RUN_FIELDS``: the run's name and
     options); None where it does not, or not as a writer writes them."""
     if not isinstance(status, dict):
         return None
-    name, options = status.get("name"), status.get("options")
+    name, options = (status.get(key) for key in fmt.RUN_FIELDS)
     if not isinstance(name, str) or not isinstance(options, dict):
         return None
-    return {"name": name, "options": options}
+    return dict(zip(fmt.RUN_FIELDS, (name, options), strict=True))
 
 
 def status_version(source: Source) -> object:
