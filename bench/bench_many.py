@@ -100,14 +100,14 @@ def _table_row(runs: int, ours: dict) -> dict:
     return _timed_row(runs, what, ours["table_s"], "not drawn", 3.0)
 
 
-def compare_rows(runs: int, compared: dict, rounds: int = PACE.rounds) -> list[dict]:
+def compare_rows(runs: int, compared: dict) -> list[dict]:
     """The comparison of the best runs drawn in Chromium, followed from the runs table's link:
     its line plots, then the whole page, its parallel coordinates beside Plotly drawing the
     same figure alone; then the same page as a new browser's first."""
     n, why = compared["compared"], compared["why"] or "not drawn"
     what = f"comparison of the {n} best by train/loss (`--compare {n} --sort-by train/loss "
     what += "--group-by ''`, each run its own trace), once every summary is read, "
-    what += f"median of {rounds} (a new Chromium each): "
+    what += f"median of {compared['rounds']} (a new Chromium each): "
     table, new = compared["from_table"], compared["new_browser"]
     linked = "followed from the runs table's `compared` link (the URL printed, opened first): "
     lines = _timed_row(runs, what + linked + "its line plots drawn", table["lines_s"], why, 3.0)
@@ -228,7 +228,7 @@ def run(pace: Pace = PACE) -> list[dict]:
                 rows += scale_rows(runs, ours, tb if runs == tb_runs else None, pace)
                 work = root / f"cmp-{runs}"
                 compared = measure_comparison(str(store), work, runs, start_chromium, pace)
-                rows += compare_rows(runs, compared, pace.rounds)
+                rows += compare_rows(runs, compared)
                 shutil.rmtree(store)  # 10,000 runs hold about 1 GB
         finally:
             driver.quit()

@@ -180,7 +180,7 @@ def measure_comparison(
     flags = ("--compare", str(compared), "--sort-by", "train/loss", "--group-by", "")
     began = time.perf_counter()
     proc = visualizer(source, work, flags=flags)
-    out: dict[str, Any] = {"compared": compared, "parcoords_alone_s": None}
+    out: dict[str, Any] = {"compared": compared, "rounds": pace.rounds, "parcoords_alone_s": None}
     times: dict[str, list[dict[str, float | None]]] = {way: [] for way in WAYS}
     try:
         printed = wait_url(proc, began, pace.start_cap)

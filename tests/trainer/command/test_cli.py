@@ -227,7 +227,6 @@ def test_bad_input_is_one_line_and_a_non_zero_exit_before_any_process_group(
         assert not list(checkpoints.rglob("*.pth")) and not list(checkpoints.rglob("loss_log.txt"))
 
 
-@pytest.mark.integration
 class _Writes:
     """A stderr that keeps each write it is given."""
 
@@ -253,6 +252,7 @@ def test_an_error_line_is_one_write_so_two_ranks_lines_never_run_together(monkey
     assert line.count("\n") == 1
 
 
+@pytest.mark.integration
 def test_the_real_command_exits_with_one_line(tmp_path):
     result = subprocess.run(
         trainer_cmd("train", "--dataroot", str(tmp_path / "missing")),
