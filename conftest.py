@@ -32,6 +32,7 @@ pytest_plugins = [
     "tests.fixtures.servers.disk",
     "tests.fixtures.servers.npm",
     "tests.fixtures.servers.alerting",
+    "tests.fixtures.durations",
 ]
 
 # Fixtures that start a real server, browser or process group.

@@ -3,7 +3,7 @@ into pandas beside TensorBoard's EventAccumulator on the same points, a sweep to
 
     python -m bench api
 
-* 10,000 runs (3 series x 1,000 points, bench/many/many_runs.py) listed with their config and
+* 10,000 runs (3 series x 1,000 points, workloads/many_runs.py) listed with their config and
   summary: only each run's meta and status documents are read;
 * one run of 1,000,000 points (one series) into a DataFrame with ``run.history()``; the
   reference reads the same points, written as TensorBoard event files with TensorBoard's
@@ -26,9 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.many.many_runs import write_runs, write_tensorboard_runs
 from visualizer.api import Api
 from visualizer.sources.export import export
+from workloads.many_runs import write_runs, write_tensorboard_runs
 
 LIST_TARGET_S, HISTORY_TARGET_S, PARQUET_TARGET_S = 3.0, 1.0, 5.0
 EXPORTED_RUNS = 1000

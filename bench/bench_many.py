@@ -4,7 +4,7 @@
     python -m bench many                    # 1,000 and 10,000 runs: about 10-15 minutes
     BENCH_MANY_RUNS=200 python -m bench many   # one quick scale (or a list: 1000,10000)
 
-Each scale is written fresh by :mod:`bench.many.many_runs` (3 series x 1,000 points a
+Each scale is written fresh by :mod:`workloads.many_runs` (3 series x 1,000 points a
 run, the store's own writer), then the visualizer's command line starts on it with
 its own visdom, as a user starts it, and :mod:`bench.many.many_measure` takes start -> URL,
 memory and idle CPU of the whole process tree, and SIGTERM -> exit. The issue's
@@ -18,7 +18,10 @@ import logging
 import os
 import shutil
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bench.many.many_measure import (
     PACE,
@@ -27,14 +30,21 @@ from bench.many.many_measure import (
     measure_tensorboard,
     measure_visualizer,
 )
-from bench.many.many_runs import timed, write_runs, write_tensorboard_runs
 from bench.tools.process_tree import MB
 from tests.fixtures.servers.visdom import start_chromium
+from workloads.many_runs import write_runs, write_tensorboard_runs
 
 SCALES = (1_000, 10_000)
 TARGET_RUNS = 10_000  # the scale the issue's targets are set for
 TB_RUNS = 1_000  # TensorBoard's share: 10,000 runs of event files would take it many minutes
 log = logging.getLogger(__name__)
+
+
+def timed(write: Callable[..., None], *args: Any, **kwargs: Any) -> float:
+    """Seconds ``write(*args, **kwargs)`` takes."""
+    began = time.perf_counter()
+    write(*args, **kwargs)
+    return time.perf_counter() - began
 
 
 def scales() -> tuple[int, ...]:
@@ -188,7 +198,7 @@ def _exit_row(runs: int, ours: dict, tb: dict | None, pace: Pace) -> dict:
 
 def _generator_row(runs: int, took: float, tb_runs: int, tb_took: float) -> dict:
     return {
-        "benchmark": f"generator (bench/many/many_runs.py, 2 processes): {runs:,} runs written",
+        "benchmark": f"generator (workloads/many_runs.py, 2 processes): {runs:,} runs written",
         "ours": f"{took:.1f} s ({took / runs * 1000:.1f} s per 1,000 runs)",
         "reference": f"TensorBoard event files, {tb_runs:,} runs: {tb_took:.1f} s",
         "ratio": "",

@@ -5,9 +5,9 @@ live run's new point and a new run show.
     python -m bench many_s3                     # 1,000 runs
     BENCH_MANY_RUNS=200 python -m bench many_s3
 
-The runs (:mod:`bench.many.many_runs`) are uploaded to SeaweedFS on loopback
+The runs (:mod:`workloads.many_runs`) are uploaded to SeaweedFS on loopback
 (:class:`tests.fixtures.servers.seaweed.SeaweedS3`); the visualizer's own command line follows
-``s3://bench/runs/`` through :class:`bench.tools.s3_proxy.CountingProxy`, which counts every
+``s3://bench/runs/`` through :class:`workloads.s3_proxy.CountingProxy`, which counts every
 request on its way to the server. The live runs (:mod:`bench.many.live_runs`) put their files
 in the bucket directly, as a transfer hook does; their requests are not the viewer's.
 """
@@ -39,15 +39,15 @@ from bench.many.many_measure import (
     visualizer,
     wait_url,
 )
-from bench.many.many_runs import write_runs
 from bench.tools.process_tree import terminate_tree
 from bench.tools.s3_env import BUCKET
-from bench.tools.s3_proxy import CountingProxy
 from snapshot_store.format.frames import STATUS_FILE
 from tests.fixtures.servers.visdom_reading import VisdomReader
 from visualizer.follower import DEFAULT_POLL_INTERVAL
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.sources.s3 import FETCHES_AT_ONCE
+from workloads.many_runs import write_runs
+from workloads.s3_proxy import CountingProxy
 
 S3_RUNS = 1_000
 UPLOAD_THREADS = 16  # small files: the server's latency, not its bandwidth, bounds one thread

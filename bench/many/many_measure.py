@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.many.many_pages import comparison_drawn, link_to, parcoords_alone, table_drawn
-from bench.many.many_runs import SERIES, run_name, run_spec
 from bench.tools.process_tree import PeakRss, cpu_share, terminate_tree, tree_rss
 from tests.fixtures.servers.net import free_port
 from visualizer.panes.compare import DEFAULT_COMPARE
 from visualizer.sources.runs import env_name
+from workloads.many_runs import SERIES, run_name, run_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 URL_PREFIX = "visdom: "

@@ -14,9 +14,9 @@ from bench.many.many_measure import (
     measure_tensorboard,
     measure_visualizer,
 )
-from bench.many.many_runs import run_spec, series_columns, write_runs, write_tensorboard_runs
 from snapshot_store.read.store_reader import read_store
 from tests.fixtures.servers.visdom import need_chromium, start_chromium
+from workloads.many_runs import run_spec, series_columns, write_runs, write_tensorboard_runs
 
 RUNS = 40  # enough for failed and stopped runs among them
 

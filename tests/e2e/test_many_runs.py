@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from run_core.exit_codes import ExitCode
-from tests.fixtures.runs.many_runs import write_runs
+from tests.fixtures.runs.small_runs import write_small_runs
 from tests.fixtures.servers.net import free_port, http_get
 from tests.fixtures.servers.processes import REPO, first_line, reap
 from tests.fixtures.servers.visdom_reading import VisdomReader
@@ -36,7 +36,7 @@ OPEN_LINK = re.compile(r'href="(http://127\.0\.0\.1:\d+/open/[^"]+)"')
 def thousand_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """1,000 finished runs of 20 points, written by the store's own writer."""
     root = tmp_path_factory.mktemp("sweep")
-    write_runs(root, RUNS)
+    write_small_runs(root, RUNS)
     return root
 
 

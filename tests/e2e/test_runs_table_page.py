@@ -9,7 +9,7 @@ from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.fixtures.runs.many_runs import write_runs
+from tests.fixtures.runs.small_runs import write_small_runs
 from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, choose, plot_of, type_into
 from tests.fixtures.servers.visdom_reading import following
 from visualizer.panes.runs_table import INDEX_ENV
@@ -36,7 +36,7 @@ def test_the_runs_pane_filters_sorts_and_pages_and_a_link_opens_the_run(
     tmp_path, visdom_server, chromium_driver, run_name
 ):
     root = tmp_path / run_name
-    write_runs(root, RUNS, varied=True)
+    write_small_runs(root, RUNS, varied=True)
     driver, wait = chromium_driver, WebDriverWait(chromium_driver, BROWSER_WAIT_S)
     table, pane = f"runs: {root}", f"filter, sort, page ({root.name})"
 

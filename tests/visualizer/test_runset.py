@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.fixtures.runs.many_runs import write_runs
+from tests.fixtures.runs.small_runs import write_small_runs
 from tests.fixtures.servers.visdom_reading import following
 from tests.fixtures.servers.waiting import wait_until
 from visualizer.model.summary import RunSummary, SeriesStats
@@ -70,7 +70,7 @@ def test_past_the_budget_the_least_recently_opened_go_and_the_compared_stay():
 def test_runs_opened_from_the_page_leave_memory_and_visdom_once_past_the_budget(
     tmp_path, visdom_server, reader, run_name
 ):
-    write_runs(tmp_path / run_name, 6)
+    write_small_runs(tmp_path / run_name, 6)
     with following(
         tmp_path / run_name, visdom_server.endpoint, env=run_name, compare=2,
         memory_budget_mb=0.0001,  # ~100 bytes: any run opened from the page is past it

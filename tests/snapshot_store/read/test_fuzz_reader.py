@@ -1,7 +1,8 @@
 """Property-based fuzzing of StoreReader.poll: nothing escapes, nothing runs, good records survive.
 
-The ``integration``-marked variants run 2,000 cases in all (``make test``); the
-unmarked ones run a few hundred so ``make unit`` stays fast.
+The ``deep``-marked variants run 10,000 cases in all under ``make deep`` and a
+twentieth of that in ``make test`` (:mod:`tests.fixtures.fuzz`); the unmarked ones
+run a few hundred so ``make unit`` stays fast.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from hypothesis import strategies as st
 from snapshot_store import StoreReader
 from snapshot_store.format import frames as fmt
 from snapshot_store.format import schema
+from tests.fixtures.fuzz import cases
 
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 NUMBER = st.one_of(st.floats(), INT64)
@@ -243,8 +245,9 @@ def test_fuzz_store_fast(case):
 
 
 @pytest.mark.integration
-@pytest.mark.timeout(900)  # 4,000 cases take minutes on 2 shared cores
-@settings(FAST, max_examples=4_000)
+@pytest.mark.deep
+@pytest.mark.timeout(900)  # 4,000 cases (make deep) take minutes on 2 shared cores
+@settings(FAST, max_examples=cases(4_000))
 @given(store())
 def test_fuzz_store(case):
     _check_store(case)
@@ -302,8 +305,9 @@ def test_fuzz_mutated_payloads_fast(data):
 
 
 @pytest.mark.integration
+@pytest.mark.deep
 @pytest.mark.timeout(900)
-@settings(FAST, max_examples=6_000)
+@settings(FAST, max_examples=cases(6_000))
 @given(mutated_file())
 def test_fuzz_mutated_payloads(data):
     _check_mutated(data)

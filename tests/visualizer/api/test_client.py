@@ -6,8 +6,8 @@ import gc
 
 import pytest
 
-from bench.many.many_runs import run_spec, write_runs
 from visualizer.api import Api
+from workloads.many_runs import run_spec, write_runs
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from snapshot_store import Recorder
-from tests.fixtures.runs.many_runs import write_runs
+from tests.fixtures.runs.small_runs import write_small_runs
 from tests.fixtures.servers.net import http_get
 from tests.fixtures.servers.visdom_reading import following
 from tests.fixtures.servers.waiting import wait_until
@@ -192,7 +192,7 @@ def _linked(
 def test_a_table_link_has_its_run_read_then_sends_the_browser_to_its_page(
     tmp_path, visdom_server, reader, run_name
 ):
-    names = write_runs(tmp_path / run_name, 3)
+    names = write_small_runs(tmp_path / run_name, 3)
     with _linked(tmp_path / run_name, visdom_server, run_name, runs=3, compare=1) as (
         downloads,
         follower,
@@ -218,7 +218,7 @@ def test_among_many_runs_a_compared_runs_own_page_is_drawn_once_the_page_opens_i
 ):
     """A hundred compared runs' own pages kept visdom from sending the comparison's windows to
     the page a person opened first: among many runs, each is drawn once its link is followed."""
-    write_runs(tmp_path / run_name, 4)
+    write_small_runs(tmp_path / run_name, 4)
     with _linked(tmp_path / run_name, visdom_server, run_name, runs=4, compare=2) as (
         downloads,
         follower,
@@ -244,7 +244,7 @@ def test_the_runs_table_links_the_whole_sweep_as_export_writes_it(
     from visualizer.sources.export import export
 
     root = tmp_path / run_name
-    write_runs(root, 3)
+    write_small_runs(root, 3)
     with (
         CsvDownloads() as downloads,
         following(root, visdom_server.endpoint, env=run_name, compare=1, downloads=downloads),

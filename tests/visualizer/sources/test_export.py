@@ -94,7 +94,7 @@ def test_kept_names_are_exported_as_logged(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
-    from bench.many.many_runs import write_runs
+    from workloads.many_runs import write_runs
 
     root = tmp_path_factory.mktemp("sweep")
     write_runs(root, 6, points=30, workers=1)

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.tools.s3_proxy import CountingProxy
 from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
 from snapshot_store.read.store_reader import StoreReader
@@ -25,6 +24,7 @@ from visualizer.__main__ import main as python_m_visualizer
 from visualizer.sources.catalog import Catalog
 from visualizer.sources.runs import S3Runs
 from visualizer.sources.s3 import S3ReadError, S3Source, make_client
+from workloads.s3_proxy import CountingProxy
 
 Append = Callable[[str, int], None]
 

@@ -7,7 +7,7 @@ import math
 import time
 from urllib.parse import unquote
 
-from tests.fixtures.runs.many_runs import write_runs
+from tests.fixtures.runs.small_runs import write_small_runs
 from tests.fixtures.servers.visdom_reading import following
 from tests.fixtures.servers.waiting import wait_until
 from tests.visualizer.sources.test_s3 import RequestLog, upload
@@ -22,7 +22,7 @@ IDLE_S = 20.0  # the window requests are counted over (a measurement, not a cond
 def test_idle_finished_runs_cost_the_discovery_listing_and_a_new_run_shows(
     tmp_path, s3_bucket, visdom_server, reader, run_name
 ):
-    names = write_runs(tmp_path / "local", RUNS)
+    names = write_small_runs(tmp_path / "local", RUNS)
     for name in names:
         upload(s3_bucket, tmp_path / "local" / name / "pickle", f"{run_name}/{name}/pickle/")
     client = make_client()
@@ -51,7 +51,7 @@ def test_idle_finished_runs_cost_the_discovery_listing_and_a_new_run_shows(
         others = [u for u in urls if u not in discovery and not any(n in u for n in compared)]
         assert others == [], others
 
-        write_runs(tmp_path / "late", 1)
+        write_small_runs(tmp_path / "late", 1)
         upload(s3_bucket, tmp_path / "late" / names[0] / "pickle", f"{run_name}/late-run/pickle/")
         wait_until(lambda: "late-run" in follower.known, timeout=S3_DISCOVERY_INTERVAL + 30)
         table = follower.screen.index.win

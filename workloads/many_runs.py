@@ -1,5 +1,6 @@
 """Many finished runs on disk, written with the store's own writer, and the same runs for
-TensorBoard: what ``python -m bench many`` (and tests) point a viewer at.
+TensorBoard: what ``python -m bench many`` and the tests point a viewer, the Api and the
+export at.
 
     write_runs(root, 10_000)          # root/run-00000/pickle/... , one store per run
     write_tensorboard_runs(tb, 1_000)  # tb/run-00000/events.out.tfevents...
@@ -13,8 +14,7 @@ The stores are written through the store's lower layers (``RunDocuments`` for
 meta and status, ``encode_scalar_batch`` framed into a ``SegmentWriter``), the
 code the Recorder's writer thread runs, minus the thread and the queue: a
 Recorder per run (a writer thread started and joined, 3,000 ``log`` calls) wrote
-59 runs a second on one core here, these layers about 170
-(:func:`recorder_runs_per_second` measures the first).
+59 runs a second on one core here, these layers about 170.
 """
 
 from __future__ import annotations
@@ -197,23 +197,3 @@ def write_tensorboard_runs(
     written with TensorBoard's own record writer and protos (tag ``group/name``)."""
     root.mkdir(parents=True, exist_ok=True)
     _in_workers(_write_tb_chunk, root, runs, workers, series, points, time.time() - 86_400.0)
-
-
-def timed(write: Callable[..., None], *args: Any, **kwargs: Any) -> float:
-    """Seconds ``write(*args, **kwargs)`` takes."""
-    began = time.perf_counter()
-    write(*args, **kwargs)
-    return time.perf_counter() - began
-
-
-def recorder_runs_per_second(root: Path, runs: int = 20, points: int = 1000) -> float:
-    """Runs a second when each is written by its own Recorder (3 series): the alternative."""
-    from snapshot_store import Recorder
-
-    began = time.perf_counter()
-    for index in range(runs):
-        spec = run_spec(index, 3, points)
-        with Recorder(root / spec.name / "pickle", options=spec.options, rank=0) as rec:
-            for step in range(spec.steps):
-                rec.log({"loss": 1.0 / (step + 1), "accuracy": 0.5, "val": 0.3}, step=step)
-    return runs / (time.perf_counter() - began)
