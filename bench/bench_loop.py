@@ -28,8 +28,11 @@ times 200,000 ``add_scalar(float)`` calls in a row (no model): the foreground
 cost per call while the writer thread runs, and the process CPU per scalar,
 ``close()`` included.
 
-All of it takes about half an hour with CUDA. ``BENCH_LOOP_DEVICES=cuda`` measures the
-GPU loop alone and ``BENCH_LOOP_ROUNDS=3`` fewer rounds, as a lent GPU's minutes allow.
+The CPU's runs are sized by count (at least 20,000 scalars a run); CUDA's by time, so
+the GPU loop fits a lent GPU's minutes: each tag count's rounds within
+``BENCH_LOOP_CUDA_SECONDS`` (120 s; at least 3 rounds), each run about 1.2 s.
+``BENCH_LOOP_DEVICES=cuda`` measures the GPU loop alone, ``BENCH_LOOP_ROUNDS`` caps the
+rounds (9).
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ from bench.tools.call_cost import per_call, per_call_row
 
 ROUNDS = int(os.environ.get("BENCH_LOOP_ROUNDS", "9"))
 RUN_SECONDS = 1.2  # >= 10 flush intervals of 0.1 s
+# Seconds of CUDA rounds for one tag count: both counts and the warm-ups in 5 minutes.
+CUDA_SECONDS = float(os.environ.get("BENCH_LOOP_CUDA_SECONDS", "120"))
+MIN_ROUNDS = 3  # a median needs three
 # Each logging run logs at least this many scalars: at 2 tags a step a 1.2 s run logs
 # 8,000, and the noise of its CPU per scalar (3 us) was larger than the figure itself.
 MIN_SCALARS = 20_000
@@ -140,6 +146,17 @@ def _writers(root: Path) -> dict[str, Callable[[str], Any]]:
 Results = dict[str, list[tuple[float, ...]]]
 
 
+def run_size(device: str, n: int, step_s: float, writers: int) -> tuple[int, int]:
+    """Steps of each run and rounds of the loop at ``n`` tags: the CPU's by count (enough
+    scalars for a steady CPU per scalar), CUDA's by time (:data:`CUDA_SECONDS`)."""
+    if device != "cuda":
+        return max(1000, int(RUN_SECONDS / step_s), MIN_SCALARS // n), ROUNDS
+    steps = max(200, int(RUN_SECONDS / step_s))
+    runs_a_round = len(KINDS) * (1 + 2 * writers)  # a reference, then a writer's run and one
+    rounds = int(CUDA_SECONDS / (runs_a_round * steps * step_s))
+    return steps, max(MIN_ROUNDS, min(ROUNDS, rounds))
+
+
 def _loop_rounds(device: str, n: int, root: Path) -> tuple[Results, float]:
     """Per variant, (step-time ratio to its reference, extra process CPU s per scalar, the
     part of it on other threads than the training thread) of each round; and the bare
@@ -154,10 +171,10 @@ def _loop_rounds(device: str, n: int, root: Path) -> tuple[Results, float]:
     tags = [f"loss/{i}" for i in range(n)]
     loop.run(200)  # warm up
     wall = loop.run(400)[0]
-    steps = max(1000, int(RUN_SECONDS / (wall / 400)), MIN_SCALARS // n)
     writers = _writers(root)
+    steps, rounds = run_size(device, n, wall / 400, len(writers))
     results: Results = {"none": [], READ_LOSS: []}
-    for round_ in range(ROUNDS):
+    for round_ in range(rounds):
         bare = None
         for kind, (log, reference) in KINDS.items():
             before = loop.run(steps, reference)

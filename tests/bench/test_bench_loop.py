@@ -39,3 +39,17 @@ def test_each_kind_is_read_against_its_own_reference_with_the_writer_threads_sha
     assert float_row["met"] is False and tensor_row["met"] is False
     assert read_row["ours"] == "1.006x, 2.0 us a step"
     assert all("(0.35 ms a step)" in name for name in rows)
+
+
+def test_cuda_runs_are_sized_by_time_and_cpu_runs_by_count():
+    from bench.bench_loop import CUDA_SECONDS, MIN_SCALARS, ROUNDS, run_size
+
+    # A CUDA step of 4 ms: runs of about 1.2 s, every round within the budget.
+    steps, rounds = run_size("cuda", 2, 0.004, 2)
+    assert steps == 300 and 3 <= rounds <= ROUNDS
+    assert rounds * 10 * steps * 0.004 <= max(CUDA_SECONDS, 3 * 10 * steps * 0.004)
+    # A slow GPU still gets the three rounds a median needs.
+    assert run_size("cuda", 20, 0.5, 2)[1] == 3
+    # The CPU keeps its count: at least MIN_SCALARS scalars a run, every round.
+    steps, rounds = run_size("cpu", 2, 0.00035, 2)
+    assert steps * 2 >= MIN_SCALARS and rounds == ROUNDS
