@@ -16,11 +16,19 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
 from tests.fixtures.servers.parts import OPTIONAL_MODULES, missing_optional_module, parts_required
 from visualizer.alerts.options import WEBHOOK_VAR
+
+# An xdist worker's __main__ is execnet's bootstrap, with no file: to the code under test it
+# would look like a notebook (trainer.fit would start its workers with fork). The tests see
+# the __main__ that `python -m pytest` has, as in one process.
+if os.environ.get("PYTEST_XDIST_WORKER") and not getattr(sys.modules["__main__"], "__file__", None):
+    sys.modules["__main__"].__file__ = str(Path(pytest.__file__).with_name("__main__.py"))
 
 # A developer's own alert webhook: no visualizer the tests start may post to it.
 os.environ.pop(WEBHOOK_VAR, None)
@@ -52,10 +60,26 @@ INTEGRATION_FIXTURES = frozenset(
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that uses a real part as ``integration``."""
+    """Mark every test that uses a real part as ``integration``, and keep the tests that
+    share a module's fixture on one xdist worker."""
     for item in items:
         if INTEGRATION_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
+        if _shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether the test asks for a module- or class-scoped fixture (a DDP run, a written
+    sweep): under ``--dist loadgroup`` its module's tests then run where it was made once."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(
+        definition.scope in ("module", "class")
+        for definitions in info.name2fixturedefs.values()
+        for definition in definitions
+    )
 
 
 @pytest.hookimpl(wrapper=True)

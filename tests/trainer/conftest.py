@@ -18,7 +18,7 @@ def tiny_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(autouse=True, scope="module")
+@pytest.fixture(autouse=True, scope="package")
 def one_thread():
     """One intra-op thread: on 2 busy cores, a second one only adds waiting."""
     threads = torch.get_num_threads()
