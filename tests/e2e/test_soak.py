@@ -30,12 +30,12 @@ from tests.fixtures.servers.net import free_port
 from tests.fixtures.servers.pages import (
     ARTIFACTS,
     CONTROL_XPATH,
-    PLOTS_JS,
     ROOT,
     choose,
     console_errors,
     differences,
     panes,
+    plots,
     type_into,
 )
 from tests.fixtures.servers.processes import reap
@@ -73,7 +73,7 @@ def _check_page(driver: Any, handle: str, reader: VisdomReader, last: dict) -> l
     """What is wrong with the page in tab ``handle``: against the server, and the run's end."""
     driver.switch_to.window(handle)
     wrong = differences(driver, reader, ENV)
-    for plot in driver.execute_script(PLOTS_JS):
+    for plot in plots(driver):
         ends = {x for x, smoothed in zip(plot["x_last"], plot["smoothed"]) if not smoothed}
         # hparams' metrics are at step 0, as TensorBoard logs them.
         if (
@@ -142,7 +142,7 @@ def test_pages_left_open_for_a_whole_run_end_intact(tmp_path, chromium_driver):
             elapsed = time.monotonic() - started
             if "halfway" not in tabs and elapsed >= SOAK_SECONDS / 2:
                 tabs["halfway"] = _open_page(driver, url)
-                WebDriverWait(driver, 60).until(lambda d: d.execute_script(PLOTS_JS))
+                WebDriverWait(driver, 60).until(lambda d: plots(d))
                 _change_the_view(driver)
             for name, handle in tabs.items():  # a page gone blank is seen as it happens
                 driver.switch_to.window(handle)

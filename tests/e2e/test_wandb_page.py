@@ -9,7 +9,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.fixtures.runs.examples import run_example
 from tests.fixtures.runs.training import REPO
-from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, PLOTS_JS, console_errors, panes
+from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, console_errors, panes, plots
 from visualizer.follower import Follower
 from visualizer.visdom_client import VisdomClient
 
@@ -31,7 +31,7 @@ def test_a_wandb_script_shows_on_the_page(tmp_path, visdom_server, chromium_driv
     chromium_driver.get(f"{visdom_server.url}/env/{run_name}")
     wait = WebDriverWait(chromium_driver, BROWSER_WAIT_S)
     keys = {"Test Accuracy", "Test Loss", "batch_loss"}  # each drawn under the name logged
-    wait.until(lambda d: keys <= {n for p in d.execute_script(PLOTS_JS) for n in p["names"]})
+    wait.until(lambda d: keys <= {n for p in plots(d) for n in p["names"]})
     titles = wait.until(
         lambda d: (t := set(panes(d))) >= {"Examples", f"{run_name}: hparams"} and t
     )

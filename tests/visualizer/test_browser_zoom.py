@@ -11,7 +11,7 @@ from pathlib import Path
 from selenium.webdriver.support.ui import WebDriverWait
 
 from snapshot_store import Recorder
-from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, choose, plot_of
+from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, choose, page_script, plot_of
 from tests.fixtures.servers.visdom_reading import following
 from tests.fixtures.servers.waiting import wait_until
 from visualizer.follower import Follower
@@ -54,13 +54,14 @@ def _xs(driver, title: str) -> dict | None:
     """``_plot`` with every trace's x values."""
     plot = plot_of(driver, title)
     if plot is not None:
-        plot["xs"] = driver.execute_script(
-            "return Array.from(document.querySelectorAll('.js-plotly-plot'))"
-            "  .find(d => (d.layout.title.text || d.layout.title) === arguments[0])"
-            "  .data.map(t => t.x);",
+        plot["xs"] = page_script(
+            driver,
+            "const div = Array.from(document.querySelectorAll('.js-plotly-plot'))"
+            "  .find(d => d.layout && (d.layout.title.text || d.layout.title) === arguments[0]);"
+            "return div && div.data ? div.data.map(t => t.x) : null;",
             title,
         )
-    return plot
+    return plot if plot is not None and plot["xs"] is not None else None
 
 
 def test_a_zoom_into_a_million_points_draws_every_stored_point_of_the_range(
