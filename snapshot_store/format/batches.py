@@ -26,6 +26,7 @@ from typing import Any
 
 from snapshot_store.format import frames as fmt
 from snapshot_store.format import packed
+from snapshot_store.format.pickle_guard import value_problem
 from snapshot_store.format.schema import image_problem, series_problem
 
 log = logging.getLogger(__name__)
@@ -156,7 +157,8 @@ def records_of(
     good: list = []
     problems: list[str] = []
     for item in items:
-        problem = problem_of(item)
+        # a value no reader can take (pickle_guard's budget), else one not of its kind
+        problem = value_problem(item) or problem_of(item)
         if problem is None:
             good.append(item)
         else:

@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from snapshot_store.format.pickle_guard import memo_problem
+from snapshot_store.format.pickle_guard import memo_problem, value_problem
 
 # 2: the ``extras`` stream (text, histograms, hparams, ... see kinds.py). Version 1
 # stores have no such segment and read unchanged.
@@ -80,6 +80,10 @@ class StoreError(Exception):
 
 class UnsafePickleError(StoreError):
     """A payload asked for a global (class or function): refused, nothing ran."""
+
+
+class OverBudgetError(StoreError):
+    """A document that unpickles to more than a reader can take (pickle_guard's budget)."""
 
 
 class CorruptFrameError(StoreError):
@@ -215,7 +219,11 @@ def encode_document(doc: dict[str, Any]) -> bytes:
 
 
 def decode_document(data: bytes, source: str | os.PathLike[str]) -> dict[str, Any]:
-    """Decode a whole-file document written by :func:`encode_document`."""
+    """Decode a whole-file document written by :func:`encode_document`.
+
+    One over the budget of :func:`.pickle_guard.value_problem` raises
+    :class:`OverBudgetError`: no reader ever meets such a value.
+    """
     try:
         frames = list(iter_frames(data))
     except CorruptFrameError as err:
@@ -223,6 +231,8 @@ def decode_document(data: bytes, source: str | os.PathLike[str]) -> dict[str, An
     if len(frames) != 1 or frames[0].end != len(data):
         raise StoreError(f"{source}: expected exactly one complete frame")
     doc = loads(frames[0].payload, source)
+    if problem := value_problem(doc):
+        raise OverBudgetError(f"{source}: {problem}; not read (rewrite or remove it)")
     if not isinstance(doc, dict):
         raise StoreError(f"{source}: expected a dict, found {type(doc).__name__}")
     return doc

@@ -17,12 +17,22 @@ Most payloads name no index at all, and for them a regular expression steps over
 the opcodes in C first (:func:`_names_no_index`): a store document's walk in
 Python cost six times its unpickling, and listing 10,000 runs reads 20,000 of
 them. Only a payload with a PUT or LONG_BINPUT where an opcode starts is walked.
+
+What a payload unpickles to is then held to a budget (:func:`value_problem`), once, at
+the door: a store is written by anyone who can write to the bucket, and ``10**5000``,
+a list that holds itself, a kilobyte of shared references that a walk reaches 2**40
+times, or lists nested 200,000 deep each ended every reader that touched them
+(``repr``, ``float``, ``==``, JSON). Past the budget the document is refused, so
+nothing downstream ever meets such a value.
 """
 
 from __future__ import annotations
 
 import pickletools
 import re
+import sys
+from itertools import chain
+from typing import Any
 
 import numpy as np
 
@@ -193,3 +203,53 @@ def _run_length(codes: np.ndarray, pos: int, stride: int, code: int) -> int:
             return run + int(other[0])
         run += len(window)
         chunk *= 4
+
+
+# --- what a payload may unpickle to ---------------------------------------------------------
+
+MAX_DEPTH = 128  # containers within containers: wandb.log refuses past 100, a status adds a few
+MAX_NODES = 1_000_000  # values a walk reaches, a shared one counted each time it is reached
+MAX_TEXT = 16 << 20  # characters of a str, bytes of a bytes
+_MAX_INT = int(sys.float_info.max)  # past this an int is no float: float() raises
+_LEAVES = frozenset((float, bool, type(None)))
+_TEXTS = (str, bytes, bytearray)
+
+
+def value_problem(value: object) -> str | None:
+    """Why ``value`` (an unpickled payload) is over the budget, or None.
+
+    Over it: nesting deeper than :data:`MAX_DEPTH` (a value that holds itself is
+    infinitely deep), more than :data:`MAX_NODES` values reached (a shared object
+    counted each time, as every reader that walks it pays for it), a str or bytes
+    longer than :data:`MAX_TEXT`, an int out of float range. The walk goes a level
+    at a time, a kind of value at a time (the type checks and sums run in C: a
+    status costs about 16 us), and stops at the first problem, so it costs at most
+    about :data:`MAX_NODES` steps whatever the value.
+    """
+    nodes, level = 1, [value]
+    for depth in range(MAX_DEPTH + 2):
+        if not level:
+            return None
+        if depth > MAX_DEPTH:
+            break
+        inner: list[Any] = []
+        for kind in set(map(type, level)) - _LEAVES:
+            same: list[Any] = [x for x in level if type(x) is kind]
+            if kind is int:
+                if max(same) > _MAX_INT or min(same) < -_MAX_INT:
+                    bits = max(x.bit_length() for x in same)
+                    return f"an integer of {bits:,} bits, past what a float holds"
+            elif kind in _TEXTS:
+                if (longest := max(map(len, same))) > MAX_TEXT:
+                    return f"a {kind.__name__} of {longest:,} items, above {MAX_TEXT:,}"
+            else:  # a container: dict, list, tuple, set or frozenset
+                nodes += sum(map(len, same)) * (2 if kind is dict else 1)
+                if nodes > MAX_NODES:
+                    return f"more than {MAX_NODES:,} values (a shared one counted each time)"
+                if kind is dict:
+                    inner += chain.from_iterable(map(dict.keys, same))
+                    inner += chain.from_iterable(map(dict.values, same))
+                else:
+                    inner += chain.from_iterable(same)
+        level = inner
+    return f"values nested more than {MAX_DEPTH} deep (or one that holds itself)"

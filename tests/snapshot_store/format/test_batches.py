@@ -27,3 +27,13 @@ def test_an_image_above_the_frame_limit_is_dropped_with_an_error(monkeypatch, ca
     frames = list(fmt.iter_frames(batches.encode_image_batch([small, big])))
     assert [batches.decode_image_batch(f.payload, "mem") for f in frames] == [[small]]
     assert "dropped one images record" in caplog.text
+
+
+def test_a_record_frame_over_the_budget_is_one_problem_not_a_crash():
+    record = ("hparams", "hparams", 0, 0.0, {"hparams": {"lr": 10**400}, "metrics": {}})
+    fine = ("text", "notes", 1, 0.0, {"text": "ok"})
+    payload = fmt.dumps({"v": 2, "records": [record, fine]})
+    good, problems = batches.records_of(payload, "extras-00000000.pickle", "records", "extras",
+                                        lambda item: None)  # fmt: skip
+    assert good == [fine]
+    assert problems == ["an integer of 1,329 bits, past what a float holds"]

@@ -10,7 +10,14 @@ import pytest
 
 from snapshot_store.format import batches
 from snapshot_store.format import frames as fmt
-from snapshot_store.format.pickle_guard import _names_no_index, _walk, memo_problem
+from snapshot_store.format.pickle_guard import (
+    MAX_DEPTH,
+    MAX_TEXT,
+    _names_no_index,
+    _walk,
+    memo_problem,
+    value_problem,
+)
 
 # Each names a memo index far beyond its opcodes: the C unpickler of Python 3.11
 # zeroes a memo table twice that long (gigabytes) before storing the object.
@@ -146,3 +153,65 @@ def test_a_frame_of_plain_records_is_not_taken_for_sharing():
     rows = [("train", f"loss_{i}", [1, 2], [0, 0], [1.0, 2.0], [0.5, 0.25]) for i in range(50)]
     good, problems = batches.scalar_records(batches.encode_scalar_batch(rows)[12:-4], "s")
     assert (len(good), problems) == (50, [])
+
+
+# --- the budget of what a payload unpickles to -----------------------------------------------
+
+
+def _dag(levels: int) -> list:
+    node: list = []
+    for _ in range(levels):
+        node = [node, node]
+    return node
+
+
+def _holds_itself() -> dict:
+    loop: dict = {"a": 1}
+    loop["self"] = loop
+    return loop
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ({"lr": 10**5000}, "integer of 16,610 bits"),
+        ({"updated": 10**400}, "past what a float holds"),
+        ({"updated": -(10**400)}, "past what a float holds"),
+        ({(10**400,): 1}, "past what a float holds"),  # a key is walked too
+        (_holds_itself(), "holds itself"),
+        ({"x": _dag(40)}, "shared one counted each time"),
+        ({"x": "y" * (MAX_TEXT + 1)}, "a str of"),
+        ({"x": [b"y" * (MAX_TEXT + 1)]}, "a bytes of"),
+    ],
+    ids=["huge-int", "int-past-float", "negative", "key", "cycle", "dag", "str", "bytes"],
+)
+def test_a_value_over_the_budget_is_named(value, why):
+    assert why in value_problem(value)
+
+
+def test_lists_nested_200000_deep_are_refused_without_recursion():
+    payload = b"(" * 200_000 + b"l" * 200_000 + b"."
+    with pytest.raises(fmt.OverBudgetError, match=r"nested more than 128 deep"):
+        fmt.decode_document(fmt.encode_frame(payload), "status.pickle")
+
+
+def test_a_bomb_document_is_refused_by_decode_document_naming_the_file():
+    frame = fmt.encode_document({"options": {"x": _dag(40)}})
+    assert len(frame) < 2_000  # a kilobyte that a walk would reach 2**40 times
+    with pytest.raises(fmt.OverBudgetError, match=r"^r/status\.pickle: more than 1,000,000"):
+        fmt.decode_document(frame, "r/status.pickle")
+
+
+def test_what_a_writer_writes_is_within_the_budget():
+    deep: object = 0.5
+    for _ in range(MAX_DEPTH - 1):
+        deep = {"k": deep}
+    inside = [
+        *_documents(),
+        {"n": float("nan"), "i": float("inf"), 1: None, (1, 2): frozenset({3}), "s": {4}},
+        {"big": 2**1000, "neg": -(2**1000), "bool": True, "shared": [_dag(10)] * 10},
+        deep,
+        {f"k{i}": i for i in range(100_000)},
+    ]
+    for value in inside:
+        assert value_problem(value) is None
