@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from snapshot_store.format.frames import ENDED_STATES
-from snapshot_store.read.store_reader import StoreReader
+from snapshot_store.read.store_reader import PAGE_BYTES, StoreReader
 from visualizer.model.rundata import RunData
 from visualizer.model.summary import RunSummary, from_documents, from_run
 from visualizer.sources.runs import RunSpec
@@ -19,9 +19,6 @@ from visualizer.sources.s3 import S3ReadError
 
 log = logging.getLogger(__name__)
 
-# A long history is replayed this many bytes of segments at a time: each page
-# becomes compact arrays before the next is read, so memory stays flat.
-PAGE_BYTES = 2 << 20
 # Bytes a point costs in memory (Series: step, value, wall time) with its share of overhead.
 POINT_BYTES = 20
 

@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 # Bytes asked of a source at once: large enough that a page costs one request
 # (one ranged GET on S3) among many frames, small enough to keep memory flat.
 READ_BYTES = 4 << 20
+# A long history is replayed this many bytes of segments a poll (``poll(max_bytes=)``):
+# each page becomes compact arrays before the next is read, so memory stays flat.
+PAGE_BYTES = 2 << 20
 # A meta or status document is one frame.
 MAX_DOCUMENT_BYTES = fmt.MAX_FRAME_BYTES + fmt.FRAME_OVERHEAD
 

@@ -30,7 +30,8 @@ from typing import Any
 from run_core.atomic import ensure_writable_dir, write_atomic
 from run_core.redaction import redact
 from snapshot_store.format import frames as fmt
-from snapshot_store.write.summary import SUMMARY_FIELDS, RunSummary
+from snapshot_store.format.summary import SUMMARY_FIELDS
+from snapshot_store.write.summary import SummaryKeeper
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class RunDocuments:
         self._pid = os.getpid()
         self._fields: dict[str, Any] = {}
         self._run: dict[str, Any] = {}  # fmt.RUN_FIELDS as meta holds them
-        self.summary = RunSummary()
+        self.summary = SummaryKeeper()
         self._written_at = 0.0
         self._dirty = True
 

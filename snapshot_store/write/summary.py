@@ -4,11 +4,7 @@ A runs table of thousands of runs must know each run (its last loss, its best
 accuracy, how far it got) without reading its segments. So the writer thread
 folds every batch of scalar columns it converts into per-series statistics, and
 the status document it rewrites (at most once a second, plus heartbeats) carries
-them::
-
-    "series": {tag: {"count", "step", "last", "min", "max", "time"}, ...}
-    "series_left_out": n    # only past MAX_SUMMARY_SERIES series
-    "hparams": {...}        # the last add_hparams dict, absent if none
+them: the fields of :mod:`snapshot_store.format.summary`, the schema's one owner.
 
 A resumed run continues from the earlier session's status. One that resumes a
 store whose earlier status has no summary (an older writer) while segments
@@ -29,14 +25,9 @@ import numpy as np
 from run_core.tags import tag_of
 from snapshot_store.format.batches import SeriesColumns
 from snapshot_store.format.kinds import ExtraRecord
+from snapshot_store.format.summary import MAX_SUMMARY_SERIES, SeriesStats
 
 log = logging.getLogger(__name__)
-
-# Series the status names; the rest are counted in "series_left_out". A status is
-# rewritten every second: 1,000 entries keep it near 100 kB.
-MAX_SUMMARY_SERIES = 1000
-# The status fields this module owns.
-SUMMARY_FIELDS = ("series", "series_left_out", "hparams")
 
 _PLAIN = (str, int, float, bool, type(None))
 # Points in a batch from which one numpy reduction beats min()/max() per series:
@@ -47,62 +38,20 @@ _NUMPY_FROM = 1024
 _FMIN_AT, _FMAX_AT = np.fmin.reduceat, np.fmax.reduceat
 
 
-class SeriesStats:
-    """What the status says of one series; :meth:`fields` is its document entry."""
-
-    __slots__ = ("count", "last", "max", "min", "step", "time")
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.step = 0
-        self.last = 0.0
-        self.min: float | None = None
-        self.max: float | None = None
-        self.time = 0.0
-
-    def add(self, steps: Sequence[int], times: Sequence[float], values: Sequence[float]) -> None:
-        """Count one batch's points of this series (columns in logged order); its
-        extremes come by :meth:`widen`."""
-        self.count += len(values)
-        self.step = steps[-1]  # an int, beyond int64 too (list columns)
-        self.last = float(values[-1])
-        self.time = float(times[-1])
-
-    def widen(self, lo: float, hi: float) -> None:
-        """Take a batch's smallest and largest value in (NaN: it was all NaN)."""
-        if lo == lo:
-            if self.min is None or lo < self.min:
-                self.min = lo
-            if self.max is None or hi > self.max:
-                self.max = hi
-
-    def fields(self) -> dict[str, Any]:
-        return {
-            "count": self.count,
-            "step": self.step,
-            "last": self.last,
-            "min": self.min,
-            "max": self.max,
-            "time": self.time,
-        }
-
-    @classmethod
-    def from_fields(cls, entry: object) -> SeriesStats | None:
-        """The stats an earlier status wrote, or None when ``entry`` is malformed."""
-        if not isinstance(entry, dict):
-            return None
-        count, step, last = entry.get("count"), entry.get("step"), entry.get("last")
-        lo, hi, wall = entry.get("min"), entry.get("max"), entry.get("time")
-        if type(count) is not int or count < 1 or type(step) is not int:
-            return None
-        if not (type(last) is float and type(wall) is float and _bound(lo) and _bound(hi)):
-            return None
-        if (lo is None) != (hi is None):
-            return None
-        stats = cls()
-        stats.count, stats.step, stats.last, stats.time = count, step, last, wall
-        stats.min, stats.max = lo, hi
-        return stats
+def _resumed(entry: object) -> SeriesStats | None:
+    """The stats an earlier status wrote, or None when ``entry`` is not exactly as this
+    writer writes it (a summary continued from a doubtful entry would be wrong for good)."""
+    if not isinstance(entry, dict):
+        return None
+    count, step, last = entry.get("count"), entry.get("step"), entry.get("last")
+    lo, hi, wall = entry.get("min"), entry.get("max"), entry.get("time")
+    if type(count) is not int or count < 1 or type(step) is not int:
+        return None
+    if not (type(last) is float and type(wall) is float and _bound(lo) and _bound(hi)):
+        return None
+    if (lo is None) != (hi is None):
+        return None
+    return SeriesStats(count, step, last, lo, hi, wall)
 
 
 def _extremes(columns: list[Sequence[float]]) -> tuple[list[float], list[float]]:
@@ -133,7 +82,7 @@ def _bound(value: object) -> bool:
     return value is None or (type(value) is float and value == value)
 
 
-class RunSummary:
+class SummaryKeeper:
     """The series statistics and the last hparams of one run, kept by the writer thread.
 
     Args:
@@ -161,13 +110,21 @@ class RunSummary:
                     self.left_out.add(tag)
                     continue
                 stats = series[tag] = SeriesStats()
-            stats.add(steps, times, values)
+            # The columns are in logged order: the last point is the last logged.
+            stats.count += len(values)
+            stats.step = steps[-1]  # an int, beyond int64 too (list columns)
+            stats.last = float(values[-1])
+            stats.time = float(times[-1])
             taken.append(stats)
             value_columns.append(values)
             points += len(values)
         extremes = _extremes if points < _NUMPY_FROM else _batch_extremes
         for stats, lo, hi in zip(taken, *extremes(value_columns), strict=True):
-            stats.widen(lo, hi)
+            if lo == lo:  # NaN: the batch's values of this series were all NaN
+                if stats.min is None or lo < stats.min:
+                    stats.min = lo
+                if stats.max is None or hi > stats.max:
+                    stats.max = hi
 
     def saw_records(self, records: list[ExtraRecord]) -> None:
         """Keep the hparams dict of the last hparams record among ``records``."""
@@ -215,7 +172,7 @@ class RunSummary:
         else:
             problems.append("series_left_out is not a count")
         for tag, entry in series.items():
-            stats = SeriesStats.from_fields(entry) if type(tag) is str else None
+            stats = _resumed(entry) if type(tag) is str else None
             if stats is None:
                 problems.append(f"series entry {tag!r:.60} is malformed")
             elif len(self.series) < MAX_SUMMARY_SERIES:

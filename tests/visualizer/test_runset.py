@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import pytest
 
+from snapshot_store.format.summary import RunSummary, SeriesStats
 from tests.fixtures.runs.small_runs import write_small_runs
 from tests.fixtures.servers.visdom_reading import following
 from tests.fixtures.servers.waiting import wait_until
-from visualizer.model.summary import RunSummary, SeriesStats
 from visualizer.panes.compare import Selection
 from visualizer.runset import compared, over_budget
 

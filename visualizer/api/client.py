@@ -17,9 +17,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from visualizer.model.summary import RunSummary
-from visualizer.sources.catalog import Read, read_store
+from visualizer.sources.catalog import Read
 from visualizer.sources.runs import Found, locate, name_in
 from visualizer.sources.s3 import FETCHES_AT_ONCE, S3ReadError
+from visualizer.sources.summary_read import read_summary
 
 from .filters import compile_filters
 from .run import Run
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 def _read(found: Found) -> Read:
     """One store's documents and summary; a store that can not be read says why, once."""
     try:
-        return read_store(found.source)
+        return read_summary(found.source)
     except S3ReadError as err:
         if not err.one_run:
             raise  # the bucket's failure (credentials, no endpoint): the cause to report
@@ -61,7 +62,7 @@ def read_runs(root: str, s3_client: Any = None) -> list[Run]:
         listed = []
         for store, read in zip(found, reads, strict=True):
             spec = runs.name(store, name_in(read.meta))
-            assert read.summary is not None  # read_store always computes one
+            assert read.summary is not None  # read_summary always computes one
             listed.append(Run(spec.name, store.source, read.summary, read.meta))
     return listed
 

@@ -3,7 +3,8 @@
 The writer keeps one in ``status.pickle`` (docs/store-format.md): per series the
 last value and step, min, max and count, and the run's hparams; ``meta.pickle``
 holds its options. A store written before that is read whole once and its
-summary computed from the series (:func:`from_run`). Everything here is data
+summary computed from the series (:func:`from_run`). The summary's schema is the
+store format's (:mod:`snapshot_store.format.summary`). Everything here is data
 from a file that may be hostile: each field is checked, a bad one is left out.
 """
 
@@ -11,71 +12,20 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 from run_core.tags import tag_of
-from snapshot_store.format.frames import ENDED_STATES, RUN_FIELDS
+from snapshot_store.format.frames import RUN_FIELDS
+from snapshot_store.format.summary import RunSummary, SeriesStats
 
 from .rundata import RunData
 from .status import is_stale
 
-NO_STATUS = "no status yet"
 # Status fields taken apart into the summary (and meta's, repeated there: name, config).
 _SUMMARIZED = ("series", "hparams", "summary", *RUN_FIELDS)
 # A tuple, not ``int | float``: that union is built again on every call, and listing
 # 10,000 runs checks 120,000 values.
 _NUMBERS = (int, float)
-
-
-@dataclass(frozen=True)
-class SeriesStats:
-    """One series at a glance: how many points, the last one, its extremes."""
-
-    count: int
-    step: int | None
-    last: float | None
-    min: float | None
-    max: float | None
-
-    def best(self, higher_is_better: bool) -> float | None:
-        """The best value: the largest when higher is better, else the smallest."""
-        return self.max if higher_is_better else self.min
-
-
-@dataclass
-class RunSummary:
-    """A run as its table row shows it; ``summarized`` is False for a store without one."""
-
-    name: str
-    state: str = NO_STATUS
-    step: int | None = None
-    started: float | None = None
-    updated: float | None = None
-    series: dict[str, SeriesStats] = field(default_factory=dict)
-    config: dict[str, Any] = field(default_factory=dict)
-    # The summary a run set as the structures logged (W&B's ``run.summary``: text, dicts...).
-    values: dict[str, Any] = field(default_factory=dict)
-    status: dict[str, Any] | None = None  # the document itself: staleness, alerts
-    summarized: bool = False
-
-    @property
-    def ended(self) -> bool:
-        """Whether the run says it ended (finished, failed or stopped)."""
-        return self.state in ENDED_STATES
-
-    def state_at(self, now: float) -> str:
-        """The state as shown: a running run whose heartbeat stopped is ``running (stale)``."""
-        if self.status is not None and is_stale(self.status, now):
-            return f"{self.state} (stale)"
-        return self.state
-
-    @property
-    def duration(self) -> float | None:
-        """Seconds from its start to its last update."""
-        if self.started is None or self.updated is None:
-            return None
-        return max(0.0, self.updated - self.started)
 
 
 def _number(value: Any) -> float | None:
@@ -85,30 +35,8 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _value(value: Any) -> float | None:
-    """A logged value: NaN and infinities are values too (a diverged loss)."""
-    if isinstance(value, bool) or not isinstance(value, _NUMBERS):
-        return None
-    return float(value)
-
-
 def _step(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _stats(entry: Any) -> SeriesStats | None:
-    if not isinstance(entry, dict):
-        return None
-    count = _step(entry.get("count"))
-    if count is None or count < 0:
-        return None
-    return SeriesStats(
-        count,
-        _step(entry.get("step")),
-        _value(entry.get("last")),
-        _value(entry.get("min")),
-        _value(entry.get("max")),
-    )
 
 
 def dotted(prefix: str, value: Any, out: dict[str, Any]) -> None:
@@ -121,6 +49,16 @@ def dotted(prefix: str, value: Any, out: dict[str, Any]) -> None:
         out[prefix] = json.dumps(value, default=str)
     else:
         out[prefix] = value
+
+
+def state_shown(summary: RunSummary, now: float) -> str:
+    """The state as shown: a running run whose heartbeat stopped is ``running (stale)``,
+    an unreadable store ``unreadable: <why>``."""
+    if summary.error is not None:
+        return f"{summary.state}: {summary.error}"
+    if summary.status is not None and is_stale(summary.status, now):
+        return f"{summary.state} (stale)"
+    return summary.state
 
 
 def _config(meta: dict[str, Any] | None, status: dict[str, Any] | None) -> dict[str, Any]:
@@ -167,7 +105,7 @@ def from_documents(
     if isinstance(series, dict):
         summary.summarized = True
         for tag, entry in series.items():
-            stats = _stats(entry)
+            stats = SeriesStats.read(entry)
             if isinstance(tag, str) and stats is not None:
                 summary.series[tag] = stats
     return summary

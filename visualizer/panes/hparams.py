@@ -78,7 +78,7 @@ def table_row(cells: Sequence[object], tag: str = "td") -> Html:
     return markup.row(cells, tag, _CELL)
 
 
-def summary_of(run: RunData) -> dict[str, str]:
+def summary_rows(run: RunData) -> dict[str, str]:
     """The summary the run set (a W&B-style run's, in its status) as text, nested keys
     dotted as table rows; empty when it set none."""
     summary = (run.status or {}).get("summary")
@@ -90,7 +90,7 @@ def summary_of(run: RunData) -> dict[str, str]:
 
 def run_table(run: RunData) -> Html:
     """One run's options as an HTML table (name, value), then its summary if it set one."""
-    options, summary = options_of(run), summary_of(run)
+    options, summary = options_of(run), summary_rows(run)
     parts: list[object] = [markup.element("p", "this run stored no options")]
     if options:
         rows = [table_row([k, v]) for k, v in options.items()]

@@ -12,16 +12,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from snapshot_store.format.frames import STATES
+from snapshot_store.format.summary import RunSummary, SeriesStats
 from visualizer import markup
 from visualizer.model.status import format_duration
-from visualizer.model.summary import RunSummary, SeriesStats, dotted, higher_is_better
+from visualizer.model.summary import dotted, higher_is_better, state_shown
 
 MAX_CONFIG_COLUMNS = 8
 MAX_SUMMARY_COLUMNS = 4
 MAX_SERIES_CHOICES = 200
 MAX_CELL_CHARS = 40
 SORTS = ("last update", "run", "state", "step", "started", "duration", "last value", "best value")
-STATES = ("any state", "running", "finished", "failed", "stopped")
+ANY_STATE = "any state"
+STATE_CHOICES = (ANY_STATE, *STATES)  # the page's filter by state
 COMPARED = "●"  # marks the runs overlaid on the comparison page
 
 
@@ -41,7 +44,7 @@ class TableView:
     """The page's choices: filter, sort and page."""
 
     filter: str = ""
-    state: str = STATES[0]
+    state: str = ANY_STATE
     sort: str = SORTS[0]
     descending: bool = True
     series: str | None = None  # None: the most logged series
@@ -91,7 +94,7 @@ def varying_options(summaries: Sequence[RunSummary]) -> list[str]:
     return sorted(varying)[:MAX_CONFIG_COLUMNS]
 
 
-def summary_of(summary: RunSummary) -> dict[str, Any]:
+def summary_cells(summary: RunSummary) -> dict[str, Any]:
     """The summary a run set beside its series (W&B's ``run.summary``: a best model's name, a
     test score), as table columns named as the export names them (``summary.best.epoch``).
     A key that is a series is left out: its last value has a column already."""
@@ -104,7 +107,7 @@ def summary_of(summary: RunSummary) -> dict[str, Any]:
 
 def summary_columns(summaries: Sequence[RunSummary]) -> list[str]:
     """The summary columns most runs have (at most a few), the most common first."""
-    counts = Counter(key for s in summaries if s.values for key in summary_of(s))
+    counts = Counter(key for s in summaries if s.values for key in summary_cells(s))
     ranked = sorted(counts, key=lambda key: (-counts[key], key))
     return ranked[:MAX_SUMMARY_COLUMNS]
 
@@ -121,7 +124,7 @@ def select(
 ) -> list[RunSummary]:
     """The runs ``view``'s filter keeps, in its order; those without a value to sort by last."""
     matches = matcher(view.filter)
-    kept = [s for s in summaries if matches(s.name) and view.state in (STATES[0], s.state)]
+    kept = [s for s in summaries if matches(s.name) and view.state in (ANY_STATE, s.state)]
     key = _sort_key(view.sort, tag, tag is not None and higher_is_better(tag), now)
     by_name = sorted(kept, key=lambda s: s.name)
     known = [s for s in by_name if key(s) is not None]
@@ -141,7 +144,7 @@ def cells(
     ``columns``: its options, its summary."""
     row: list[object] = [
         link,
-        summary.state_at(now),
+        state_shown(summary, now),
         "-" if summary.step is None else f"{summary.step:,}",
         when(summary.started),
         "-" if summary.duration is None else format_duration(summary.duration),
@@ -153,7 +156,7 @@ def cells(
         row += [number(stats.last if stats else None), number(best)]
     options, summary_keys = columns
     row += [cell(summary.config[key]) if key in summary.config else "-" for key in options]
-    values = summary_of(summary) if summary_keys else {}
+    values = summary_cells(summary) if summary_keys else {}
     return row + [cell(values[key]) if key in values else "-" for key in summary_keys]
 
 
@@ -170,7 +173,7 @@ def _sort_key(sort: str, tag: str | None, higher: bool, now: float) -> Callable[
         return lambda s: _value(s.series.get(tag) if tag else None, higher, last)
     keys: dict[str, Callable[[RunSummary], Any]] = {
         "run": lambda s: s.name.lower(),
-        "state": lambda s: s.state_at(now),
+        "state": lambda s: state_shown(s, now),
         "step": lambda s: s.step,
         "started": lambda s: s.started,
         "duration": lambda s: s.duration,

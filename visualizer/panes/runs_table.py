@@ -28,7 +28,7 @@ from visualizer.visdom_client import VisdomClient
 from .run_rows import (
     COMPARED,
     SORTS,
-    STATES,
+    STATE_CHOICES,
     RunsTableState,
     TableView,
     cells,
@@ -200,7 +200,7 @@ class RunsTable:
                 return replace(view, filter=str(value)[:200], page=0)
             if row == _PAGE_ROW:
                 return replace(view, page=max(0, min(10**9, int(float(str(value)))) - 1))
-            choices = {_STATE_ROW: STATES, _SORT_ROW: SORTS, _ORDER_ROW: ORDERS}
+            choices = {_STATE_ROW: STATE_CHOICES, _SORT_ROW: SORTS, _ORDER_ROW: ORDERS}
             index = int(str(value))
             if row == _SERIES_ROW:
                 return replace(view, series=self._series[index])
@@ -226,8 +226,8 @@ class RunsTable:
             {
                 "type": "select",
                 "name": "state",
-                "value": STATES.index(view.state),
-                "values": list(STATES),
+                "value": STATE_CHOICES.index(view.state),
+                "values": list(STATE_CHOICES),
             },
             {
                 "type": "select",

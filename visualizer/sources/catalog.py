@@ -28,7 +28,7 @@ from visualizer.model.summary import RunSummary, from_documents
 
 from .runs import Found, LocalRuns, RunSpec, S3Runs, name_in
 from .s3 import FETCHES_AT_ONCE, S3ReadError
-from .summary_read import Read, read_store, status_version
+from .summary_read import Read, read_summary, status_version
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +206,7 @@ class Catalog:
             if self._closed:
                 return
             try:
-                read = read_store(source, meta, whole, lambda: self._closed)
+                read = read_summary(source, meta, whole, lambda: self._closed)
             except S3ReadError as err:
                 read = Read(error=str(err))
             except Exception as err:  # a hostile or broken store: the others go on

@@ -15,13 +15,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from snapshot_store.format import frames as fmt
-from snapshot_store.read.store_reader import MAX_DOCUMENT_BYTES, LocalSource, Source, StoreReader
+from snapshot_store.read.store_reader import (
+    MAX_DOCUMENT_BYTES,
+    PAGE_BYTES,
+    LocalSource,
+    Source,
+    StoreReader,
+)
 from visualizer.model.rundata import RunData
 from visualizer.model.summary import RunSummary, from_documents, from_run
 
 log = logging.getLogger(__name__)
-
-PAGE_BYTES = 2 << 20  # an older store is read whole this many bytes at a time
 
 
 @dataclass
@@ -78,13 +82,14 @@ class _QuietReader(StoreReader):
         self.warnings.append(message)
 
 
-def read_store(
+def read_summary(
     source: Source,
     meta: dict[str, Any] | None = None,
     whole: bool = True,
     stopped: Callable[[], bool] = bool,
 ) -> Read:
-    """The documents of a store and its summary: the one its status keeps, else, when
+    """The documents of a store and its summary (the one function that reads it, for the
+    viewer's catalog, the Api and the export): the one its status keeps, else, when
     ``whole``, one computed from its series (``stopped``, asked between pages, cuts that
     short). Meta comes from status where it repeats it, else ``meta`` when already known,
     else meta.pickle. Run on a pool thread: the follow loop only takes it."""

@@ -11,8 +11,9 @@ import pytest
 
 from snapshot_store import Recorder, read_store
 from snapshot_store.format import frames as fmt
+from snapshot_store.format.summary import MAX_SUMMARY_SERIES
 from snapshot_store.write.scalar_columns import ScalarColumns
-from snapshot_store.write.summary import MAX_SUMMARY_SERIES, RunSummary
+from snapshot_store.write.summary import SummaryKeeper
 
 NAN, INF = math.nan, math.inf
 
@@ -26,7 +27,7 @@ def converted(records: list[tuple]) -> list:
 
 
 def summary_of(*batches: list[tuple]) -> dict:
-    summary = RunSummary()
+    summary = SummaryKeeper()
     for records in batches:
         summary.add(converted(records))
     return summary.fields()
@@ -73,7 +74,7 @@ def test_nan_is_last_when_logged_last_and_never_a_bound():
     assert fields["a"]["min"] is None and fields["a"]["max"] is None
     assert fields["a"]["count"] == 2 and math.isnan(fields["a"]["last"])
     assert fields["b"] == entry(3, 2, -INF, -INF, 2.0)
-    later = RunSummary()
+    later = SummaryKeeper()
     later.add(converted([("", "a", 0, NAN)]))
     later.add(converted([("", "a", 1, 1.5), ("", "a", 2, NAN)]))
     stats = later.fields()["series"]["a"]
@@ -107,7 +108,7 @@ def test_steps_beyond_int64_are_kept_as_ints():
 
 def test_past_the_cap_series_are_counted_not_named():
     tags = [f"s{i:04d}" for i in range(MAX_SUMMARY_SERIES + 5)]
-    summary = RunSummary()
+    summary = SummaryKeeper()
     summary.add(converted([("m", tag, 0, 1.0) for tag in tags]))
     summary.add(converted([("m", tag, 1, 2.0) for tag in reversed(tags)]))
     fields = summary.fields()
@@ -119,7 +120,7 @@ def test_past_the_cap_series_are_counted_not_named():
 
 
 def test_the_last_hparams_record_is_kept():
-    summary = RunSummary()
+    summary = SummaryKeeper()
     record = ("hparams", "hparams", 0, 1.0, {"hparams": {"lr": 0.1}, "metrics": {}})
     later = ("hparams", "run2", 0, 2.0, {"hparams": {"lr": 0.2, "opt": "sgd"}, "metrics": {}})
     summary.saw_records([record, ("text", "notes", 0, 1.0, {"text": "hi"})])

@@ -28,7 +28,7 @@ from tests.fixtures.servers.processes import reap
 from visualizer.alerts.rules import Alert, AlertMemory, AlertWatch
 from visualizer.model.rundata import RunData
 from visualizer.model.status import last_activity, status_view
-from visualizer.model.summary import from_documents
+from visualizer.model.summary import from_documents, state_shown
 
 
 def test_scalar_and_image_methods_write_the_store_in_log_dir(tmp_path):
@@ -173,8 +173,8 @@ def test_a_writer_killed_by_sigterm_stays_running_and_the_viewer_tells_it_silent
     assert status["state"] == "running"
     beat = status["updated"]
     summary = from_documents("run", update.meta, status)
-    assert summary.state_at(beat + 14.9) == "running"
-    assert summary.state_at(beat + 15.1) == "running (stale)"
+    assert state_shown(summary, beat + 14.9) == "running"
+    assert state_shown(summary, beat + 15.1) == "running (stale)"
     assert status_view(status, update.meta, now=beat + 15.1).stale
 
     sent: list[Alert] = []

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import io
 
+from snapshot_store.format.summary import RunSummary, SeriesStats
 from snapshot_store.read.local_source import LocalSource
 from visualizer.api.run import Run
 from visualizer.api.table import arrow_table, runs_columns, write_runs_csv
-from visualizer.model.summary import RunSummary, SeriesStats
 
 
 def _run(name: str, options: dict, last: float | None = 0.5) -> Run:

@@ -6,15 +6,10 @@ import math
 
 import pytest
 
+from snapshot_store.format.summary import NO_STATUS, SeriesStats
 from snapshot_store.read.store_reader import Update
 from visualizer.model.rundata import RunData
-from visualizer.model.summary import (
-    NO_STATUS,
-    SeriesStats,
-    from_documents,
-    from_run,
-    higher_is_better,
-)
+from visualizer.model.summary import from_documents, from_run, higher_is_better
 
 
 def _status(**fields):

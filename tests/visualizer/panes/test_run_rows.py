@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from visualizer.model.summary import RunSummary, SeriesStats
+from snapshot_store.format.summary import RunSummary, SeriesStats
 from visualizer.panes.run_rows import (
     TableView,
     cells,

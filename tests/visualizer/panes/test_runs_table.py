@@ -8,12 +8,12 @@ import time
 import pytest
 
 from snapshot_store import Recorder
+from snapshot_store.format.summary import RunSummary, SeriesStats
 from tests.fixtures.servers.visdom_reading import following
 from tests.fixtures.servers.waiting import wait_until
 from visualizer.follower import Follower
 from visualizer.layout import safe_id
-from visualizer.model.summary import RunSummary, SeriesStats
-from visualizer.panes.run_rows import COMPARED, SORTS, STATES, RunsTableState
+from visualizer.panes.run_rows import COMPARED, SORTS, STATE_CHOICES, RunsTableState
 from visualizer.panes.runs_table import INDEX_ENV, PAGE_ROWS, RunsTable
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.visdom_client import VisdomClient
@@ -80,7 +80,7 @@ def test_rows_are_filtered_by_name_and_state_and_sorted_by_any_column():
     table, state = _table(), RunsTableState(_summaries(250), 250, 250, 1)
     assert [s.name for s in table.rows(state, 0.0)][:2] == ["run-0249", "run-0248"]
     table.view = table._changed(_event(0, "run-01"))  # a name filter (a regex or plain text)
-    table.view = table._changed(_event(1, STATES.index("failed")))
+    table.view = table._changed(_event(1, STATE_CHOICES.index("failed")))
     rows = table.rows(state, 0.0)
     assert rows and all(s.name.startswith("run-01") and s.state == "failed" for s in rows)
     table.view = table._changed(_event(2, SORTS.index("best value")))
@@ -121,7 +121,7 @@ def test_hostile_page_events_leave_the_view_sane(event):
     table, state = _table(), RunsTableState(_summaries(3), 3, 3, 1)
     table.rows(state, 0.0)  # the series to choose from are known
     view = table._changed(event)
-    assert view.state in STATES and view.sort in SORTS and view.page >= 0
+    assert view.state in STATE_CHOICES and view.sort in SORTS and view.page >= 0
     assert len(view.filter) <= 200
     table.view = view
     table.html(state, 0.0)

@@ -8,7 +8,7 @@ import pytest
 from snapshot_store import Recorder
 from snapshot_store.format import frames as fmt
 from snapshot_store.read.local_source import LocalSource
-from visualizer.sources.summary_read import read_store
+from visualizer.sources.summary_read import read_summary
 
 
 def _run(root, options):
@@ -28,7 +28,7 @@ def _rewrite_status(store, change):
 def test_a_store_is_known_from_its_status_alone(tmp_path):
     store = _run(tmp_path, {"lr": 0.1})
     (store / fmt.META_FILE).write_bytes(b"\x00not a frame")  # never read: no warning either
-    read = read_store(LocalSource(store), whole=False)
+    read = read_summary(LocalSource(store), whole=False)
     assert read.meta == {"name": "sweep/run-7", "options": {"lr": 0.1}}
     assert read.summary.config == {"lr": 0.1} and read.summary.state == "finished"
     assert read.summary.series["train/loss"].last == 0.5
@@ -38,7 +38,7 @@ def test_a_store_is_known_from_its_status_alone(tmp_path):
 def test_status_wins_over_the_meta_known_before(tmp_path):
     # A run that set its options again after the catalog first read it.
     store = _run(tmp_path, {"lr": 0.2})
-    read = read_store(LocalSource(store), {"name": "old", "options": {"lr": 0.1}}, whole=False)
+    read = read_summary(LocalSource(store), {"name": "old", "options": {"lr": 0.1}}, whole=False)
     assert read.meta["options"] == {"lr": 0.2} and read.summary.config == {"lr": 0.2}
 
 
@@ -54,6 +54,6 @@ def test_status_wins_over_the_meta_known_before(tmp_path):
 def test_a_status_without_meta_as_written_is_read_with_meta_pickle(tmp_path, change):
     store = _run(tmp_path, {"lr": 0.1})
     _rewrite_status(store, change)
-    read = read_store(LocalSource(store), whole=False)
+    read = read_summary(LocalSource(store), whole=False)
     assert read.meta["name"] == "sweep/run-7" and "sessions" in read.meta  # meta.pickle's
     assert read.summary.config == {"lr": 0.1}
