@@ -86,7 +86,7 @@ def _histogram_costs(
     import torch
     from torch.utils.tensorboard import SummaryWriter as TBWriter
 
-    from snapshot_store.write.encoders import histogram
+    from snapshot_store.write.encoders import encode_histogram
     from trainer import SummaryWriter
 
     ours, tb = SummaryWriter(root / "ours-hist"), TBWriter(str(root / "tb-hist"))
@@ -104,7 +104,7 @@ def _histogram_costs(
     ours.close()
     tb.close()
     started = time.perf_counter()
-    histogram((weights.numpy(), "tensorflow", None))
+    encode_histogram((weights.numpy(), "tensorflow", None))
     writer_s = time.perf_counter() - started
     return (
         statistics.median(o for o, _ in pairs),

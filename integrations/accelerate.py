@@ -42,7 +42,7 @@ from ._run import MonitorRun, check_adapter, files_under
 
 log = logging.getLogger(__name__)
 
-SUPPORTED = ">=0.30,<2"
+ACCELERATE_VERSIONS = ">=0.30,<2"
 
 
 class MonitorTracker(GeneralTracker):
@@ -68,7 +68,9 @@ class MonitorTracker(GeneralTracker):
         remote_transfer_cmd: str | None = None,
         **kwargs: Any,
     ) -> None:
-        check_adapter(self, "accelerate", accelerate.__version__, SUPPORTED, remote_transfer_cmd)
+        check_adapter(
+            self, "accelerate", accelerate.__version__, ACCELERATE_VERSIONS, remote_transfer_cmd
+        )
         super().__init__()
         self.run_name = str(run_name)
         self.logging_dir = str(Path(logging_dir) / self.run_name)

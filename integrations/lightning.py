@@ -37,7 +37,7 @@ from ._run import MonitorRun, check_adapter
 
 log = logging.getLogger(__name__)
 
-SUPPORTED = ">=2.1,<3"
+LIGHTNING_VERSIONS = ">=2.1,<3"
 
 
 class MonitorLogger(Logger):
@@ -62,7 +62,9 @@ class MonitorLogger(Logger):
         remote_transfer_cmd: str | None = None,
         default_hp_metric: bool = True,
     ) -> None:
-        check_adapter(self, "lightning", lightning.__version__, SUPPORTED, remote_transfer_cmd)
+        check_adapter(
+            self, "lightning", lightning.__version__, LIGHTNING_VERSIONS, remote_transfer_cmd
+        )
         super().__init__()
         self._save_dir = Path(save_dir)
         self._name = name

@@ -28,7 +28,7 @@ from ._run import MonitorRun, check_adapter, files_under
 
 log = logging.getLogger(__name__)
 
-SUPPORTED = ">=4.40,<6"
+TRANSFORMERS_VERSIONS = ">=4.40,<6"
 
 
 class MonitorCallback(TrainerCallback):
@@ -44,7 +44,11 @@ class MonitorCallback(TrainerCallback):
         self, store_dir: str | Path | None = None, remote_transfer_cmd: str | None = None
     ) -> None:
         check_adapter(
-            self, "transformers", transformers.__version__, SUPPORTED, remote_transfer_cmd
+            self,
+            "transformers",
+            transformers.__version__,
+            TRANSFORMERS_VERSIONS,
+            remote_transfer_cmd,
         )
         self.store_dir = Path(store_dir) if store_dir is not None else None
         self.remote_transfer_cmd = remote_transfer_cmd

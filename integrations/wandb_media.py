@@ -27,7 +27,7 @@ TABLE_ROWS_SHOWN = 200  # rows of a Table stored as text; the rest are counted
 # Levels of nested dicts one logged dict may have: protobuf's default nesting limit, far
 # past any real metrics dict and well within Python's stack (W&B 0.31 takes some hundred
 # levels, then ends in RecursionError near Python's 1,000 frames).
-MAX_DEPTH = 100
+MAX_DICT_DEPTH = 100
 
 
 class AlertLevel(enum.StrEnum):
@@ -157,12 +157,12 @@ def _cell(value: Any) -> str:
 def flatten(data: Mapping[str, Any], prefix: str = "", depth: int = 1) -> dict[str, Any]:
     """Nested dicts' keys joined with ``.``, as W&B shows them.
 
-    Raises ValueError for dicts nested more than :data:`MAX_DEPTH` deep (a dict
+    Raises ValueError for dicts nested more than :data:`MAX_DICT_DEPTH` deep (a dict
     holding itself included), before Python's stack would end in RecursionError.
     """
-    if depth > MAX_DEPTH:
+    if depth > MAX_DICT_DEPTH:
         raise ValueError(
-            f"a dict nested more than {MAX_DEPTH} levels deep (under {prefix[:60]!r}...); "
+            f"a dict nested more than {MAX_DICT_DEPTH} levels deep (under {prefix[:60]!r}...); "
             "nothing of it is logged"
         )
     flat: dict[str, Any] = {}

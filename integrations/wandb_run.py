@@ -97,7 +97,7 @@ class Run:
             raise TypeError("wandb.log must be passed a dictionary")
         if any(not isinstance(key, str) for key in data):
             raise TypeError("Key values passed to `wandb.log` must be strings.")
-        flat = flatten(data)  # a ValueError past MAX_DEPTH levels, before anything changes
+        flat = flatten(data)  # a ValueError past MAX_DICT_DEPTH levels, before anything changes
         if step is not None:
             step = int64_step(step)  # TensorBoard's ValueError past int64, before any change
             if step < self.step:
@@ -165,7 +165,7 @@ class Run:
 
     def watch(self, models: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
         """Store histograms of ``models``' gradients (or parameters), as W&B (wandb_watch.py)."""
-        return wandb_watch.watch(self, models, *args, **kwargs)
+        return wandb_watch.watch_models(self, models, *args, **kwargs)
 
     def unwatch(self, models: Any = None) -> None:
         """Remove every hook :meth:`watch` set."""

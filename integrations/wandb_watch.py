@@ -24,7 +24,7 @@ def _every(count: int) -> Callable[[], bool]:
     return lambda: next(calls) % count == 0
 
 
-def watch(
+def watch_models(
     run: Any,
     models: Any,
     criterion: Any = None,

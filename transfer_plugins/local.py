@@ -61,7 +61,7 @@ def copy_to(source_path: str | os.PathLike[str], relative_path: str) -> bool:
     return copied
 
 
-def preflight() -> None:
+def check_target_dir() -> None:
     """Check once at start-up that ``TRANSFER_LOCAL_DIR`` is an existing dir that takes copies.
 
     The check is a real copy of an empty probe through :func:`copy_atomic`, removed
@@ -87,4 +87,4 @@ def preflight() -> None:
     log.info("local transfer ready: copying into %s", directory)
 
 
-copy_to.preflight = preflight  # type: ignore[attr-defined]
+copy_to.preflight = check_target_dir  # type: ignore[attr-defined]

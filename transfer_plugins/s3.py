@@ -198,9 +198,9 @@ def save_to_s3(source_path: str | os.PathLike[str], relative_path: str) -> bool:
     return _current().upload(Path(source_path), relative_path)
 
 
-def preflight() -> None:
+def check_uploads() -> None:
     """Check once at start-up that uploads can work; S3TransferError says what to fix."""
     _current().check()
 
 
-save_to_s3.preflight = preflight  # type: ignore[attr-defined]
+save_to_s3.preflight = check_uploads  # type: ignore[attr-defined]

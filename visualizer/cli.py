@@ -51,7 +51,7 @@ from .parent import stop_on_sigterm, watch_parent
 log = logging.getLogger("visualizer")
 
 
-def configure_logging(level: str) -> None:
+def _configure_logging(level: str) -> None:
     """Timestamped log lines on stderr."""
     logging.basicConfig(
         level=getattr(logging, level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
     """Follow (or with ``--once``, draw once) ``--pickle-dir`` into visdom; the exit status."""
     parser = parser if parser is not None else build_parser()
     args = parser.parse_args(argv)
-    configure_logging(args.log_level)
+    _configure_logging(args.log_level)
     try:
         endpoint = VisdomEndpoint.parse(args.server, args.port)
     except ValueError as err:
@@ -139,7 +139,7 @@ def export_main(argv: list[str], prog: str | None = None) -> int:
     add_source_argument(parser)
     add_export_arguments(parser, runs_regex)  # issues 13 and 35: record kinds, runs, parquet
     args = parser.parse_args(argv)
-    configure_logging("WARNING")
+    _configure_logging("WARNING")
     binary = args.format == "parquet"
     if binary and sys.stdout.isatty():
         parser.error("--format parquet writes binary: redirect it to a file (> runs.parquet)")

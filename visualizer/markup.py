@@ -6,7 +6,7 @@ where it reads HTML in two places: a text pane's content (the page sets it as
 ``innerHTML``) and the strings Plotly draws (trace names, titles, axis titles,
 hover text, in Plotly's HTML subset of links, styles and line breaks).
 
-:func:`text` is the one escape for both: the character references it writes are
+:func:`escaped` is the one escape for both: the character references it writes are
 those the HTML parser and Plotly both decode, so a value reads on the page as it
 was written. :class:`Html` marks the fragments this package builds itself; the
 builders here (:func:`element`, :func:`row`, :func:`link`) escape every other
@@ -32,12 +32,12 @@ _AXIS_TEXT = ("label", "ticktext")
 
 
 class Html(str):
-    """Markup this package built; :func:`text` passes it through unchanged."""
+    """Markup this package built; :func:`escaped` passes it through unchanged."""
 
     __slots__ = ()
 
 
-def text(value: object) -> Html:
+def escaped(value: object) -> Html:
     """``value`` as it reads on the page: an :class:`Html` fragment as is, anything else escaped."""
     if isinstance(value, Html):
         return value
@@ -45,8 +45,8 @@ def text(value: object) -> Html:
 
 
 def join(*parts: object) -> Html:
-    """The parts one after another, each as :func:`text`."""
-    return Html("".join(text(part) for part in parts))
+    """The parts one after another, each as :func:`escaped`."""
+    return Html("".join(escaped(part) for part in parts))
 
 
 def element(tag: str, *content: object, attrs: str = "") -> Html:
@@ -56,21 +56,21 @@ def element(tag: str, *content: object, attrs: str = "") -> Html:
 
 def link(href: str, label: object, attrs: str = "") -> Html:
     """A link to ``href`` (a URL this package made) reading ``label``."""
-    return Html(f'<a href="{text(href)}"{attrs}>{text(label)}</a>')
+    return Html(f'<a href="{escaped(href)}"{attrs}>{escaped(label)}</a>')
 
 
 def row(cells: Iterable[object], tag: str = "td", attrs: str = "") -> Html:
-    """A table row of ``cells`` (each :func:`text`), each cell ``<tag attrs>``."""
+    """A table row of ``cells`` (each :func:`escaped`), each cell ``<tag attrs>``."""
     return element("tr", *(element(tag, cell, attrs=attrs) for cell in cells))
 
 
 def _escaped(value: Any) -> Any:
     if isinstance(value, str):
-        return text(value)
+        return escaped(value)
     if isinstance(value, list):
         return [_escaped(v) for v in value]
     if isinstance(value, dict) and isinstance(value.get("text"), str):  # {"text": ..., "x": ...}
-        return {**value, "text": text(value["text"])}
+        return {**value, "text": escaped(value["text"])}
     return value
 
 

@@ -15,7 +15,7 @@ from visualizer.panes.display import DEFAULT_MAX_POINTS
 from visualizer.panes.groups import DEFAULT_GROUP_BY, parse_group_by
 from visualizer.panes.view import X_AXES
 from visualizer.runset import DEFAULT_MEMORY_BUDGET_MB
-from visualizer.server.endpoint import DEFAULT_HOST, DEFAULT_PORT, SERVER_FORMS
+from visualizer.server.endpoint import DEFAULT_HOST, DEFAULT_VISDOM_PORT, SERVER_FORMS
 
 
 def _whole(text: str, least: int, what: str) -> int:
@@ -168,7 +168,7 @@ def _add_visdom_options(parser: argparse.ArgumentParser) -> None:
         "--port",
         type=int,
         default=None,
-        help=f"visdom port (default: the port in --server, else {DEFAULT_PORT})",
+        help=f"visdom port (default: the port in --server, else {DEFAULT_VISDOM_PORT})",
     )
     parser.add_argument(
         "--env",

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 # What a request without a Host header (HTTP/1.0) is taken to be for, as tornado takes it.
-DEFAULT_HOST = "127.0.0.1"
+_DEFAULT_HOST = "127.0.0.1"
 _PORT = re.compile(r"^(.+):(\d+)$")  # tornado's split of host and port
 
 
@@ -25,7 +25,7 @@ def refusal(host: str | None, origin: str | None, loopback: bool) -> str | None:
 
     ``loopback``: the server listens on the loopback interface only.
     """
-    host = (host or DEFAULT_HOST).lower()
+    host = (host or _DEFAULT_HOST).lower()
     match = _PORT.match(host)
     name = match.group(1) if match else host
     if loopback and name not in LOOPBACK_NAMES:

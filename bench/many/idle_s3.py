@@ -29,12 +29,12 @@ def idle_s3_requests(root: Path, endpoint: VisdomEndpoint) -> dict:
     """S3 requests (and GETs among them) a follower sends in an idle hour, once replayed."""
     from tests.fixtures.servers.seaweed import SeaweedS3
     from visualizer.follower import DEFAULT_MAX_IDLE_INTERVAL, DEFAULT_POLL_INTERVAL, Follower
-    from visualizer.sources.s3 import make_client
+    from visualizer.sources.s3 import make_read_client
     from visualizer.visdom_client import VisdomClient
 
     with SeaweedS3(root / "seaweedfs") as server, environ(server.env()):
         _upload_run(server, root / "s3run" / "pickle")
-        client = make_client()
+        client = make_read_client()
         requests: list[str] = []
         client.meta.events.register(
             "before-send.s3", lambda event_name, **_: requests.append(event_name)

@@ -89,7 +89,7 @@ def _finite_floats(value: Any, what: str) -> np.ndarray:
     return array
 
 
-def histogram(raw: tuple[Any, Any, int | None]) -> dict[str, Any]:
+def encode_histogram(raw: tuple[Any, Any, int | None]) -> dict[str, Any]:
     """TensorBoard's ``make_histogram`` of ``(values, bins, max_bins)``; bins "tensorflow" default."""
     values, bins, max_bins = raw
     values = _finite_floats(values, "histogram values")
@@ -116,7 +116,7 @@ def histogram(raw: tuple[Any, Any, int | None]) -> dict[str, Any]:
     }
 
 
-def pr_curve(raw: tuple[Any, Any, int, Any]) -> dict[str, Any]:
+def encode_pr_curve(raw: tuple[Any, Any, int, Any]) -> dict[str, Any]:
     """TensorBoard's ``compute_curve`` of ``(labels, predictions, num_thresholds, weights)``."""
     labels, predictions, num_thresholds, weights = raw
     num_thresholds = min(int(num_thresholds), 127)  # TensorBoard's cap
@@ -142,7 +142,7 @@ def pr_curve(raw: tuple[Any, Any, int, Any]) -> dict[str, Any]:
     }
 
 
-def wav(raw: tuple[Any, float]) -> dict[str, Any]:
+def encode_wav(raw: tuple[Any, float]) -> dict[str, Any]:
     """Mono 16-bit WAV of samples in [-1, 1] (clipped, as TensorBoard)."""
     samples, sample_rate = raw
     array = _finite_floats(samples, "audio samples").clip(-1, 1)
@@ -156,7 +156,7 @@ def wav(raw: tuple[Any, float]) -> dict[str, Any]:
     return {"wav": buf.getvalue(), "sample_rate": float(sample_rate)}
 
 
-def gif(raw: tuple[Any, float]) -> dict[str, Any]:
+def encode_gif(raw: tuple[Any, float]) -> dict[str, Any]:
     """Animated GIF of a video batch (N, T, C, H, W): each frame tiles the N videos."""
     video, fps = raw
     array = to_numpy(video)
@@ -171,7 +171,7 @@ def gif(raw: tuple[Any, float]) -> dict[str, Any]:
     return {"gif": buf.getvalue(), "fps": float(fps)}
 
 
-def boxes(raw: tuple[Any, Any, str, float, list[str] | None]) -> bytes:
+def encode_boxes(raw: tuple[Any, Any, str, float, list[str] | None]) -> bytes:
     """PNG of an image with its (x1, y1, x2, y2) boxes drawn, labels at their corners."""
     image, box_array, dataformats, rescale, labels = raw
     pixels = to_hwc_uint8(to_numpy(image), dataformats)
@@ -223,7 +223,7 @@ def _sprite(label_img: Any) -> tuple[bytes, list[int]]:
     return encode_png((canvas * 255).clip(0, 255).astype(np.uint8)), [w, h]
 
 
-def embedding(raw: tuple[Any, list[str] | None, list[str], Any]) -> dict[str, Any]:
+def encode_embedding(raw: tuple[Any, list[str] | None, list[str], Any]) -> dict[str, Any]:
     """An (N, D) embedding as TensorBoard's projector files hold it, and its 2-D view.
 
     ``raw``: the matrix, the N labels (or None), the lines of ``metadata.tsv`` and the
@@ -262,7 +262,7 @@ def embedding(raw: tuple[Any, list[str] | None, list[str], Any]) -> dict[str, An
     }
 
 
-def tensor(value: Any) -> dict[str, Any]:
+def encode_tensor(value: Any) -> dict[str, Any]:
     """Shape, dtype and flat values of a numeric tensor."""
     array = to_numpy(value)
     if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
@@ -271,7 +271,7 @@ def tensor(value: Any) -> dict[str, Any]:
     return {"shape": list(array.shape), "dtype": str(array.dtype), "values": flat.tolist()}
 
 
-def mesh(raw: tuple[Any, Any, Any]) -> dict[str, Any]:
+def encode_mesh(raw: tuple[Any, Any, Any]) -> dict[str, Any]:
     """Flat vertices (x, y, z ...), faces (3 vertex indexes each) and RGB colors of mesh 0.
 
     TensorBoard takes (B, N, 3) batches; the first mesh of the batch is kept.

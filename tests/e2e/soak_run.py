@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from trainer import SummaryWriter
-from trainer.training.system_metrics import GROUP, StepTimer, SystemMetrics
+from trainer.training.system_metrics import SYSTEM_GROUP, StepTimer, SystemMetrics
 
 STEP_S = 0.01
 IMAGE_EVERY = 10
@@ -70,7 +70,9 @@ def main(store: Path, seconds: float) -> None:
         time.sleep(STEP_S)
         step += 1
     system.stop()
-    writer.recorder.log(system.sample(), step=step, group=GROUP)  # every series ends at `step`
+    writer.recorder.log(
+        system.sample(), step=step, group=SYSTEM_GROUP
+    )  # every series ends at `step`
     writer.add_hparams({"lr": 0.1}, {"hparam/loss": 0.5})
     writer.close()
     last_image = step

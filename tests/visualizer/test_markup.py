@@ -20,7 +20,7 @@ from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, ROOT, consol
 from tests.fixtures.servers.processes import reap
 from tests.fixtures.servers.visdom_reading import VisdomReader
 from tests.fixtures.servers.waiting import wait_until
-from visualizer.markup import Html, element, plot_strings, text
+from visualizer.markup import Html, element, escaped, plot_strings
 from visualizer.sources.runs import env_name
 
 # Each would run script or add an element if a page took it as HTML (or Plotly as its markup).
@@ -44,8 +44,8 @@ return {pwned: window.__pwned === undefined ? null : String(window.__pwned),
 
 
 def test_text_escapes_what_html_and_plotly_read_and_keeps_our_markup() -> None:
-    assert text("<a href='x'>&\"") == "&lt;a href=&#39;x&#39;&gt;&amp;&#34;"
-    assert text(3) == "3" and text(Html("<b>ours</b>")) == "<b>ours</b>"
+    assert escaped("<a href='x'>&\"") == "&lt;a href=&#39;x&#39;&gt;&amp;&#34;"
+    assert escaped(3) == "3" and escaped(Html("<b>ours</b>")) == "<b>ours</b>"
     assert element("p", "<i>", Html("<br>")) == "<p>&lt;i&gt;<br></p>"
     msg = {
         "data": [{"x": [1], "y": [2], "name": "<b>n</b>", "text": ["<i>"]}],

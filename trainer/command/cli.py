@@ -133,7 +133,7 @@ def _log_done(result: FitResult) -> None:
     )
 
 
-def make_dataset(argv: Sequence[str]) -> int:
+def make_dataset_job(argv: Sequence[str]) -> int:
     """``trainer make-dataset DIR``: a generated image folder for demos and tests."""
     p = Parser(
         prog="trainer make-dataset",
@@ -179,7 +179,7 @@ def launch_job(argv: Sequence[str]) -> int:
     return launch_main(argv)
 
 
-def sync(argv: Sequence[str]) -> int:
+def sync_job(argv: Sequence[str]) -> int:
     """``trainer sync``: send a run's files again; see :mod:`trainer.training.sync`."""
     from trainer.training.sync import sync as send_run
 
@@ -227,9 +227,9 @@ def _top_parser() -> argparse.ArgumentParser:
 
 _HANDLERS: dict[str, Callable[[Sequence[str]], int]] = {
     "train": train,
-    "make-dataset": make_dataset,
+    "make-dataset": make_dataset_job,
     "launch": launch_job,
-    "sync": sync,
+    "sync": sync_job,
 }
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from trainer.command.recipe import RecipeConfig
-from trainer.training.config import ConfigError, RunConfig, UsageError
+from trainer.training.config import OptionError, RunConfig, UsageError
 
 _TRUE = {"1", "true", "t", "yes", "y", "on"}
 _FALSE = {"0", "false", "f", "no", "n", "off"}
@@ -111,7 +111,7 @@ def parse_train_args(
     values = vars(train_parser(prog, description).parse_args(argv))
     try:
         return _build(RunConfig, values), _build(RecipeConfig, values)
-    except ConfigError as err:
+    except OptionError as err:
         raise UsageError(
             f"--{err.name.replace('_', '-')} {_shown(err.value)}: {err.problem}"
         ) from None

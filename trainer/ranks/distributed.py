@@ -173,7 +173,7 @@ def init_process_group(launch: LaunchEnv, devices: Devices, timeout_s: float = 6
             timeout=timeout,
         )
     global _witness
-    _witness = stop_witness.watch(store, launch.rank, launch.world_size)
+    _witness = stop_witness.start_witness(store, launch.rank, launch.world_size)
     log.debug(
         "rank %d/%d joined %s group at %s:%s",
         launch.rank,

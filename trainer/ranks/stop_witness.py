@@ -81,7 +81,7 @@ class StopWitness:
         os.close(self._read)
 
 
-def watch(store: dist.Store, rank: int, world_size: int) -> StopWitness | None:
+def start_witness(store: dist.Store, rank: int, world_size: int) -> StopWitness | None:
     """A :class:`StopWitness` on the main thread of a process that sets no wakeup fd itself."""
     if threading.current_thread() is not threading.main_thread():
         return None  # signals reach the main thread only; a notebook's worker thread is left

@@ -82,7 +82,7 @@ def load_parts(saved: Mapping[str, Any], parts: Mapping[str, Any]) -> None:
             part.load_state_dict(saved[name])
 
 
-def save(obj: Any, path: Path) -> None:
+def save_whole(obj: Any, path: Path) -> None:
     """``torch.save`` ``obj`` to ``path`` so that the file appears whole or not at all.
 
     A full disk raises :class:`DiskFullError` naming the space the checkpoint needs;

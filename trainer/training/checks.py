@@ -24,12 +24,11 @@ from snapshot_store.write.documents import RESERVE_FILE
 from trainer.ranks.distributed import Devices
 from trainer.training import checkpoint
 from trainer.training.config import RunConfig, UsageError
-from trainer.training.sampling import VALID_SPLITS
+from trainer.training.sampling import VALID_SPLITS, Datasets
 from transfer_plugins.runner import Hook, resolve_hook, run_preflight
 
 log = logging.getLogger(__name__)
 
-Datasets = Mapping[str, Any]
 
 # CPU workers when ddp=True finds no GPU and nprocs is not given. Each worker
 # already uses several cores through intra-op threads (they are shared out, see

@@ -33,7 +33,7 @@ class UsageError(Exception):
     """Bad input found before training; printed as one line, exit status 2."""
 
 
-class ConfigError(ValueError):
+class OptionError(ValueError):
     """An option value that can not work; names the option and what is wrong."""
 
     def __init__(self, name: str, value: Any, problem: str) -> None:
@@ -103,7 +103,7 @@ def server_without_login(value: Any) -> str | None:
     return None
 
 
-def env_name(value: Any) -> str | None:
+def _env_name(value: Any) -> str | None:
     """None (the run's name) or a visdom env name that a URL shows as it is."""
     if value is None or (isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", value)):
         return None
@@ -148,7 +148,7 @@ class Checked:
             if f.metadata.get("kind") is int and not f.metadata.get("append"):
                 problem = problem or whole_number(value)
             if problem:
-                raise ConfigError(f.name, value, problem)
+                raise OptionError(f.name, value, problem)
 
 
 @dataclass(frozen=True)
@@ -294,7 +294,7 @@ class RunConfig(Checked):
         kind=int,
     )
     display_env: str | None = option(
-        None, "visdom env for live plots (default: NAME)", env_name, group="logging"
+        None, "visdom env for live plots (default: NAME)", _env_name, group="logging"
     )
     system_metrics_interval: float = option(
         10.0,

@@ -222,7 +222,7 @@ class RunSession:
             # The points up to this step are on disk before the checkpoint says so.
             self.run.recorder.flush()
             try:
-                checkpoint.save(state, path)
+                checkpoint.save_whole(state, path)
             except checkpoint.DiskFullError as err:
                 full = err
             else:

@@ -116,7 +116,7 @@ def _worker(
         if local_rank == 0:
             # Written to a file, not a queue: a large state dict in a pipe would block
             # this worker until the caller reads it, while the caller waits for the exit.
-            checkpoint.save(result, Path(result_path))
+            checkpoint.save_whole(result, Path(result_path))
         code = 0
     except BaseException:
         with open(_error_path(result_path, local_rank), "w", encoding="utf-8") as out:

@@ -27,7 +27,7 @@ from snapshot_store import Recorder
 
 log = logging.getLogger(__name__)
 
-GROUP = "system"
+SYSTEM_GROUP = "system"
 GIB = float(1 << 30)
 _clock = time.perf_counter
 
@@ -96,7 +96,7 @@ class SystemMetrics:
                 log.warning("system metrics stopped: %s: %s", type(err).__name__, err)
                 return
             if values:
-                self.recorder.log(values, step=self.timer.step, group=GROUP)
+                self.recorder.log(values, step=self.timer.step, group=SYSTEM_GROUP)
 
     def sample(self) -> dict[str, float]:
         """One set of values (called on the sampler thread)."""

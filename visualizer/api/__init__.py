@@ -2,7 +2,7 @@
 offline, and the one-table forms of a sweep the export writes.
 
 * :mod:`~visualizer.api.client`: :class:`Api`, listing runs by their small documents;
-* :mod:`~visualizer.api.run`: :class:`Run`, W&B's names for one run;
+* :mod:`~visualizer.api.run`: :class:`ApiRun`, W&B's names for one run;
 * :mod:`~visualizer.api.filters`: the subset of W&B's run filters taken;
 * :mod:`~visualizer.api.points`: a run's points as numpy columns, a row a step.
 
@@ -10,6 +10,6 @@ offline, and the one-table forms of a sweep the export writes.
 """
 
 from .client import Api
-from .run import Media, Run
+from .run import ApiRun, Media
 
-__all__ = ["Api", "Media", "Run"]
+__all__ = ["Api", "ApiRun", "Media"]

@@ -4,7 +4,7 @@ Listing reads only each run's ``status.pickle`` (its summary, and its
 ``meta.pickle``'s name and options repeated; that too for a store written before
 status repeated them), with the catalog's reader (what the viewer's runs table
 reads); a store written before summaries is read whole once. A run's points are
-read only when asked for (:meth:`.Run.history`).
+read only when asked for (:meth:`.ApiRun.history`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from visualizer.sources.s3 import FETCHES_AT_ONCE, S3ReadError
 from visualizer.sources.summary_read import read_summary
 
 from .filters import compile_filters
-from .run import Run
+from .run import ApiRun
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def _read(found: Found) -> Read:
     return Read(summary=RunSummary(found.folder, state="unreadable"))
 
 
-def read_runs(root: str, s3_client: Any = None) -> list[Run]:
+def read_runs(root: str, s3_client: Any = None) -> list[ApiRun]:
     """Every run at ``root`` (a path or an ``s3://`` URL), from its documents.
 
     FileNotFoundError (one line) when there is none; S3ReadError when S3 fails.
@@ -63,7 +63,7 @@ def read_runs(root: str, s3_client: Any = None) -> list[Run]:
         for store, read in zip(found, reads, strict=True):
             spec = runs.name(store, name_in(read.meta))
             assert read.summary is not None  # read_summary always computes one
-            listed.append(Run(spec.name, store.source, read.summary, read.meta))
+            listed.append(ApiRun(spec.name, store.source, read.summary, read.meta))
     return listed
 
 
@@ -94,7 +94,7 @@ class Api:
     def __init__(self, s3_client: Any = None) -> None:
         self.s3_client = s3_client
 
-    def runs(self, path: str, filters: Mapping[str, Any] | None = None) -> list[Run]:
+    def runs(self, path: str, filters: Mapping[str, Any] | None = None) -> list[ApiRun]:
         """The runs at ``path`` (a store, a directory of runs or an ``s3://`` prefix) that
         ``filters`` keeps (see :mod:`visualizer.api.filters`), in name order of their folders.
 
@@ -106,7 +106,7 @@ class Api:
                    "summary": r.summary} for r in runs)  # fmt: skip
         return [run for run, field in zip(runs, fields, strict=True) if keep(field)]
 
-    def run(self, path: str) -> Run:
+    def run(self, path: str) -> ApiRun:
         """The one run at ``path`` (its store or its run directory); ValueError when ``path``
         holds several runs (name one: ``path/<name>``)."""
         runs = read_runs(path, self.s3_client)

@@ -21,11 +21,11 @@ from snapshot_store.format.batches import SeriesColumns
 from snapshot_store.read.history import kept_points
 from snapshot_store.read.store_reader import READ_BYTES, Source, StoreReader
 
-STEP, TIMESTAMP = "_step", "_timestamp"  # W&B's names of a history row's step and time
+STEP_KEY, TIMESTAMP_KEY = "_step", "_timestamp"  # W&B's names of a history row's step and time
 
 
 @dataclass(frozen=True)
-class Series:
+class SeriesPoints:
     """One series in logged order, which never goes back in step (steps beyond int64: an
     object array)."""
 
@@ -52,7 +52,7 @@ def _kept(
     return tuple(column[keep] for column in (steps, *columns))
 
 
-def read_series(source: Source, tags: Sequence[str] | None = None) -> list[Series]:
+def read_series(source: Source, tags: Sequence[str] | None = None) -> list[SeriesPoints]:
     """Every scalar series of the store (or those named ``tags``), in first-logged order.
 
     A bad segment is warned of by the reader (one line) and the rest is read.
@@ -70,12 +70,12 @@ def read_series(source: Source, tags: Sequence[str] | None = None) -> list[Serie
     for tag in wanted:
         parts = chunks[tag]
         steps, epochs, times, values = _kept(*(_column(parts, index) for index in range(2, 6)))
-        out.append(Series(tag, steps, epochs, times, values))
+        out.append(SeriesPoints(tag, steps, epochs, times, values))
     return out
 
 
 @dataclass(frozen=True)
-class Table:
+class HistoryTable:
     """Every step any series has: a row each, a column a series (NaN where it has none)."""
 
     steps: np.ndarray
@@ -86,7 +86,7 @@ class Table:
     def __len__(self) -> int:
         return len(self.steps)
 
-    def having(self, keys: Sequence[str]) -> Table:
+    def having(self, keys: Sequence[str]) -> HistoryTable:
         """The rows where every one of ``keys`` has a point, with those columns only."""
         if any(key not in self.values for key in keys):
             return self.take(np.zeros(0, dtype=np.intp), keys)
@@ -94,17 +94,17 @@ class Table:
         rows = np.flatnonzero(np.logical_and.reduce(masks)) if masks else None
         return self.take(rows, keys)
 
-    def take(self, rows: np.ndarray | None, keys: Sequence[str] | None = None) -> Table:
+    def take(self, rows: np.ndarray | None, keys: Sequence[str] | None = None) -> HistoryTable:
         """Rows ``rows`` (None: all) of columns ``keys`` (None: all)."""
         keys = list(self.values) if keys is None else [k for k in keys if k in self.values]
         if rows is None:
-            return Table(self.steps, self.timestamps, {k: self.values[k] for k in keys},
+            return HistoryTable(self.steps, self.timestamps, {k: self.values[k] for k in keys},
                          {k: self.present[k] for k in keys})  # fmt: skip
         present = {k: None if (m := self.present[k]) is None else m[rows] for k in keys}
         values = {k: self.values[k][rows] for k in keys}
-        return Table(self.steps[rows], self.timestamps[rows], values, present)
+        return HistoryTable(self.steps[rows], self.timestamps[rows], values, present)
 
-    def sampled(self, samples: int) -> Table:
+    def sampled(self, samples: int) -> HistoryTable:
         """At most ``samples`` rows, evenly spaced, the first and the last among them."""
         if samples >= len(self):
             return self
@@ -112,7 +112,7 @@ class Table:
 
     def columns(self) -> dict[str, np.ndarray]:
         """``_step``, a column a series, ``_timestamp``: what a DataFrame is made of."""
-        return {STEP: self.steps, **self.values, TIMESTAMP: self.timestamps}
+        return {STEP_KEY: self.steps, **self.values, TIMESTAMP_KEY: self.timestamps}
 
     def rows(self) -> Iterator[dict[str, Any]]:
         """A dict a row: ``_step``, ``_timestamp`` and the series that have a point there."""
@@ -120,12 +120,12 @@ class Table:
         values = {k: v.tolist() for k, v in self.values.items()}
         present = {k: None if m is None else m.tolist() for k, m in self.present.items()}
         for i, step in enumerate(steps):
-            row: dict[str, Any] = {STEP: step}
+            row: dict[str, Any] = {STEP_KEY: step}
             for key, column in values.items():
                 mask = present[key]
                 if mask is None or mask[i]:
                     row[key] = column[i]
-            row[TIMESTAMP] = stamps[i]
+            row[TIMESTAMP_KEY] = stamps[i]
             yield row
 
 
@@ -137,7 +137,7 @@ def _repeats(steps: np.ndarray) -> np.ndarray | None:
     return np.arange(len(steps)) - np.searchsorted(steps, steps, side="left")
 
 
-def _rows(series: list[Series]) -> tuple[np.ndarray, list[np.ndarray]]:
+def _rows(series: list[SeriesPoints]) -> tuple[np.ndarray, list[np.ndarray]]:
     """The table's steps (a step once per value a series logged there) and each series' rows."""
     ranks = [_repeats(s.steps) for s in series]
     if all(rank is None for rank in ranks):
@@ -158,11 +158,11 @@ def _rows(series: list[Series]) -> tuple[np.ndarray, list[np.ndarray]]:
     return by_step[starts], np.split(row, bounds)
 
 
-def table(series: list[Series]) -> Table:
+def table(series: list[SeriesPoints]) -> HistoryTable:
     """The table of ``series``: a row for each step any of them has, and one more for each
     further value a series logged at that step (its first row holding the first)."""
     if not series:
-        return Table(np.zeros(0, np.int64), np.zeros(0), {}, {})
+        return HistoryTable(np.zeros(0, np.int64), np.zeros(0), {}, {})
     first = series[0].steps
     shared = all(np.array_equal(s.steps, first) for s in series[1:])
     steps, series_rows = (first, []) if shared else _rows(series)
@@ -172,11 +172,11 @@ def table(series: list[Series]) -> Table:
     if shared:
         for s in series:
             values[s.tag], present[s.tag] = s.values, None
-        return Table(steps, stamps, values, present)
+        return HistoryTable(steps, stamps, values, present)
     for s, rows in zip(series, series_rows, strict=True):
         column, mask = np.full(len(steps), np.nan), np.zeros(len(steps), dtype=bool)
         column[rows], mask[rows] = s.values, True
         values[s.tag], present[s.tag] = column, mask
         unset = np.isnan(stamps[rows])  # a step's time: its first series' logging
         stamps[rows[unset]] = s.times[unset]
-    return Table(steps, stamps, values, present)
+    return HistoryTable(steps, stamps, values, present)

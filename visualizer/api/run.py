@@ -19,7 +19,7 @@ from snapshot_store.read.store_reader import Source, read_store
 from visualizer.model.summary import RunSummary, SeriesStats
 
 from .filters import MISSING, dig
-from .points import STEP, TIMESTAMP, Table, read_series, table
+from .points import STEP_KEY, TIMESTAMP_KEY, HistoryTable, read_series, table
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Media:
         return Image.open(io.BytesIO(self.data))
 
 
-def run_config(meta: dict[str, Any] | None, summary: RunSummary) -> dict[str, Any]:
+def _run_config(meta: dict[str, Any] | None, summary: RunSummary) -> dict[str, Any]:
     """The options as stored (nested dicts and lists kept), then the hparams not already there
     (W&B-style runs store their config flattened as hparams too: ``model.depth``)."""
     options = (meta or {}).get("options")
@@ -50,7 +50,7 @@ def run_config(meta: dict[str, Any] | None, summary: RunSummary) -> dict[str, An
     return config
 
 
-class Run:
+class ApiRun:
     """A run read from its store (see the module); :attr:`path` is where that store is."""
 
     def __init__(
@@ -60,7 +60,7 @@ class Run:
         self.source = source
         self.path = source.describe("").rstrip("/")
         self.state = summary.state  # finished, failed, stopped, running, or "no status yet"
-        self.config = run_config(meta, summary)
+        self.config = _run_config(meta, summary)
         #: Each series' count, last step and value, min and max (for a best-value table).
         self.stats: dict[str, SeriesStats] = dict(summary.series)
         self.start = summary.started  # Unix time, None when unknown
@@ -71,9 +71,9 @@ class Run:
         }
         self.summary.update(summary.values)  # as logged: text, dicts and lists too
         if summary.step is not None:
-            self.summary[STEP] = summary.step
+            self.summary[STEP_KEY] = summary.step
         if summary.updated is not None:
-            self.summary[TIMESTAMP] = summary.updated
+            self.summary[TIMESTAMP_KEY] = summary.updated
         if summary.duration is not None:
             self.summary["_runtime"] = summary.duration
 
@@ -85,7 +85,7 @@ class Run:
     def __repr__(self) -> str:
         return f"<Run {self.name} ({self.state})>"
 
-    def _table(self, keys: Sequence[str] | None) -> Table:
+    def _table(self, keys: Sequence[str] | None) -> HistoryTable:
         if isinstance(keys, str):  # history("loss") would otherwise read as l, o, s, s
             keys = [keys]
         rows = table(read_series(self.source, keys))

@@ -19,8 +19,8 @@ import numpy as np
 from run_core.tags import key_of
 from visualizer.model.summary import dotted
 
-from .points import Series
-from .run import Run
+from .points import SeriesPoints
+from .run import ApiRun
 
 PARQUET_MISSING = "--format parquet needs pyarrow: pip install 'remote-train-monitor[parquet]'"
 RUN_COLUMNS = ("name", "state", "steps", "start", "duration")
@@ -29,7 +29,7 @@ POINT_COLUMNS = ("run", "group", "tag", "step", "epoch", "wall_time", "value")
 Columns = dict[str, Any]  # a column's name -> its values (a list, or a numpy array)
 
 
-def run_row(run: Run) -> dict[str, Any]:
+def run_row(run: ApiRun) -> dict[str, Any]:
     """One run's row of the runs table (see the module)."""
     row: dict[str, Any] = {"name": run.name, "state": run.state, "steps": run.step}
     row["start"] = run.start
@@ -44,7 +44,7 @@ def run_row(run: Run) -> dict[str, Any]:
     return row
 
 
-def runs_columns(runs: Iterable[Run]) -> Columns:
+def runs_columns(runs: Iterable[ApiRun]) -> Columns:
     """The runs table's columns, None where a run has no such value."""
     rows = [run_row(run) for run in runs]
     names = dict.fromkeys(RUN_COLUMNS)
@@ -53,7 +53,7 @@ def runs_columns(runs: Iterable[Run]) -> Columns:
     return {name: [row.get(name) for row in rows] for name in names}
 
 
-def points_columns(named: Iterable[tuple[str, list[Series]]]) -> Columns:
+def points_columns(named: Iterable[tuple[str, list[SeriesPoints]]]) -> Columns:
     """Every point of every run's series (:func:`~visualizer.api.points.read_series`), a row
     each, by run, then series (group, name), then step."""
     names: list[str] = []

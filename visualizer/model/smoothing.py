@@ -22,7 +22,7 @@ from .series import Column, Series
 
 DEFAULT_SMOOTHING = 0.6  # TensorBoard's default weight
 # Points smoothed per numpy pass: bounds the temporary arrays of a long replay.
-CHUNK = 1 << 18
+_CHUNK = 1 << 18
 # Within a block, values are scaled by up to w**-B; keeping that below 1e50 keeps
 # any loss below ~1e250 far from float64 overflow.
 _MAX_SCALE_DECADES = 50.0
@@ -104,7 +104,7 @@ class Smoother:
             self._rewinds = series.rewinds
         start = len(self._out)
         while start < len(series):
-            chunk = series.values(start, start + CHUNK)
+            chunk = series.values(start, start + _CHUNK)
             self._out.append(self._smooth(chunk))
             start += len(chunk)
 

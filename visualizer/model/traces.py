@@ -85,7 +85,7 @@ BAND_HOVER = (
 )
 
 
-def band(
+def band_traces(
     label: str, x: np.ndarray, low: np.ndarray, high: np.ndarray, color: str
 ) -> list[dict[str, Any]]:
     """The band of group ``label`` between ``low`` and ``high``: the min as an unseen line, then

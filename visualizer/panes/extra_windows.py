@@ -171,11 +171,11 @@ class ExtraWindows:
             return _plot_msg(env, win, title, [_mesh_trace(data)], ("x", "y"))
         if kind == "audio":
             src = _data_url("audio/wav", data["wav"])
-            audio = f"<audio controls><source src='{markup.text(src)}'></audio>"
+            audio = f"<audio controls><source src='{markup.escaped(src)}'></audio>"
             return _text_msg(env, win, title, Html(audio))
         if kind == "video":
             src = _data_url("image/gif", data["gif"])
-            video = f"<img src='{markup.text(src)}' style='image-rendering:pixelated'>"
+            video = f"<img src='{markup.escaped(src)}' style='image-rendering:pixelated'>"
             return _text_msg(env, win, title, Html(video))
         if kind == "alert":  # a W&B-style run.alert(): the latest of this title
             text = markup.element("p", markup.element("b", data["level"]), " ", data["text"])

@@ -19,7 +19,7 @@ from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.summary import dotted
 
 # A value longer than this is cut in a table cell (a path, a long list).
-MAX_CELL_CHARS = 80
+_MAX_CELL_CHARS = 80
 _CELL = ' style="padding: 1px 12px 1px 0; text-align: left; white-space: nowrap"'
 
 
@@ -32,7 +32,7 @@ def options_of(run: RunData) -> dict[str, str]:
 
 
 def options_text(options: dict[str, Any]) -> dict[str, str]:
-    """Config values as a table cell shows them (cut past MAX_CELL_CHARS), by name."""
+    """Config values as a table cell shows them (cut past _MAX_CELL_CHARS), by name."""
     return {str(key): _text(value) for key, value in options.items()}
 
 
@@ -45,7 +45,7 @@ def _compared(text: str | None) -> str | None:
 
 def _text(value: Any) -> str:
     text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= MAX_CELL_CHARS else text[: MAX_CELL_CHARS - 1] + "…"
+    return text if len(text) <= _MAX_CELL_CHARS else text[: _MAX_CELL_CHARS - 1] + "…"
 
 
 def last_value(run: RunData, key: SeriesKey | None) -> float | None:

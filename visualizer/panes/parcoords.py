@@ -25,7 +25,7 @@ from .hparams import last_value, options_text
 PARCOORDS_WIN = "compare_parcoords"
 PARCOORDS_TITLE = "config and {tag} ({runs} runs)"  # the window's, also before it is drawn
 PARCOORDS_SIZE = (600, 340)  # width, height: under the runs table
-MISSING = "-"  # a key a run lacks, on a categorical axis
+_MISSING = "-"  # a key a run lacks, on a categorical axis
 
 
 def metric_of(runs: Sequence[RunData], sort_by: SeriesKey | None) -> SeriesKey | None:
@@ -48,11 +48,11 @@ def _number(value: object) -> float | None:
 
 
 def _axis(label: str, values: Sequence[object]) -> dict[str, Any]:
-    """One axis over ``values`` (a run each; ``MISSING`` where a run lacks the key)."""
+    """One axis over ``values`` (a run each; ``_MISSING`` where a run lacks the key)."""
     numbers = [_number(v) for v in values]
     if all(n is not None for n in numbers):
         return {"label": label, "values": numbers}
-    texts = [MISSING if v is MISSING else options_text({"v": v})["v"] for v in values]
+    texts = [_MISSING if v is _MISSING else options_text({"v": v})["v"] for v in values]
     order = sorted(set(zip(numbers, texts, strict=True)), key=_category_rank)
     ticks = list(dict.fromkeys(text for _, text in order))
     at = {text: i for i, text in enumerate(ticks)}
@@ -67,7 +67,7 @@ def _axis(label: str, values: Sequence[object]) -> dict[str, Any]:
 def _category_rank(item: tuple[float | None, str]) -> tuple[int, float, str]:
     """Numbers first, by value; then texts; a missing value last."""
     number, text = item
-    if text == MISSING:
+    if text == _MISSING:
         return 2, 0.0, text
     return (0, number, text) if number is not None else (1, 0.0, text)
 
@@ -84,7 +84,7 @@ def parcoords_message(
     rows = []
     for run in sorted(runs, key=lambda r: r.name):
         config, value = configs[run.name], last_value(run, metric)
-        cells = [config.get(key, MISSING) for key in keys]
+        cells = [config.get(key, _MISSING) for key in keys]
         numbers = [n for n in (_number(c) for c in cells) if n is not None]
         if value is None or not all(math.isfinite(n) for n in [*numbers, value]):
             continue  # NaN or inf: this run has no place on some axis

@@ -17,7 +17,7 @@ import numpy as np
 from visualizer import layout
 from visualizer.model.decimate import MIN_POINTS
 from visualizer.model.series import Series
-from visualizer.model.traces import band, faint, line, spread
+from visualizer.model.traces import band_traces, faint, line, spread
 from visualizer.model.zoom import Zoom
 
 from .view import ViewSettings
@@ -160,7 +160,7 @@ def line_traces(
     out = [line(label, x, y, faint(color) if smooth else color, not smooth, sparse)]
     if series_line.band is not None:  # a group: its band under its mean, whose hover reads both
         low, high = series_line.band[0][index], series_line.band[1][index]
-        out = [*band(label, x, low, high, color), spread(out[0], x, low, high)]
+        out = [*band_traces(label, x, low, high, color), spread(out[0], x, low, high)]
     if smooth:
         out.append(line(label, smooth[0], smooth[1], color, True) | {"meta": "smoothed"})
     return out

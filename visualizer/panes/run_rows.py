@@ -59,7 +59,7 @@ def when(stamp: float | None) -> str:
     return moment.strftime("%H:%M:%S" if today else "%Y-%m-%d %H:%M")
 
 
-def number(value: float | None) -> str:
+def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.6g}"
 
 
@@ -153,7 +153,7 @@ def cells(
     if tag is not None:
         stats = summary.series.get(tag)
         best = stats.best(higher_is_better(tag)) if stats is not None else None
-        row += [number(stats.last if stats else None), number(best)]
+        row += [_number(stats.last if stats else None), _number(best)]
     options, summary_keys = columns
     row += [cell(summary.config[key]) if key in summary.config else "-" for key in options]
     values = summary_cells(summary) if summary_keys else {}

@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 INDEX_ENV = "main"
 PAGE_ROWS = 100
 REFRESH_S = 2.0  # rebuilt at most this often; re-sent only when it changed
-ORDERS = ("descending", "ascending")
+_ORDERS = ("descending", "ascending")
 _FILTER_ROW, _STATE_ROW, _SORT_ROW, _ORDER_ROW, _SERIES_ROW, _PAGE_ROW = range(6)
 _CELL = ' style="padding: 1px 12px 1px 0; text-align: left; white-space: nowrap"'
 
@@ -200,7 +200,7 @@ class RunsTable:
                 return replace(view, filter=str(value)[:200], page=0)
             if row == _PAGE_ROW:
                 return replace(view, page=max(0, min(10**9, int(float(str(value)))) - 1))
-            choices = {_STATE_ROW: STATE_CHOICES, _SORT_ROW: SORTS, _ORDER_ROW: ORDERS}
+            choices = {_STATE_ROW: STATE_CHOICES, _SORT_ROW: SORTS, _ORDER_ROW: _ORDERS}
             index = int(str(value))
             if row == _SERIES_ROW:
                 return replace(view, series=self._series[index])
@@ -212,7 +212,7 @@ class RunsTable:
         if row == _SORT_ROW and chosen is not None:
             return replace(view, sort=chosen)
         if row == _ORDER_ROW and chosen is not None:
-            return replace(view, descending=chosen == ORDERS[0])
+            return replace(view, descending=chosen == _ORDERS[0])
         log.warning("ignoring the runs pane's change %r of row %r", value, row)
         return view
 
@@ -239,7 +239,7 @@ class RunsTable:
                 "type": "select",
                 "name": "order",
                 "value": int(not view.descending),
-                "values": list(ORDERS),
+                "values": list(_ORDERS),
             },
             {
                 "type": "select",

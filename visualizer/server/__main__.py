@@ -17,7 +17,7 @@ from pathlib import Path
 from run_core.exit_codes import ExitCode
 
 from .child import run_child
-from .endpoint import DEFAULT_HOST, DEFAULT_PORT, VisdomEndpoint
+from .endpoint import DEFAULT_HOST, DEFAULT_VISDOM_PORT, VisdomEndpoint
 from .process import VisdomServer, VisdomServerError
 
 log = logging.getLogger("visualizer.server")  # not __main__ under -m
@@ -46,7 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--host", default=DEFAULT_HOST, help="address to bind (default %(default)s)"
     )
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default %(default)s)")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_VISDOM_PORT, help="port (default %(default)s)"
+    )
     parser.add_argument(
         "--env-path",
         default=None,

@@ -17,7 +17,7 @@ from urllib.parse import quote, urlsplit
 from run_core.redaction import redact_text
 
 DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8097
+DEFAULT_VISDOM_PORT = 8097
 # visdom's own names for its login; its server reads them too (see server.py).
 USERNAME_VAR = "VISDOM_USERNAME"
 PASSWORD_VAR = "VISDOM_PASSWORD"
@@ -35,7 +35,7 @@ class VisdomEndpoint:
     """One visdom server: ``host`` (IPv6 literals without brackets), ``port`` and its login, if any."""
 
     host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
+    port: int = DEFAULT_VISDOM_PORT
     username: str | None = None
     password: str | None = field(default=None, repr=False)
 
@@ -79,7 +79,7 @@ class VisdomEndpoint:
             raise ValueError(
                 f"{shown!r} names port {url_port} but --port is {port}: give one of them"
             )
-        chosen = next((p for p in (url_port, port) if p is not None), DEFAULT_PORT)
+        chosen = next((p for p in (url_port, port) if p is not None), DEFAULT_VISDOM_PORT)
         if not 0 < chosen < 65536:
             raise ValueError(f"visdom port {chosen} is outside 1-65535")
         env = os.environ if environ is None else environ

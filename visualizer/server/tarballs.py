@@ -47,10 +47,10 @@ log = logging.getLogger("visualizer.server.assets")
 DEFAULT_REGISTRY = "https://registry.npmjs.org/"
 HTTP_TIMEOUT_S = 60
 NPM_TIMEOUT_S = 300
-CHUNK = 1 << 20
+_CHUNK = 1 << 20
 # visdom's largest package, mathjax 2.7.5, is a 21 MB tarball: room to spare, and a bound.
 MAX_TARBALL_BYTES = 64 << 20
-MAX_DOCUMENT_BYTES = 4 << 20  # a version's document is a few KB
+_MAX_DOCUMENT_BYTES = 4 << 20  # a version's document is a few KB
 RECORD_SUFFIX = ".integrity"
 # Strongest first: an SRI string may list several digests; the strongest known one is checked.
 _ALGORITHMS = ("sha512", "sha384", "sha256")
@@ -146,7 +146,7 @@ def _intact(package: str, version: str, cached: Path) -> bool:
 def published(package: str, version: str, cached: Path) -> tuple[str, tuple[str, bytes]]:
     """The tarball's URL, and the (algorithm, digest) the registry publishes for it."""
     url = metadata_url(package, version)
-    with closing(_chunks(url, cached, "application/json", MAX_DOCUMENT_BYTES)) as chunks:
+    with closing(_chunks(url, cached, "application/json", _MAX_DOCUMENT_BYTES)) as chunks:
         body = b"".join(chunks)
     try:
         document = json.loads(body)
@@ -233,7 +233,7 @@ def _file_digest(path: Path, algorithm: str) -> bytes:
 
 
 def _chunks(url: str, cached: Path, accept: str, cap: int) -> Generator[bytes, None, None]:
-    """The body at ``url``, :data:`CHUNK` bytes at a time, refused past ``cap`` bytes.
+    """The body at ``url``, :data:`_CHUNK` bytes at a time, refused past ``cap`` bytes.
 
     OfflineError (naming the URL and where to put the tarball) when ``url`` can not
     be reached. Close it (``contextlib.closing``) to end the request early.
@@ -251,7 +251,7 @@ def _chunks(url: str, cached: Path, accept: str, cap: int) -> Generator[bytes, N
             if declared.isdigit() and int(declared) > cap:
                 raise too_large  # refused before a byte of it is read
             size = 0
-            while chunk := answer.read(CHUNK):
+            while chunk := answer.read(_CHUNK):
                 size += len(chunk)
                 if size > cap:
                     raise too_large

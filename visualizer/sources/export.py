@@ -132,7 +132,10 @@ def export_csv(root: str, out: IO[str], s3_client: Any = None, runs: str = "") -
 
 # The kinds written as TensorBoard's own files into --out DIR, a folder a run: the
 # projector's files, the traced graphs' event files.
-FILE_KINDS = {"projector": projector.write_run, "graph_events": graph_events.write_run}
+FILE_KINDS = {
+    "projector": projector.write_projector,
+    "graph_events": graph_events.write_graph_events,
+}
 # What ``--kind`` takes: the CSV of scalars (the default), a row a run, one kind as JSON
 # lines, or all of them, or TensorBoard's files.
 EXPORT_KINDS = ("scalars", "runs", *sorted(schema.SCHEMAS), "image", "all", *FILE_KINDS)

@@ -32,7 +32,7 @@ def _event_writer(folder: Path) -> tuple[Any, Any]:
     return EventFileWriter(str(folder)), event_pb2
 
 
-def write_run(spec: RunSpec, out_dir: Path) -> int:
+def write_graph_events(spec: RunSpec, out_dir: Path) -> int:
     """Write one run's traced graphs (the last one logged; TensorBoard shows one) as an
     event file in ``out_dir/<run>``; how many graphs were written (0 or 1)."""
     _history, _reader, update = read_store(spec.source)

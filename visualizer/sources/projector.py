@@ -70,7 +70,7 @@ def _config_entry(tag: str, step: int, subdir: str, data: dict[str, Any]) -> str
     return "embeddings {\n" + "\n".join(lines) + "\n}\n"
 
 
-def write_run(spec: RunSpec, out_dir: Path) -> int:
+def write_projector(spec: RunSpec, out_dir: Path) -> int:
     """Write the projector files of one run's embeddings; how many embeddings were written.
 
     An embedding logged again at one step and tag replaces the earlier one, files and entry.

@@ -21,7 +21,7 @@ from snapshot_store.read.store_reader import MAX_DOCUMENT_BYTES, LocalSource, So
 from transfer_plugins.s3_location import S3Location
 from visualizer.layout import safe_id
 
-from .s3 import S3ReadError, S3Source, call, is_s3_url, make_client
+from .s3 import S3ReadError, S3Source, call, is_s3_url, make_read_client
 from .store_folders import has_documents, is_store
 
 # Longer stored names are not names a trainer wrote: the directory's is used.
@@ -215,7 +215,7 @@ class S3Runs(_RunNames):
     def __init__(self, url: str, client: Any = None, rediscover_interval: float = 60.0) -> None:
         super().__init__()
         self.location = S3Location.parse(url)
-        self.client = client if client is not None else make_client()
+        self.client = client if client is not None else make_read_client()
         self.rediscover_interval = rediscover_interval
         self._next_discovery = 0.0
         self.whole_listing_s = WHOLE_LISTING_S

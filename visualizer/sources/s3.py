@@ -43,7 +43,7 @@ def is_s3_url(text: str) -> bool:
 FETCHES_AT_ONCE = 32  # requests in flight to a bucket on its first read
 
 
-def make_client() -> Any:
+def make_read_client() -> Any:
     """A boto3 S3 client for reading, from the standard credential chain and ``AWS_ENDPOINT_URL``."""
     from botocore.config import Config
 
@@ -149,7 +149,7 @@ class S3Source:
 
     def __init__(self, location: S3Location | str, client: Any = None) -> None:
         self.location = S3Location.parse(location) if isinstance(location, str) else location
-        self.client = client if client is not None else make_client()
+        self.client = client if client is not None else make_read_client()
 
     def describe(self, name: str) -> str:
         return f"{self.location}{name}"

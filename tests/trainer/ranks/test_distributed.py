@@ -28,7 +28,7 @@ from tests.fixtures.runs.training import (
 )
 from tests.fixtures.servers.net import free_port
 from trainer.ranks.distributed import select_devices, settle_collectives_at_exit
-from trainer.training.config import ConfigError, RunConfig
+from trainer.training.config import OptionError, RunConfig
 
 NO_GPU = not torch.cuda.is_available()
 
@@ -140,7 +140,7 @@ def test_absent_gpu_is_refused():
 
 @pytest.mark.parametrize("ids, message", [((-1, 0), "can not be mixed"), ((0, 0), "repeated")])
 def test_bad_gpu_id_lists_are_refused_by_the_config(ids, message):
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(OptionError, match=message):
         RunConfig(gpu_ids=ids)
 
 

@@ -69,11 +69,11 @@ def test_an_interrupt_mid_save_stays_an_interrupt_and_keeps_the_last_checkpoint(
 ):
     """torch's zip writer raises its own RuntimeError while closing; the interrupt wins."""
     path = tmp_path / "latest.pth"
-    checkpoint.save({"epoch": 1}, path)
+    checkpoint.save_whole({"epoch": 1}, path)
     real_save = torch.save
     monkeypatch.setattr(torch, "save", lambda obj, f: real_save(obj, _InterruptedFile(f)))
     with pytest.raises(KeyboardInterrupt):
-        checkpoint.save({"weights": torch.zeros(100_000), "epoch": 2}, path)
+        checkpoint.save_whole({"weights": torch.zeros(100_000), "epoch": 2}, path)
     monkeypatch.undo()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.pth"]
     assert torch.load(path, weights_only=True) == {"epoch": 1}

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from trainer.command.recipe import RecipeConfig
-from trainer.training.config import ConfigError, RunConfig
+from trainer.training.config import OptionError, RunConfig
 
 
 def test_defaults_are_the_documented_ones():
@@ -45,7 +45,7 @@ def test_defaults_are_the_documented_ones():
     ],
 )
 def test_a_bad_value_names_the_option_and_the_problem(field, value, problem):
-    with pytest.raises(ConfigError, match=problem) as err:
+    with pytest.raises(OptionError, match=problem) as err:
         RunConfig(**{field: value})
     assert err.value.name == field and str(err.value).startswith(f"{field}={value!r}")
 
@@ -58,14 +58,14 @@ def test_a_bad_value_names_the_option_and_the_problem(field, value, problem):
     ],
 )
 def test_a_refused_secret_is_named_but_never_quoted(field, value):
-    with pytest.raises(ConfigError, match="VISDOM_PASSWORD|letters, digits") as err:
+    with pytest.raises(OptionError, match="VISDOM_PASSWORD|letters, digits") as err:
         RunConfig(**{field: value})
     assert err.value.name == field and "PW-canary" not in str(err.value)
 
 
 @pytest.mark.parametrize("value", [0.0, -0.1, math.inf, math.nan])
 def test_learning_rate_must_be_finite_and_positive(value):
-    with pytest.raises(ConfigError, match="finite number > 0"):
+    with pytest.raises(OptionError, match="finite number > 0"):
         RecipeConfig(lr=value)
 
 
@@ -84,7 +84,7 @@ def test_from_options_keeps_a_base_config_and_checks_the_result():
     assert RunConfig.from_options({"num_epochs": 2}, base=base) == dataclasses.replace(
         base, num_epochs=2
     )
-    with pytest.raises(ConfigError, match="batch_size"):
+    with pytest.raises(OptionError, match="batch_size"):
         RunConfig.from_options({"batch_size": 0}, base=base)
 
 

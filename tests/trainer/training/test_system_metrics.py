@@ -16,7 +16,7 @@ from tests.fixtures.runs.training import read_run
 from trainer import fit
 from trainer.command.data import load_datasets
 from trainer.command.models import SmallCNN
-from trainer.training.config import ConfigError, RunConfig
+from trainer.training.config import OptionError, RunConfig
 from trainer.training.system_metrics import StepTimer, SystemMetrics
 
 HOST_METRICS = {"cpu_percent", "rss_gib", "loader_wait_share"}
@@ -99,7 +99,7 @@ def test_interval_zero_records_no_system_group(tiny_dataset, tmp_path):
 
 @pytest.mark.parametrize("bad", [-1.0, float("nan"), "10"])
 def test_a_bad_interval_is_refused_naming_the_option(bad):
-    with pytest.raises(ConfigError, match="system_metrics_interval"):
+    with pytest.raises(OptionError, match="system_metrics_interval"):
         RunConfig(system_metrics_interval=bad)
 
 

@@ -6,15 +6,15 @@ import io
 
 from snapshot_store.format.summary import RunSummary, SeriesStats
 from snapshot_store.read.local_source import LocalSource
-from visualizer.api.run import Run
+from visualizer.api.run import ApiRun
 from visualizer.api.table import arrow_table, runs_columns, write_runs_csv
 
 
-def _run(name: str, options: dict, last: float | None = 0.5) -> Run:
+def _run(name: str, options: dict, last: float | None = 0.5) -> ApiRun:
     summary = RunSummary(name, state="finished", step=9, started=0.0, updated=30.0)
     if last is not None:
         summary.series["val/loss"] = SeriesStats(10, 9, last, last, last)
-    return Run(name, LocalSource(f"/nowhere/{name}"), summary, {"options": options})
+    return ApiRun(name, LocalSource(f"/nowhere/{name}"), summary, {"options": options})
 
 
 def test_config_is_dotted_and_a_list_is_json():

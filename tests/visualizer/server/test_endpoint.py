@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import pytest
 
-from visualizer.server.endpoint import DEFAULT_PORT, VisdomEndpoint
+from visualizer.server.endpoint import DEFAULT_VISDOM_PORT, VisdomEndpoint
 
 
 @pytest.mark.parametrize(
     "server, host, port, url",
     [
-        ("127.0.0.1", "127.0.0.1", DEFAULT_PORT, "http://127.0.0.1:8097"),
-        ("localhost", "localhost", DEFAULT_PORT, "http://localhost:8097"),
-        ("http://gpu-node-7", "gpu-node-7", DEFAULT_PORT, "http://gpu-node-7:8097"),
+        ("127.0.0.1", "127.0.0.1", DEFAULT_VISDOM_PORT, "http://127.0.0.1:8097"),
+        ("localhost", "localhost", DEFAULT_VISDOM_PORT, "http://localhost:8097"),
+        ("http://gpu-node-7", "gpu-node-7", DEFAULT_VISDOM_PORT, "http://gpu-node-7:8097"),
         ("http://gpu-node-7:9000", "gpu-node-7", 9000, "http://gpu-node-7:9000"),
         (
             "http://visdom.example.org/",
             "visdom.example.org",
-            DEFAULT_PORT,
+            DEFAULT_VISDOM_PORT,
             "http://visdom.example.org:8097",
         ),
-        ("[::1]", "::1", DEFAULT_PORT, "http://[::1]:8097"),
-        ("::1", "::1", DEFAULT_PORT, "http://[::1]:8097"),
+        ("[::1]", "::1", DEFAULT_VISDOM_PORT, "http://[::1]:8097"),
+        ("::1", "::1", DEFAULT_VISDOM_PORT, "http://[::1]:8097"),
         ("http://[::1]:8097", "::1", 8097, "http://[::1]:8097"),
         ("localhost:8098", "localhost", 8098, "http://localhost:8098"),
     ],

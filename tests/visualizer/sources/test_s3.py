@@ -18,7 +18,7 @@ from snapshot_store.read.store_reader import MAX_DOCUMENT_BYTES, READ_BYTES, Sto
 from tests.fixtures.servers.net import free_port
 from tests.fixtures.servers.visdom_reading import following
 from tests.fixtures.servers.waiting import wait_until
-from visualizer.sources.s3 import S3Location, S3Source, make_client
+from visualizer.sources.s3 import S3Location, S3Source, make_read_client
 
 
 class RequestLog:
@@ -73,7 +73,7 @@ def test_location_parsing():
 
 def test_reader_gets_only_new_bytes_with_ranged_gets(tmp_path, s3_bucket):
     store, prefix = tmp_path / "exp" / "pickle", "runs/exp/pickle/"
-    client = make_client()  # the standard chain: the fixture's AWS_* variables
+    client = make_read_client()  # the standard chain: the fixture's AWS_* variables
     log = RequestLog(client)
     source = CountingSource(s3_bucket.uri(prefix), client)
     reader = StoreReader(source)
@@ -121,7 +121,7 @@ def test_reader_gets_only_new_bytes_with_ranged_gets(tmp_path, s3_bucket):
 
 
 def test_missing_object_and_empty_prefix(s3_bucket):
-    source = S3Source(s3_bucket.uri("nothing/here/pickle"), make_client())
+    source = S3Source(s3_bucket.uri("nothing/here/pickle"), make_read_client())
     assert source.list() == {}
     with pytest.raises(FileNotFoundError):
         source.read("meta.pickle")
@@ -135,7 +135,7 @@ def test_follower_draws_an_s3_run_and_backs_off_while_idle(
         for step in range(30):
             rec.log({"loss": 1.0 / (step + 1)}, step=step)
     upload(s3_bucket, store, prefix)
-    client = make_client()
+    client = make_read_client()
     log = RequestLog(client)
     with following(
         s3_bucket.uri(prefix),

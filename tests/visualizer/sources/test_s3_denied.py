@@ -23,7 +23,7 @@ from visualizer import cli
 from visualizer.__main__ import main as python_m_visualizer
 from visualizer.sources.catalog import Catalog
 from visualizer.sources.runs import S3Runs
-from visualizer.sources.s3 import S3ReadError, S3Source, make_client
+from visualizer.sources.s3 import S3ReadError, S3Source, make_read_client
 from workloads.s3_proxy import CountingProxy
 
 Append = Callable[[str, int], None]
@@ -101,7 +101,7 @@ def test_a_denied_run_is_warned_of_once_the_others_go_on_and_it_recovers(
             env=run_name,
             poll_interval=0.05,
             max_idle_interval=0.2,
-            s3_client=make_client(),
+            s3_client=make_read_client(),
         ):
             wait_until(lambda: drawn("open", 5))
             if denied_from != "the start":
@@ -150,7 +150,7 @@ def test_what_a_poll_read_before_a_denied_object_is_not_lost(tmp_path, s3_bucket
     upload(s3_bucket, store, prefix)
     with CountingProxy(s3_bucket.server.endpoint_url) as proxy:
         monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
-        reader = StoreReader(S3Source(s3_bucket.uri(prefix), make_client()))
+        reader = StoreReader(S3Source(s3_bucket.uri(prefix), make_read_client()))
         for denied in ("meta.pickle", "scalars-00000000.pickle"):
             proxy.deny(f"{s3_bucket.name}/{prefix}{denied}", listings=False)
             with pytest.raises(S3ReadError, match="access denied"):
@@ -176,7 +176,7 @@ def test_a_denied_run_not_followed_is_asked_again_with_back_off(
         append("denied", 5)
         proxy.deny(f"{s3_bucket.name}/sweep/denied/")
         monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
-        catalog = Catalog(S3Runs(s3_bucket.uri("sweep/"), make_client()), 0.05, 60.0, few=0)
+        catalog = Catalog(S3Runs(s3_bucket.uri("sweep/"), make_read_client()), 0.05, 60.0, few=0)
         try:
             catalog.scan()
             while not catalog.complete:

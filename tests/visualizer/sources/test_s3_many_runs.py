@@ -13,7 +13,7 @@ from tests.fixtures.servers.waiting import wait_until
 from tests.visualizer.sources.test_s3 import RequestLog, upload
 from visualizer.follower import S3_DISCOVERY_INTERVAL
 from visualizer.panes.runs_table import INDEX_ENV
-from visualizer.sources.s3 import make_client
+from visualizer.sources.s3 import make_read_client
 
 RUNS, COMPARED = 30, 5
 IDLE_S = 20.0  # the window requests are counted over (a measurement, not a condition)
@@ -25,7 +25,7 @@ def test_idle_finished_runs_cost_the_discovery_listing_and_a_new_run_shows(
     names = write_small_runs(tmp_path / "local", RUNS)
     for name in names:
         upload(s3_bucket, tmp_path / "local" / name / "pickle", f"{run_name}/{name}/pickle/")
-    client = make_client()
+    client = make_read_client()
     log = RequestLog(client)
     with following(
         s3_bucket.uri(f"{run_name}/"), visdom_server.endpoint, env=run_name, compare=COMPARED,

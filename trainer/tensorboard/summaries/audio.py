@@ -10,4 +10,4 @@ from trainer.tensorboard.summaries.record import Record, private_copy
 
 def audio(tag: str, snd_tensor: Any, sample_rate: Any) -> Record:
     """Mono samples in [-1, 1] at ``sample_rate``."""
-    return Record("audio", tag, (private_copy(snd_tensor), sample_rate), encoders.wav)
+    return Record("audio", tag, (private_copy(snd_tensor), sample_rate), encoders.encode_wav)

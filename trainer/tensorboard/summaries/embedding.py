@@ -34,4 +34,4 @@ def embedding(
             lines = ["\t".join(str(v) for v in metadata_header), *labels]
     images = None if label_img is None else private_copy(label_img)
     raw = (private_copy(mat), labels, lines or [], images)
-    return Record("embedding", tag, raw, encoders.embedding)
+    return Record("embedding", tag, raw, encoders.encode_embedding)

@@ -17,7 +17,9 @@ def histogram(tag: str, values: Any, bins: Any, max_bins: int | None) -> Record:
         bins = np.array(bins, dtype=np.float64)
     elif isinstance(bins, str) and bins != "tensorflow":
         np.histogram_bin_edges(np.zeros(1), bins)
-    return Record("histogram", tag, (private_copy(values), bins, max_bins), encoders.histogram)
+    return Record(
+        "histogram", tag, (private_copy(values), bins, max_bins), encoders.encode_histogram
+    )
 
 
 def histogram_raw(

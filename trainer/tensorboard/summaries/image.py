@@ -21,4 +21,4 @@ def image_with_boxes(
     labels at their corners."""
     pixels, layout = tensorboard_pixels(img_tensor, dataformats)
     raw = (pixels, private_copy(box_tensor), layout, rescale, labels)
-    return Record("image", tag, raw, encoders.boxes)
+    return Record("image", tag, raw, encoders.encode_boxes)

@@ -11,4 +11,4 @@ from trainer.tensorboard.summaries.record import Record, private_copy
 def mesh(tag: str, vertices: Any, faces: Any | None, colors: Any | None) -> Record:
     """Vertices (B, N, 3), and faces (B, M, 3) and colors (B, N, 3) when given."""
     raw = tuple(None if v is None else private_copy(v) for v in (vertices, faces, colors))
-    return Record("mesh", tag, raw, encoders.mesh)
+    return Record("mesh", tag, raw, encoders.encode_mesh)

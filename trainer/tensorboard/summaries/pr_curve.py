@@ -22,7 +22,7 @@ def pr_curve(
         num_thresholds,
         None if weights is None else private_copy(weights),
     )
-    return Record("pr_curve", tag, raw, encoders.pr_curve)
+    return Record("pr_curve", tag, raw, encoders.encode_pr_curve)
 
 
 def pr_curve_raw(tag: str, columns: tuple[Any, ...], num_thresholds: int) -> Record:

@@ -10,4 +10,4 @@ from trainer.tensorboard.summaries.record import Record, private_copy
 
 def tensor(tag: str, value: Any) -> Record:
     """A tensor, read into shape, dtype and values on the writer thread."""
-    return Record("tensor", tag, private_copy(value), encoders.tensor)
+    return Record("tensor", tag, private_copy(value), encoders.encode_tensor)
