@@ -226,7 +226,7 @@ def _add_selection_options(parser: argparse.ArgumentParser) -> None:
         type=runs,
         default="",
         metavar="REGEX",
-        help="follow and compare only the runs whose name matches REGEX (searched, as re.search); "
+        help="follow and compare only the runs whose name matches REGEX (searched, in linear time: RE2); "
         "the comparison page can narrow them further (default: every run)",
     )
     parser.add_argument(

@@ -275,18 +275,24 @@ def _following(pickle_dir: Path, *options: str) -> subprocess.Popen:
 
 
 @pytest.mark.integration
-def test_ctrl_c_while_following_is_interrupted(tmp_path):
-    """Following with no visdom yet (it waits for one); Ctrl-C ends it with 130."""
+@pytest.mark.parametrize(
+    ("stop", "status"), [(signal.SIGINT, ExitCode.INTERRUPTED), (signal.SIGTERM, ExitCode.OK)]
+)
+def test_a_signal_while_following_ends_it_as_the_exit_code_table_says(tmp_path, stop, status):
+    """Following with no visdom yet (it waits for one): Ctrl-C ends it with 130, SIGTERM (its
+    ordinary stop) with 0, as docs/bad-input.md says."""
+    table = (ROOT / "docs" / "bad-input.md").read_text()
+    assert "it draws a last pass and exits 0, never 143; Ctrl-C exits 130" in table
     store = tmp_path / "r" / "pickle"
     make_store(store, steps=2)
     proc = _following(store)
     try:
         assert proc.stdout is not None and proc.stdout.readline().startswith("visdom: ")
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         _, stderr = proc.communicate(timeout=TIMEOUT)
     finally:
         reap(proc)
-    assert proc.returncode == ExitCode.INTERRUPTED, stderr
+    assert proc.returncode == status, stderr
     assert "Traceback" not in stderr
 
 

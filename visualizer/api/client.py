@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from visualizer.model.summary import RunSummary
-from visualizer.sources.catalog import Read
+from visualizer.sources.catalog import Read, read_error
 from visualizer.sources.runs import Found, locate, name_in
 from visualizer.sources.s3 import FETCHES_AT_ONCE, S3ReadError
 from visualizer.sources.summary_read import read_summary
@@ -37,9 +37,9 @@ def _read(found: Found) -> Read:
             raise  # the bucket's failure (credentials, no endpoint): the cause to report
         why = str(err)  # a policy denying this run's prefix: the others go on
     except Exception as err:  # a hostile or broken store: the others go on
-        why = f"{type(err).__name__}: {err}"
+        why = read_error(err)
     log.warning("run %s: can not read %s (%s)", found.folder, found.source.describe(""), why)
-    return Read(summary=RunSummary(found.folder, state="unreadable"))
+    return Read(summary=RunSummary(found.folder, state="unreadable", error=why))
 
 
 def read_runs(root: str, s3_client: Any = None) -> list[ApiRun]:

@@ -14,9 +14,10 @@ at once with a ValueError of one line, before any run is read.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from visualizer.patterns import is_pattern, searcher
 
 # What a filter looks at of a run: "name", "state", "config" and "summary".
 Fields = Mapping[str, Any]
@@ -99,11 +100,11 @@ def _condition(field: str, condition: Any) -> Callable[[Any], bool]:
     if op in ("$gt", "$gte", "$lt", "$lte"):
         return _ordered(op, operand)
     if op == "$regex":
-        try:
-            pattern = re.compile(operand)
-        except (re.error, TypeError) as err:
-            raise _refuse({field: condition}, f"not a regular expression ({err})") from None
-        return lambda value: isinstance(value, str) and pattern.search(value) is not None
+        if not isinstance(operand, str) or (why := is_pattern(operand)) is not None:
+            why = "not a string" if not isinstance(operand, str) else why
+            raise _refuse({field: condition}, f"not a regular expression ({why})")
+        search = searcher(operand)
+        return lambda value: isinstance(value, str) and search(value)
     if op == "$exists":
         return lambda value: (value is not MISSING) == bool(operand)
     raise _refuse({field: condition}, f"unknown operator {op}")

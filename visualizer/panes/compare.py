@@ -12,7 +12,6 @@ from __future__ import annotations
 import colorsys
 import logging
 import math
-import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -22,6 +21,7 @@ from run_core.tags import key_of, tag_of
 from visualizer import layout, markup
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.summary import run_config
+from visualizer.patterns import Search, is_pattern, searcher
 from visualizer.visdom_client import VisdomClient
 
 from .display import run_start
@@ -57,12 +57,12 @@ SMOOTHED_RUNS = DEFAULT_COMPARE
 COMPARE_HEADER_HEIGHT = 300
 
 
-def compile_runs(text: str) -> re.Pattern[str]:
-    """``text`` as the run-selecting regular expression; ValueError saying why not."""
-    try:
-        return re.compile(text)
-    except re.error as err:
-        raise ValueError(f"{text!r} is not a regular expression: {err}") from None
+def compile_runs(text: str) -> Search:
+    """``text`` as the run-selecting regular expression (searched in linear time:
+    :mod:`visualizer.patterns`); ValueError saying why it is none."""
+    if (why := is_pattern(text)) is not None:
+        raise ValueError(f"{text!r} is not a regular expression: {why}")
+    return searcher(text)
 
 
 def parse_sort_by(text: str) -> SeriesKey:
@@ -85,7 +85,7 @@ class Selection:
 
     def matches(self, name: str) -> bool:
         """True when run ``name`` is compared."""
-        return re.search(self.runs, name) is not None
+        return searcher(self.runs)(name)
 
     def none_match(self, where: object, names: Iterable[str]) -> str:
         """The message for runs ``names`` found at ``where``, none of which ``--runs`` selects."""

@@ -5,7 +5,6 @@ run's cells, all from its summary. :mod:`.runs_table` draws them and takes the p
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from snapshot_store.format.summary import RunSummary, SeriesStats
 from visualizer import markup
 from visualizer.model.status import format_duration
 from visualizer.model.summary import dotted, higher_is_better, state_shown
+from visualizer.patterns import searcher
 
 MAX_CONFIG_COLUMNS = 8
 MAX_SUMMARY_COLUMNS = 4
@@ -69,13 +69,9 @@ def cell(value: Any) -> str:
 
 
 def matcher(text: str) -> Callable[[str], bool]:
-    """Names matching the page's filter: a regular expression, else plain text (any case)."""
-    try:
-        pattern = re.compile(text, re.IGNORECASE)
-    except re.error:
-        lowered = text.lower()
-        return lambda name: lowered in name.lower()
-    return lambda name: pattern.search(name) is not None
+    """Names matching the page's filter: a regular expression matched in linear time, else
+    plain text (any case): :mod:`visualizer.patterns`."""
+    return searcher(text, ignore_case=True)
 
 
 def varying_options(summaries: Sequence[RunSummary]) -> list[str]:

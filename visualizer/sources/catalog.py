@@ -23,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from snapshot_store.format.frames import StoreError
 from snapshot_store.read.store_reader import Source
 from visualizer.model.summary import RunSummary, from_documents
 
@@ -55,6 +56,13 @@ class Entry:
     reading: bool = False
     dirty: bool = False  # a file event said it changed
     error: str | None = None
+
+
+def read_error(err: Exception) -> str:
+    """What a failed read of a store says: a store's and S3's errors name the file already."""
+    if isinstance(err, (StoreError, S3ReadError)):
+        return str(err)
+    return f"{type(err).__name__}: {err}"
 
 
 class Catalog:
@@ -207,10 +215,9 @@ class Catalog:
                 return
             try:
                 read = read_summary(source, meta, whole, lambda: self._closed)
-            except S3ReadError as err:
-                read = Read(error=str(err))
             except Exception as err:  # a hostile or broken store: the others go on
-                read = Read(error=f"{type(err).__name__}: {err}")
+                # its version, so that it is read again only once it changes
+                read = Read(error=read_error(err), version=status_version(source))
             reads.append((key, read))
         self._done.put(reads)
 
@@ -222,9 +229,11 @@ class Catalog:
             if read.error != entry.error:
                 log.warning("run %s: can not read %s (%s)", name, where, read.error)
             entry.error = read.error
+            if read.version is not None:
+                entry.version = read.version
             self._backoff(entry, changed=False)  # a denied prefix is not asked at every pass
             if entry.summary is None:  # listed, but unreadable: shown as such
-                self._set(entry, RunSummary(name, state="unreadable"))
+                self._set(entry, RunSummary(name, state="unreadable", error=read.error))
                 return True
             return False
         if entry.error is not None:

@@ -8,6 +8,7 @@ the fallback for a store without usable metadata.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import os
 import time
@@ -22,7 +23,9 @@ from transfer_plugins.s3_location import S3Location
 from visualizer.layout import safe_id
 
 from .s3 import S3ReadError, S3Source, call, is_s3_url, make_read_client
-from .store_folders import has_documents, is_store
+from .store_folders import has_documents, is_store, leaves, subfolders
+
+log = logging.getLogger(__name__)
 
 # Longer stored names are not names a trainer wrote: the directory's is used.
 MAX_NAME_CHARS = 200
@@ -135,6 +138,7 @@ class LocalRuns(_RunNames):
         super().__init__()
         self.root = Path(root)
         self._by_folder: dict[str, Found] = {}  # each run folder's store, once found
+        self._outside: set[str] = set()  # links out of the root, told of once
 
     def __str__(self) -> str:
         return str(self.root)
@@ -154,18 +158,11 @@ class LocalRuns(_RunNames):
                 return [self._store(root.parent.name if root.name == "pickle" else root.name, root)]
             if is_store(root / "pickle"):
                 return [self._store(root.name, root / "pickle")]
-        try:
-            with os.scandir(root) as entries:
-                children = sorted(
-                    e.path for e in entries if not e.name.startswith(".") and e.is_dir()
-                )
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            return []
-        found = []
-        for child in children:
+        found, real_root = [], os.path.realpath(root)
+        for child in subfolders(root):
             known = self._by_folder.get(child)
             if known is None:
-                known = self._look_into(child)
+                known = self._look_into(child, real_root)
                 if known is None:
                     continue
                 self._by_folder[child] = known
@@ -174,9 +171,20 @@ class LocalRuns(_RunNames):
             self.multi = True
         return found
 
-    def _look_into(self, child: str) -> Found | None:
-        """The store in folder ``child`` (``child/pickle`` or ``child`` itself), if any."""
+    def _look_into(self, child: str, real_root: str) -> Found | None:
+        """The store in folder ``child`` (``child/pickle`` or ``child`` itself), if any; none
+        through a symlink that leads out of the root (told once)."""
         store, name = f"{child}{os.sep}pickle", child.rsplit(os.sep, 1)[-1]
+        for path in (child, store):
+            if leaves(real_root, path):
+                if path not in self._outside:
+                    self._outside.add(path)
+                    log.warning(
+                        "skipped %s: a symlink to %s, outside %s; copy the run in, or "
+                        "point --pickle-dir at it",
+                        path, os.path.realpath(path), self.root,
+                    )  # fmt: skip
+                return None
         if has_documents(store) or is_store(Path(store)):
             return self._store(name, store)
         return self._store(name, child) if is_store(Path(child)) else None

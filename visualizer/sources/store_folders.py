@@ -1,13 +1,22 @@
 """Which local folders hold a snapshot store, asked as cheaply as a search of 10,000 runs
-needs (one ``stat`` a folder where listing it costs more)."""
+needs (one ``stat`` a folder where listing it costs more).
+
+A directory of runs is shared ground: any one entry may be a symlink loop, a folder
+closed to us, one deleted while listed, or a link to another person's store. None of
+them ends the search for the others: a folder that can not be looked into holds no
+store here, and a link that leads out of the root is not followed (docs/bad-input.md).
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from pathlib import Path
 
 from snapshot_store.format import frames as fmt
+
+log = logging.getLogger(__name__)
 
 
 def is_store(path: Path) -> bool:
@@ -18,8 +27,34 @@ def is_store(path: Path) -> bool:
                 e.name in (fmt.META_FILE, fmt.STATUS_FILE) or fmt.parse_segment_name(e.name)
                 for e in entries
             )
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
+    except OSError:  # absent, closed, a symlink loop (ELOOP), gone while listed
         return False
+
+
+def subfolders(root: str | Path) -> list[str]:
+    """The paths of ``root``'s folders not hidden, in name order; an entry that can not be
+    looked at (a symlink loop, gone while listed) is none, and an unlistable root has none."""
+    try:
+        with os.scandir(root) as entries:
+            return sorted(e.path for e in entries if not e.name.startswith(".") and _is_dir(e))
+    except OSError:
+        return []
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:  # ELOOP: is_dir() raises it where a plain stat's ENOENT is False
+        return False
+
+
+def leaves(root: str, path: str) -> bool:
+    """Whether ``path`` (under ``root``, already resolved) leads outside it through a
+    symlink: another person's store is not read because a link to it was left here."""
+    if not os.path.islink(path):  # noqa: PTH114 - strings, as in has_documents
+        return False
+    target = os.path.realpath(path)
+    return target != root and not target.startswith(root + os.sep)
 
 
 def has_documents(store: str) -> bool:
@@ -34,7 +69,7 @@ def has_documents(store: str) -> bool:
             mode = os.stat(f"{store}{os.sep}{name}").st_mode  # noqa: PTH116 - see above
         except PermissionError:
             return is_folder(store)
-        except OSError:  # not written (yet)
+        except OSError:  # not written (yet), or a link that leads nowhere (ELOOP)
             continue
         if stat.S_ISREG(mode):
             return True

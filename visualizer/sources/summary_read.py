@@ -47,6 +47,8 @@ def _document(source: Source, name: str) -> dict[str, Any] | None:
         return None  # not written yet
     try:
         return fmt.decode_document(data, source.describe(name))
+    except fmt.OverBudgetError:
+        raise  # values no reader can take: the whole store is unreadable, said once
     except fmt.StoreError as err:  # corrupt or hostile: its series may still be read
         log.warning("%s", err)
         return None

@@ -30,7 +30,7 @@ from visualizer.visdom_client import VisdomClient
 def test_a_regex_that_does_not_compile_is_named_with_the_reason():
     with pytest.raises(ValueError, match=r"'\(' is not a regular expression: missing \)"):
         compile_runs("(")
-    assert compile_runs("^lr-").search("lr-0.1")
+    assert compile_runs("^lr-")("lr-0.1")
 
 
 def test_selection_searches_run_names():
