@@ -25,3 +25,14 @@ def key_of(tag: str) -> tuple[str, str]:
 def tag_of(group: str, name: str) -> str:
     """The name that was logged for the series ``(group, name)``."""
     return f"{group}/{name}" if group else name
+
+
+# Words that mark a series where higher is better; the rest are minimized (loss, error).
+_HIGHER = ("acc", "f1", "auc", "precision", "recall", "iou", "dice", "psnr", "ssim", "map", "bleu")
+
+
+def higher_is_better(tag: str) -> bool:
+    """Whether a series' best value is its largest, judged by its logged name (accuracy, F1...):
+    the runs table's best value and the alert rules' direction alike."""
+    words = tag.lower().replace("/", "_").replace("-", "_").split("_")
+    return any(word.startswith(_HIGHER) for word in words)

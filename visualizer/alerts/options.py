@@ -8,13 +8,14 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
+from snapshot_store.alert_rules.language import KINDS, Rule, parse_rule
 from transfer_plugins.hooks import TransferSpecError, resolve_callable
 from visualizer.follower import Follower
 from visualizer.model.rundata import RunData
 from visualizer.model.summary import SeriesStats
 
 from .notify import AlertSender, check_plugin
-from .rules import DEFAULT_SILENT_AFTER_MINUTES, AlertMemory, AlertWatch, Rule, parse_rule
+from .rules import DEFAULT_SILENT_AFTER_MINUTES, AlertMemory, AlertWatch
 from .webhook import NTFY_EXAMPLE, check_webhook
 
 log = logging.getLogger(__name__)
@@ -78,8 +79,10 @@ def add_alert_arguments(parser: argparse.ArgumentParser) -> None:
         type=_rule,
         action="append",
         default=[],
-        metavar="'NAME>X'",
-        help="alert when a series' last value compares so (> >= < <= == !=); repeatable",
+        metavar="RULE",
+        help="alert when a series' last value compares so ('val/loss>2.5': > >= < <= == !=), "
+        f"or when its curve is of a kind ('KIND:SERIES[:key=value,...]', KIND one of "
+        f"{', '.join(KINDS)}: 'diverging:train/loss', 'stall:minutes=10'); repeatable",
     )
     group.add_argument(
         "--alert-silent-after",

@@ -5,7 +5,9 @@ Events, per run (one not read whole is judged by its status' summary): it
 went **silent** (running, but no value logged for
 ``--alert-silent-after`` minutes: a killed trainer and a hung one alike); a
 series logged a **non-finite** value (NaN, +/-inf); a **rule** on a series'
-last value holds (``--alert-rule 'val/loss>2.5'``).
+last value holds (``--alert-rule 'val/loss>2.5'``); a curve rule holds
+(``--alert-rule diverging:train/loss``, :mod:`snapshot_store.alert_rules`; its
+event is its kind's name).
 
 Each event fires once; a run's end once per session (a resumed run's end
 alerts again: the key is its status' ``session_start``). What was sent is remembered per run in a small JSON file
@@ -20,8 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import operator
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -32,60 +32,18 @@ from typing import Any
 import numpy as np
 
 from run_core.tags import tag_of
+from snapshot_store.alert_rules.language import CurveRule, Rule, Threshold
 from snapshot_store.format.frames import ENDED_STATES
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.status import format_duration, last_activity
 from visualizer.model.summary import SeriesStats
-from visualizer.panes.compare import parse_sort_by
 from visualizer.userdirs import user_state_dir, write_if_changed
+
+from .curves import BaselineRun, CurveWatch
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SILENT_AFTER_MINUTES = 10.0
-_OPS: dict[str, Callable[[float, float], bool]] = {
-    ">=": operator.ge,
-    "<=": operator.le,
-    "==": operator.eq,
-    "!=": operator.ne,
-    ">": operator.gt,
-    "<": operator.lt,
-}
-_RULE = re.compile(r"^(?P<series>[^<>=!]*?)\s*(?P<op>>=|<=|==|!=|>|<)\s*(?P<value>.*)$")
-
-
-@dataclass(frozen=True)
-class Rule:
-    """``NAME OP NUMBER`` (the series' name as logged): holds when its last value compares so."""
-
-    key: SeriesKey
-    op: str
-    threshold: float
-
-    def __str__(self) -> str:
-        return f"{tag_of(*self.key)}{self.op}{self.threshold:g}"
-
-    def holds(self, value: float) -> bool:
-        """Whether ``value`` (a finite last value) meets the rule."""
-        return _OPS[self.op](value, self.threshold)
-
-
-def parse_rule(text: str) -> Rule:
-    """``text`` as a :class:`Rule`; ValueError saying what is wrong and what is expected."""
-    example = "e.g. 'val/loss>2.5' or 'train_loss<=0.1'"
-    match = _RULE.match(text.strip())
-    if match is None or not match["series"]:
-        raise ValueError(
-            f"{text!r} is not a rule: a series' name as logged, then one of {' '.join(_OPS)}, then a number "
-            f"({example})"
-        )
-    key = parse_sort_by(match["series"])
-    try:
-        threshold = float(match["value"])
-    except ValueError:
-        threshold = float("nan")
-    if not np.isfinite(threshold):
-        raise ValueError(f"{text!r}: {match['value']!r} is not a finite number ({example})")
-    return Rule(key, match["op"], threshold)
 
 
 @dataclass(frozen=True)
@@ -165,9 +123,12 @@ class AlertWatch:
         send: Callable[[Alert], None],
         rules: Iterable[Rule] = (),
         silent_after: float | None = DEFAULT_SILENT_AFTER_MINUTES * 60,
+        baseline: BaselineRun | None = None,
     ) -> None:
         self.memory, self.send = memory, send
-        self.rules = list(rules)
+        given = list(rules)
+        self.rules = [rule for rule in given if isinstance(rule, Threshold)]
+        self.curves = CurveWatch([rule for rule in given if isinstance(rule, CurveRule)], baseline)
         self.silent_after = silent_after  # seconds; None: never
         self.started = time.time()
         self._fired: set[tuple[str, str]] = set()
@@ -244,6 +205,8 @@ class AlertWatch:
             if np.isfinite(value) and rule.holds(value):
                 detail = f"has {tag_of(*rule.key)} = {value:g} at step {step}"
                 yield alert("rule", f"{detail}, and the rule is {rule}", f"rule:{rule}")
+        for finding in self.curves.findings(run, now):
+            yield alert(finding.event, finding.detail, finding.key)
 
     def _non_finite(self, run: RunData, alert: Callable[[str, str, str], Alert]) -> Iterator[Alert]:
         """The first non-finite value of each series, looking only at points not checked yet."""

@@ -14,6 +14,7 @@ import json
 import math
 from typing import Any
 
+from run_core.tags import higher_is_better as higher_is_better  # the runs table reads it here
 from run_core.tags import tag_of
 from snapshot_store.format.frames import RUN_FIELDS
 from snapshot_store.format.summary import RunSummary, SeriesStats
@@ -132,13 +133,3 @@ def from_run(run: RunData) -> RunSummary:
             summary.updated = last
     summary.summarized = True
     return summary
-
-
-# Words that mark a series where higher is better; the rest are minimized (loss, error).
-_HIGHER = ("acc", "f1", "auc", "precision", "recall", "iou", "dice", "psnr", "ssim", "map", "bleu")
-
-
-def higher_is_better(tag: str) -> bool:
-    """Whether a series' best value is its largest, judged by its name (accuracy, F1...)."""
-    words = tag.lower().replace("/", "_").replace("-", "_").split("_")
-    return any(word.startswith(_HIGHER) for word in words)

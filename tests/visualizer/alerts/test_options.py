@@ -104,6 +104,8 @@ def refused(
          "argument --alert-rule: 'val/loss>two': 'two' is not a finite number"),
         (["--alert-cmd", "myalerts.notify", "--alert-rule", "val/loss 2"],
          "argument --alert-rule: 'val/loss 2' is not a rule"),
+        (["--alert-cmd", "myalerts.notify", "--alert-rule", "plateau:val/loss:steps=x"],
+         "argument --alert-rule: 'plateau:val/loss:steps=x': steps='x' is not a number"),
         (["--alert-rule", "val/loss>2"],
          "--alert-rule needs --alert-webhook URL (or $ALERT_WEBHOOK_URL) or --alert-cmd"),
         (["--alert-webhook", f"hooks.example.com/T0/B0?token={SECRET}"],

@@ -35,7 +35,6 @@ from tests.fixtures.servers.visdom_reading import VisdomReader
 from tests.fixtures.servers.waiting import wait_until
 from tests.visualizer.sources.test_s3 import upload
 from visualizer.alerts.options import WEBHOOK_VAR
-from visualizer.alerts.rules import parse_rule
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.sources.runs import env_name
 
@@ -261,29 +260,6 @@ def test_an_s3_run_is_alerted_once_and_remembered_outside_the_bucket(
     assert all(key.startswith("team/exp1/pickle/") for key in s3_bucket.keys())
     (memory,) = (state / "remote-train-monitor" / "alerts").glob("*.json")
     assert json.loads(memory.read_text())["source"] == url + "/"  # as the visualizer names it
-
-
-@pytest.mark.parametrize(
-    ("text", "series", "holds", "fails"),
-    [
-        ("val/loss>2.5", ("val", "loss"), 2.6, 2.5),
-        (" val/loss >= 2.5 ", ("val", "loss"), 2.5, 2.4),
-        ("train/acc<0.1", ("train", "acc"), 0.05, 0.1),
-        ("Loss/train/total<=1e-3", ("Loss", "train/total"), 1e-3, 2e-3),
-        ("loss>2", ("", "loss"), 2.5, 2.0),
-        ("lr/lr==0", ("lr", "lr"), 0.0, 0.1),
-        ("lr/lr!=0.1", ("lr", "lr"), 0.2, 0.1),
-    ],
-)
-def test_a_rule_compares_a_series_last_value(text, series, holds, fails):
-    rule = parse_rule(text)
-    assert rule.key == series and rule.holds(holds) and not rule.holds(fails)
-
-
-@pytest.mark.parametrize("text", ["val/loss", "val/loss>", ">2", "val/loss>nan", "val/loss=>2"])
-def test_a_bad_rule_says_what_a_rule_is(text):
-    with pytest.raises(ValueError, match=r"e\.g\. (')?val/loss"):
-        parse_rule(text)
 
 
 @pytest.mark.integration
