@@ -10,6 +10,7 @@
     python -m bench many       # 1,000 and 10,000 runs: start, memory, idle CPU, exit; TensorBoard beside
     python -m bench many_s3    # 1,000 runs in S3 (SeaweedFS) and 10 live: requests, a live point, a new run
     python -m bench api        # runs as data: 10,000 runs listed, a 1M-point history, Parquet
+    python -m bench alerts     # alert rules on labelled curves: label to webhook, false alerts
 
 These machines are noisy: compare the ratios, not the absolute times.
 Each suite's table is also written into docs/benchmarks.md (bench/tools/doc_tables.py).
@@ -26,7 +27,7 @@ from bench.tools.doc_tables import COLUMNS, PAGE, MarkerError, check_markers, wr
 
 SUITES = (
     "store", "loop", "memory", "transfer", "trainer", "visualizer", "viewer", "zoom",
-    "integrations", "wandb", "gpu", "many", "many_s3", "api",
+    "integrations", "wandb", "gpu", "many", "many_s3", "api", "alerts",
 )  # fmt: skip
 
 
