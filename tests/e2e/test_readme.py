@@ -66,6 +66,10 @@ def shell_env() -> dict[str, str]:
     return dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", OMP_NUM_THREADS="1")
 
 
+@pytest.mark.integration  # trainings under torchrun, visualizers and their visdom
+@pytest.mark.slow(
+    reason="every training and following command of two pages, in order: five trainings, two under torchrun"
+)
 @pytest.mark.timeout(900)
 def test_the_readme_commands_run_as_written_in_order(tmp_path, shell_env):
     repo = checkout_copy(tmp_path / "repo")
