@@ -184,7 +184,7 @@ class CompareDisplay(EnvDisplay):
         for run in runs:  # by name, as found: a run keeps its color when others come
             self.run_colors.setdefault(run.name, run_color(len(self.run_colors)))
         versions = [(run.name, run.version) for run in runs]
-        if self._idle(versions, now, force, CONTROLS_WIN, SELECT_WIN):
+        if self._idle(versions, now, CONTROLS_WIN, SELECT_WIN):
             return False  # no news from any run or the page
         self._apply_page_events()
         chosen = [run for run in runs if self.selection.matches(run.name)]

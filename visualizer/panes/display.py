@@ -55,7 +55,7 @@ class RunDisplay(EnvDisplay):
         now = time.time() if now is None else now
         # With nothing new only the clock moves the status panel's ages and the
         # layout charts: a hundred idle runs cost a few comparisons each, not a full draw.
-        if self._idle(run.version, now, force, CONTROLS_WIN):
+        if self._idle(run.version, now, CONTROLS_WIN):
             return self._draw_status(run, now) | self.extra.draw(run, now)
         windows, folding = fold_run(self._windows(run))
         self._keep_order(

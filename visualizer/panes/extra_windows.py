@@ -26,7 +26,7 @@ from visualizer.model.extradata import ExtraKey
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.series import Series
 
-from .hparams import last_value, table_row
+from .hparams import MAX_COLUMNS, budgeted, last_value, table_row
 
 EXTRA_WIN_PREFIX = "extra_"
 HPARAMS_WIN = f"{EXTRA_WIN_PREFIX}hparams"
@@ -99,9 +99,11 @@ def _cell(value: Any) -> str:
     return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> Html:
-    body = [table_row(header, "th"), *(table_row([_cell(v) for v in row]) for row in rows)]
-    return markup.element("table", *body)
+def _table(header: list[str], rows: list[list[Any]], what: str, where: str) -> Html:
+    """A table within a pane's budget (:func:`.hparams.budgeted`): the rows that fit, then
+    how many more ``what`` there are and ``where``."""
+    body = budgeted((table_row([_cell(v) for v in row]) for row in rows), len(rows), what, where)
+    return markup.element("table", table_row(header, "th"), *body)
 
 
 class ExtraWindows:
@@ -212,13 +214,18 @@ class ExtraWindows:
         records = run.extras.hparams
         names = sorted({k for r in records for k in r[4]["hparams"]})
         metrics = sorted({k for r in records for k in r[4]["metrics"]})
+        every = "all of them: python -m visualizer export --kind hparams"
+        more = len(names) - max(1, MAX_COLUMNS - len(metrics))  # the metrics are all shown
+        names = names[: len(names) - max(more, 0)]
         rows, calls = [], run.extras.hparams_dropped  # add_hparams calls without a run name
         for _kind, tag, _step, _wall, data in records:
             calls += tag == HPARAMS_TAG
             run_cell = f"{tag} {calls}" if tag == HPARAMS_TAG else tag
             values = [_metric(run, data["metrics"], m) for m in metrics]
             rows.append([run_cell, *(data["hparams"].get(n, "") for n in names), *values])
-        table = _table(["run", *names, *metrics], rows)
+        table = _table(["run", *names, *metrics], rows, "rows", every)
+        if more > 0:
+            table = markup.join(table, markup.element("p", f"… {more:,} more hparams ({every})"))
         if run.extras.hparams_dropped:
             older = f"{run.extras.hparams_dropped} older rows not shown"
             table = markup.join(table, markup.element("p", older))

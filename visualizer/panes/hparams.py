@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from visualizer import markup
@@ -20,6 +20,12 @@ from visualizer.model.summary import dotted
 
 # A value longer than this is cut in a table cell (a path, a long list).
 _MAX_CELL_CHARS = 80
+# A pane's table stops at this many characters, its first rows then a row that says how many
+# more and where they all are: 12,000 options made each run's options pane 4.4 MB, the
+# comparison's 4.1 MB, and a stop of the viewer 13.5 s.
+PANE_CHARS = 100_000
+MAX_COLUMNS = 40  # options that differ between runs, as the comparison's columns
+FULL_DATA = "all of them: the runs table's CSV, or python -m visualizer export --kind runs"
 _CELL = ' style="padding: 1px 12px 1px 0; text-align: left; white-space: nowrap"'
 
 
@@ -78,6 +84,21 @@ def table_row(cells: Sequence[object], tag: str = "td") -> Html:
     return markup.row(cells, tag, _CELL)
 
 
+def budgeted(rows: Iterable[Html], count: int, what: str, where: str = FULL_DATA) -> list[Html]:
+    """The first of ``count`` ``rows`` that fit :data:`PANE_CHARS`, then, when some are left
+    out, a row saying how many more ``what`` there are and ``where`` they are. Rows are
+    built only as far as they are shown."""
+    kept: list[Html] = []
+    chars = 0
+    for row in rows:
+        chars += len(row)
+        if chars > PANE_CHARS:
+            note = f"… {count - len(kept):,} more {what} ({where})"
+            return [*kept, markup.row([note], "td", ' colspan="99" style="color:#555"')]
+        kept.append(row)
+    return kept
+
+
 def summary_rows(run: RunData) -> dict[str, str]:
     """The summary the run set (a W&B-style run's, in its status) as text, nested keys
     dotted as table rows; empty when it set none."""
@@ -93,10 +114,10 @@ def run_table(run: RunData) -> Html:
     options, summary = options_of(run), summary_rows(run)
     parts: list[object] = [markup.element("p", "this run stored no options")]
     if options:
-        rows = [table_row([k, v]) for k, v in options.items()]
+        rows = budgeted((table_row([k, v]) for k, v in options.items()), len(options), "options")
         parts = [markup.element("table", table_row(["option", "value"], "th"), *rows)]
     if summary:
-        rows = [table_row([k, v]) for k, v in summary.items()]
+        rows = budgeted((table_row([k, v]) for k, v in summary.items()), len(summary), "values")
         parts.append(markup.element("table", table_row(["summary", "value"], "th"), *rows))
     return markup.join(*parts)
 
@@ -118,22 +139,29 @@ def comparison_table(
     options = {run.name: options_of(run) for run in runs}
     names = sorted({name for opts in options.values() for name in opts})
     varying = [n for n in names if len({_compared(opts.get(n)) for opts in options.values()}) > 1]
-    shared = [n for n in names if n not in varying]
+    differ = set(varying)
+    shared = [n for n in names if n not in differ]
+    more = len(varying) - MAX_COLUMNS
+    varying = varying[:MAX_COLUMNS]
     metric = f"{key[0]}/{key[1]} (last)" if key else None
     grouping = ["group"] if groups is not None else []
     head = ["run", *grouping, *([metric] if metric else []), *varying]
-    rows = []
-    for run in sort_runs(runs, key, descending):
+
+    def row(run: RunData) -> Html:
         name = markup.link(links[run.name], run.name) if run.name in links else run.name
         value = last_value(run, key)
         cells = [name, *([groups.get(run.name, "-")] if groups is not None else [])]
         cells += [("-" if value is None else f"{value:.6g}")] if metric else []
         cells += [options[run.name].get(n, "-") for n in varying]
-        rows.append(table_row(cells))
+        return table_row(cells)
+
+    rows = budgeted(map(row, sort_runs(runs, key, descending)), len(runs), "runs")
+    if more > 0:
+        rows.append(table_row([f"… {more:,} more options differ ({FULL_DATA})"]))
     table = markup.element("table", table_row(head, "th"), *rows)
     if shared:  # a table of their own under it, an option a row
         first = options[runs[0].name] if runs else {}
-        same = [table_row([n, first.get(n, "-")]) for n in shared]
+        same = budgeted((table_row([n, first.get(n, "-")]) for n in shared), len(shared), "options")
         table = markup.join(
             table,
             markup.element(

@@ -94,7 +94,7 @@ class RunsTable:
         if self._live_at != state.version:  # a running run's row may fall silent
             self._live_at = state.version
             self._live = any(s.state == "running" for s in state.summaries)
-        if not force and built == self._built and not self._live:
+        if built == self._built and not self._live and self._html is not None:
             return self._draw_controls()
         self._built, self._built_at = built, now
         self._count(state)  # the series to choose from, before the controls show them

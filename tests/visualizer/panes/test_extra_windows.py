@@ -219,6 +219,19 @@ def test_each_default_hparams_record_is_a_row_and_a_named_run_keeps_its_last():
     assert cells[0] == ["run", "lr", "acc", "hparam/acc"] and cells[7] == [".", "3", "", "-"]
 
 
+def test_an_hparams_table_of_12000_hparams_keeps_its_metrics_within_the_pane_budget():
+    run = RunData("r")
+    hparams = {f"h{i:05d}": "x" * 40 for i in range(12_000)}
+    run.extras.apply(
+        [("hparams", "hparams", 0, 1.0, {"hparams": hparams, "metrics": {"acc": 0.5}})]
+    )
+    sent: list[dict] = []
+    ExtraWindows(lambda route, msg: sent.append(msg), "r").draw(run, now=0.0)
+    [table] = [m["data"][0]["content"] for m in sent if m["win"] == HPARAMS_WIN]
+    assert len(table) < 20_000  # was 0.7 MB
+    assert table_cells(table)[0][-1] == "acc" and "11,961 more hparams" in table
+
+
 def _tensorboard_sessions(logdir) -> int:
     """How many runs under ``logdir`` TensorBoard's hparams plugin sees a session in."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

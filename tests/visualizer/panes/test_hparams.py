@@ -7,7 +7,15 @@ import re
 
 from snapshot_store.read.store_reader import Update
 from visualizer.model.rundata import RunData
-from visualizer.panes.hparams import comparison_table, last_value, options_of, run_table, sort_runs
+from visualizer.panes.hparams import (
+    MAX_COLUMNS,
+    PANE_CHARS,
+    comparison_table,
+    last_value,
+    options_of,
+    run_table,
+    sort_runs,
+)
 
 
 def run(name: str, options: dict | None, loss: list[float] | None = None) -> RunData:
@@ -73,3 +81,24 @@ def test_runs_sort_by_the_last_value_of_a_series_missing_and_nan_last():
     table = comparison_table(runs, key, links={"b": "http://h/env/b"})
     assert table.index('<a href="http://h/env/b">b</a>') < table.index(">a<")
     assert "val/loss (last)" in table
+
+
+# --- a pane's byte budget: 12,000 options made panes of 4 MB and a stop of 13.5 s ----------
+
+
+def test_a_run_of_12000_options_shows_the_first_ones_and_says_where_the_rest_are():
+    table = run_table(run("a", {f"key_{i:05d}": "x" * 60 for i in range(12_000)}))
+    assert len(table) < PANE_CHARS + 1_000  # was 4.4 MB
+    assert "key_00000" in table and "key_11999" not in table
+    shown = table.count("key_")
+    assert f"… {12_000 - shown:,} more options" in table and "--kind runs" in table
+
+
+def test_the_comparison_of_runs_of_12000_differing_options_stays_within_its_budget():
+    runs = [run(f"r{r}", {f"key_{i:05d}": f"{r}-{i}" for i in range(12_000)}) for r in range(8)]
+    table = comparison_table(runs, None)
+    assert len(table) < 2 * PANE_CHARS + 1_000  # was 4.1 MB
+    assert f"… {12_000 - MAX_COLUMNS:,} more options differ" in table
+    shared = [run(f"s{r}", {f"key_{i:05d}": "same" * 20 for i in range(12_000)}) for r in range(2)]
+    table = comparison_table(shared, None)
+    assert len(table) < 2 * PANE_CHARS + 1_000 and "more options (" in table
