@@ -31,6 +31,7 @@ from contextlib import nullcontext
 
 from run_core.exit_codes import ExitCode
 from visualizer.alerts.options import alerting
+from visualizer.baseline import BaselineChoice
 from visualizer.panes.compare import Selection
 from visualizer.panes.view import ViewSettings
 from visualizer.server.assets import fix_command
@@ -88,6 +89,10 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
         except ValueError as err:  # a malformed s3:// URL, a too small --max-points
             parser.error(str(err))
         client.events.on_event = follower.wake  # a change made on the page is drawn at once
+        baseline = BaselineChoice.for_source(str(follower.runs))
+        if args.baseline is not None:
+            baseline.choose(args.baseline)
+        follower.screen.baseline = baseline.name
         with alerting(args, parser, follower):  # a wrong --alert-cmd ends here, before visdom
             if args.once:
                 return _check_then_run(follower, args)

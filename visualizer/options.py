@@ -244,6 +244,15 @@ def _add_selection_options(parser: argparse.ArgumentParser) -> None:
         help="with --sort-by: the largest last value first (accuracy) instead of the smallest",
     )
     parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="RUN",
+        help="the run the others are measured against: the runs table gives each run's "
+        "difference to it, the comparison draws it black and dashed, the slower and worse "
+        "alert rules judge against it; remembered for this --pickle-dir ('' forgets it; "
+        "default: the one chosen before, if any)",
+    )
+    parser.add_argument(
         "--group-by",
         type=group_by,
         default=DEFAULT_GROUP_BY,

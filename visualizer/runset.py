@@ -145,8 +145,10 @@ class RunSet:
                 for e in self.known.values()
                 if e.summary is not None and selection.matches(e.summary.name)
             ]
-            chosen = compared(summaries, selection, selection.count)
-            self.screen.compared = [s.name for s in chosen]
+            names = [s.name for s in compared(summaries, selection, selection.count)]
+            baseline = self.screen.baseline  # drawn in every window: followed, whatever the order
+            extra = [baseline] if baseline in self.known and baseline not in names else []
+            self.screen.compared = names + extra
         return self.screen.compared if self.many else list(self.known)
 
     def _log_progress(self) -> None:
@@ -162,6 +164,13 @@ class RunSet:
         self._reading = False
         if self.many:
             log.info("read %d runs in %.1f s", self.catalog.total, now - self._read_started)
+        baseline = self.screen.baseline
+        if baseline is not None and baseline not in self.known:
+            log.warning(
+                "--baseline %r: no such run at %s; give a run's name as the runs table lists it",
+                baseline,
+                self.catalog.runs,
+            )
         if self.unmatched and not self.known:  # a typo in --runs should not wait silently
             message = self.selection.none_match(self.catalog.runs, self.unmatched)
             log.warning("%s; following, waiting for a run that matches", message)

@@ -5,8 +5,9 @@
   costs one download.
 * state: ``$XDG_STATE_HOME/remote-train-monitor`` (default ``~/.local/state/...``;
   on Windows ``%LOCALAPPDATA%\\remote-train-monitor\\state``): which alerts were
-  already sent, so a restarted visualizer does not send them again. Deleting it
-  re-sends the alerts of runs that are still there.
+  already sent, so a restarted visualizer does not send them again (deleting it
+  re-sends the alerts of runs that are still there), and the baseline run chosen.
+  A followed location's files are named by :func:`source_state_file`.
 
 The same places for local stores and S3 ones: nothing is ever written into a
 followed store or bucket. Files there are written with :func:`write_if_changed`.
@@ -14,6 +15,7 @@ followed store or bucket. Files there are written with :func:`write_if_changed`.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -36,6 +38,12 @@ def user_state_dir() -> Path:
     if os.name == "nt" and local:
         return Path(local) / CACHE_NAME / "state"
     return Path.home() / ".local" / "state" / CACHE_NAME
+
+
+def source_state_file(folder: str, source: str) -> Path:
+    """The state file in ``folder`` of the runs at ``source`` (a directory or an s3:// URL)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    return user_state_dir() / folder / f"{digest}.json"
 
 
 def write_if_changed(path: Path, data: bytes) -> bool:

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
-from snapshot_store.alert_rules.language import KINDS, Rule, parse_rule
+from snapshot_store.alert_rules.language import BASELINE_KINDS, KINDS, Rule, parse_rule
 from transfer_plugins.hooks import TransferSpecError, resolve_callable
 from visualizer.follower import Follower
 from visualizer.model.rundata import RunData
@@ -130,6 +130,17 @@ def _watched(follower: Follower) -> Callable[[], Iterator[tuple[RunData, str]]]:
     return runs
 
 
+def _baseline_of(follower: Follower) -> Callable[[], RunData | None]:
+    """The baseline run's data, once it is read (the follower follows it)."""
+
+    def baseline() -> RunData | None:
+        name = follower.screen.baseline
+        feed = follower.feeds.get(name) if name is not None else None
+        return feed.data if feed is not None else None
+
+    return baseline
+
+
 def _checker(watch: AlertWatch, follower: Follower) -> Callable[[float], None]:
     """What the follow loop calls after each pass: a failing check is logged, never its end."""
     failed: list[bool] = []
@@ -161,6 +172,12 @@ def alerting(
     queued, for at most :data:`CLOSE_TIMEOUT_S`.
     """
     webhook = _webhook_of(args, parser)
+    against = [r for r in args.alert_rule if getattr(r, "kind", "") in BASELINE_KINDS]
+    if against and follower.screen.baseline is None:
+        parser.error(
+            f"--alert-rule {str(against[0])!r} judges against the baseline run: "
+            "choose one with --baseline RUN"
+        )
     if webhook is None and args.alert_cmd is None:
         if args.alert_rule:
             parser.error(
@@ -181,7 +198,7 @@ def alerting(
     if webhook is not None:
         sender.add_webhook(webhook)
     silent = args.alert_silent_after * 60 if args.alert_silent_after > 0 else None
-    watch = AlertWatch(memory, sender.send, args.alert_rule, silent)
+    watch = AlertWatch(memory, sender.send, args.alert_rule, silent, _baseline_of(follower))
     follower.on_pass = _checker(watch, follower)
     log.info(
         "alerts to %s; sent ones remembered in %s",

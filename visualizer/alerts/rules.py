@@ -19,7 +19,6 @@ history, not news: its events are remembered without an alert.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import threading
@@ -37,7 +36,7 @@ from snapshot_store.format.frames import ENDED_STATES
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.status import format_duration, last_activity
 from visualizer.model.summary import SeriesStats
-from visualizer.userdirs import user_state_dir, write_if_changed
+from visualizer.userdirs import source_state_file, write_if_changed
 
 from .curves import BaselineRun, CurveWatch
 
@@ -87,8 +86,7 @@ class AlertMemory:
     @classmethod
     def for_source(cls, source: str) -> AlertMemory:
         """The memory of the runs at ``source`` (a directory or an s3:// URL), in the state dir."""
-        digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-        return cls(user_state_dir() / "alerts" / f"{digest}.json", source)
+        return cls(source_state_file("alerts", source), source)
 
     def knows(self, run: str) -> bool:
         """Whether ``run`` was seen by a visualizer sending alerts before."""

@@ -18,6 +18,9 @@ from visualizer import layout
 RAW_ALPHA = 0.3
 # The dots of a sparse series: visible alone, small beside a line's width.
 MARKER_SIZE = 6
+# The baseline run's color in the comparison (--baseline), no other run's (compare.run_color):
+# its lines are dashed too, so that it reads as the reference in every window.
+BASELINE_COLOR = "#000000"
 
 
 def local_ms(times: np.ndarray) -> np.ndarray:
@@ -71,6 +74,8 @@ def line(
         "showlegend": legend,
         "line": {"color": color, "width": 1.5 if legend else 1.0},
     }
+    if color == BASELINE_COLOR:
+        trace["line"]["dash"] = "dash"
     if markers:  # a single point draws no line at all
         trace |= {"mode": "lines+markers", "marker": {"color": color, "size": MARKER_SIZE}}
     return trace

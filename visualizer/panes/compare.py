@@ -21,6 +21,7 @@ from run_core.tags import key_of, tag_of
 from visualizer import layout, markup
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.summary import run_config
+from visualizer.model.traces import BASELINE_COLOR
 from visualizer.patterns import Search, is_pattern, searcher
 from visualizer.visdom_client import VisdomClient
 
@@ -155,6 +156,7 @@ class CompareDisplay(EnvDisplay):
         self.header_height = COMPARE_HEADER_HEIGHT
         self.selection = selection if selection is not None else Selection()
         self.links = links if links is not None else {}  # run name -> its env's URL
+        self.baseline: str | None = None  # drawn black and dashed, whatever the page selects
         self._table: str | None = None
         self._select_drawn: tuple[Selection, tuple[SeriesKey, ...], tuple[str, ...]] | None = None
         self._select_keys: tuple[SeriesKey, ...] = ()  # the sort choices the page shows
@@ -183,11 +185,13 @@ class CompareDisplay(EnvDisplay):
         runs = sorted(runs, key=lambda r: r.name)
         for run in runs:  # by name, as found: a run keeps its color when others come
             self.run_colors.setdefault(run.name, run_color(len(self.run_colors)))
+        if self.baseline in self.run_colors:
+            self.run_colors[self.baseline] = BASELINE_COLOR
         versions = [(run.name, run.version) for run in runs]
         if self._idle(versions, now, CONTROLS_WIN, SELECT_WIN):
             return False  # no news from any run or the page
         self._apply_page_events()
-        chosen = [run for run in runs if self.selection.matches(run.name)]
+        chosen = [r for r in runs if self.selection.matches(r.name) or r.name == self.baseline]
         keys = tuple(sorted({key for run in runs for key in run.series}))
         groups = group_runs(chosen, self.selection.group_by)
         for group in groups:  # a group in its first run's color

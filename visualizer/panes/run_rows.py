@@ -63,6 +63,13 @@ def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.6g}"
 
 
+def _against(value: float | None, baseline: float | None) -> str:
+    """A value, and its difference to the baseline run's where both are numbers."""
+    if value is None or baseline is None or not math.isfinite(value - baseline):
+        return _number(value)
+    return f"{value:.6g} ({value - baseline:+.3g})"
+
+
 def cell(value: Any) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= MAX_CELL_CHARS else text[: MAX_CELL_CHARS - 1] + "…"
@@ -135,9 +142,10 @@ def cells(
     columns: tuple[list[str], list[str]],
     link: markup.Html,
     now: float,
+    baseline: RunSummary | None = None,
 ) -> list[object]:
-    """One run's row: its link, state, step, times, the series' last and best, then the
-    ``columns``: its options, its summary."""
+    """One run's row: its link, state, step, times, the series' last and best (each with its
+    difference to the ``baseline`` run's), then the ``columns``: its options, its summary."""
     row: list[object] = [
         link,
         state_shown(summary, now),
@@ -147,9 +155,15 @@ def cells(
         when(summary.updated),
     ]
     if tag is not None:
-        stats = summary.series.get(tag)
-        best = stats.best(higher_is_better(tag)) if stats is not None else None
-        row += [_number(stats.last if stats else None), _number(best)]
+        stats, higher = summary.series.get(tag), higher_is_better(tag)
+        base = (
+            baseline.series.get(tag) if baseline is not None and baseline is not summary else None
+        )
+        best = stats.best(higher) if stats is not None else None
+        row += [
+            _against(stats.last if stats else None, base.last if base else None),
+            _against(best, base.best(higher) if base else None),
+        ]
     options, summary_keys = columns
     row += [cell(summary.config[key]) if key in summary.config else "-" for key in options]
     values = summary_cells(summary) if summary_keys else {}

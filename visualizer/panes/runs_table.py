@@ -62,6 +62,7 @@ class RunsTable:
         self.controls_win = f"runs_controls_{safe_id(name)}"
         self.view = TableView()
         self.compare_env: str | None = None  # linked above the rows
+        self.baseline: str | None = None  # the run each value is also told against (--baseline)
         self.exports: Html | None = None  # the sweep's downloads, above the rows
         self._html: str | None = None
         self._controls: tuple[TableView, tuple[str, ...]] | None = None
@@ -144,13 +145,15 @@ class RunsTable:
         first = page * PAGE_ROWS
         shown = rows[first : first + PAGE_ROWS]
         tag, compared = self.series_shown(), set(state.compared)
+        base = next((s for s in state.summaries if s.name == self.baseline), None)
         head = ["run", "state", "step", "started", "duration", "last update"]
-        head += [f"{tag} (last)", f"{tag} (best)"] if tag else []
+        against = f" +/- {self.baseline}" if self.baseline else ""
+        head += [f"{tag} (last{against})", f"{tag} (best{against})"] if tag else []
         head += self._options + self._summary_keys
         table = markup.element(
             "table",
             markup.row(head, "th", _CELL),
-            *(markup.row(self._cells(s, tag, compared, now), attrs=_CELL) for s in shown),
+            *(markup.row(self._cells(s, tag, compared, now, base), attrs=_CELL) for s in shown),
         )
         return markup.join(self._counts(state, len(rows), first, len(shown), page, pages), table)
 
@@ -177,11 +180,18 @@ class RunsTable:
         return markup.join(*lines)
 
     def _cells(
-        self, summary: RunSummary, tag: str | None, compared: set[str], now: float
+        self,
+        summary: RunSummary,
+        tag: str | None,
+        compared: set[str],
+        now: float,
+        baseline: RunSummary | None,
     ) -> list[object]:
         name = f"{COMPARED} {summary.name}" if summary.name in compared else summary.name
+        name += " (baseline)" if summary is baseline else ""
         columns = (self._options, self._summary_keys)
-        return cells(summary, tag, columns, markup.link(self.link(summary.name), name), now)
+        link = markup.link(self.link(summary.name), name)
+        return cells(summary, tag, columns, link, now, baseline)
 
     # --- the page's runs pane -----------------------------------------------------------
 

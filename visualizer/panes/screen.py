@@ -87,6 +87,7 @@ class Screen:
         self.compare: CompareDisplay | None = None
         self.compared: list[str] | None = None  # the runs overlaid (None: every one drawn)
         self.many = False  # more runs than are compared: the runs table is the page to look at
+        self.baseline: str | None = None  # the run the others are measured against (--baseline)
         # In visdom's main env: every run, each linked to its page.
         self.link = link or self._env_link
         self.index = RunsTable(client, index_name, self.link)
@@ -199,12 +200,14 @@ class Screen:
         # run's own page (100 compared runs' pages took 2.6 s before the comparison's plots).
         if table is not None and (table.summaries or table.total):
             self.index.compare_env = self.compare.env if self.compare else None
+            self.index.baseline = self.baseline
             self.index.draw(table, now, force)
         if self.compare is not None:
             names = [
                 n for n in (self.runs if self.compared is None else self.compared) if n in runs
             ]
             self.compare.links = {name: self.link(name) for name in names}
+            self.compare.baseline = self.baseline
             self.compare.draw([runs[name] for name in names], now, force)
         for name, display in self.runs.items():
             data = runs[name]

@@ -106,6 +106,9 @@ def refused(
          "argument --alert-rule: 'val/loss 2' is not a rule"),
         (["--alert-cmd", "myalerts.notify", "--alert-rule", "plateau:val/loss:steps=x"],
          "argument --alert-rule: 'plateau:val/loss:steps=x': steps='x' is not a number"),
+        (["--alert-cmd", "myalerts.notify", "--alert-rule", "slower:samples_per_s"],
+         "--alert-rule 'slower:samples_per_s' judges against the baseline run: choose one with "
+         "--baseline RUN"),
         (["--alert-rule", "val/loss>2"],
          "--alert-rule needs --alert-webhook URL (or $ALERT_WEBHOOK_URL) or --alert-cmd"),
         (["--alert-webhook", f"hooks.example.com/T0/B0?token={SECRET}"],

@@ -61,3 +61,11 @@ def test_the_summary_runs_set_beside_their_series_gets_columns_as_the_export_nam
     assert "summary.loss" not in keys, "a series' last value has its own column"
     row = cells(summaries[1], None, ([], keys), "run-1", 0.0)
     assert row[-4:] == ["0.9", "1", "resnet", "-"]
+
+
+def test_each_value_is_told_against_the_baseline_run():
+    base = RunSummary("base", series={"val/acc": SeriesStats(3, 2, 0.8, 0.1, 0.85)})
+    run = RunSummary("new", series={"val/acc": SeriesStats(3, 2, 0.75, 0.1, 0.9)})
+    assert cells(run, "val/acc", ([], []), "new", 0.0, base)[6:8] == ["0.75 (-0.05)", "0.9 (+0.05)"]
+    assert cells(base, "val/acc", ([], []), "base", 0.0, base)[6:8] == ["0.8", "0.85"]
+    assert cells(run, "val/acc", ([], []), "new", 0.0, None)[6:8] == ["0.75", "0.9"]
