@@ -30,13 +30,18 @@ def _names(target: ast.expr) -> list[str]:
     return []
 
 
-def _is_logger(value: ast.expr | None) -> bool:
-    """``logging.getLogger(...)``: each module's own logger, whatever its name."""
-    return (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr == "getLogger"
-    )
+# Calls whose result is its module's own, whatever its name: a logger (``log``), a type
+# variable (``T``, a parameter of the module's generic functions, not a concept).
+_PER_MODULE = frozenset({"getLogger", "TypeVar", "ParamSpec"})
+
+
+def _per_module(value: ast.expr | None) -> bool:
+    """``logging.getLogger(...)``, ``TypeVar(...)``: a value each module has its own of."""
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    return name in _PER_MODULE
 
 
 def top_level_names(path: Path) -> set[str]:
@@ -45,9 +50,9 @@ def top_level_names(path: Path) -> set[str]:
     for node in ast.parse(path.read_text(), str(path)).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
-        elif isinstance(node, ast.Assign) and not _is_logger(node.value):
+        elif isinstance(node, ast.Assign) and not _per_module(node.value):
             names.update(name for target in node.targets for name in _names(target))
-        elif isinstance(node, ast.AnnAssign) and not _is_logger(node.value):
+        elif isinstance(node, ast.AnnAssign) and not _per_module(node.value):
             names.update(_names(node.target))
     return {name for name in names if not name.startswith("_")} - CONVENTIONS
 
@@ -76,8 +81,8 @@ def test_each_public_name_is_defined_in_one_module():
 def test_the_walk_sees_each_kind_of_definition(tmp_path):
     module = tmp_path / "m.py"
     module.write_text(
-        "import os\nfrom x import y as z\nimport logging\n"
-        "log = logging.getLogger(__name__)\n"
+        "import os\nfrom x import y as z\nimport logging\nfrom typing import TypeVar\n"
+        "log = logging.getLogger(__name__)\nT = TypeVar('T')\n"
         "A, (B, C) = 1, (2, 3)\nD: int = 4\nE = F = 5\nd = {}\nd['k'] = 1\n_private = 6\n"
         "def f(): G = 7\nclass K: H = 8\nasync def g(): pass\n"
         "def main(): pass\n"

@@ -11,9 +11,10 @@ import time
 from dataclasses import dataclass, field
 
 from snapshot_store.format.frames import ENDED_STATES
+from snapshot_store.format.summary import RunSummary
 from snapshot_store.read.store_reader import PAGE_BYTES, StoreReader
 from visualizer.model.rundata import RunData
-from visualizer.model.summary import RunSummary, from_documents, from_run
+from visualizer.model.summary import from_documents, from_run
 from visualizer.sources.runs import RunSpec
 from visualizer.sources.s3 import S3ReadError
 

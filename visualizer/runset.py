@@ -19,9 +19,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
+from snapshot_store.format.summary import RunSummary
 from snapshot_store.read.store_reader import StoreReader
 from visualizer.model.rundata import RunData
-from visualizer.model.summary import RunSummary, higher_is_better
+from visualizer.model.summary import higher_is_better
 from visualizer.panes.compare import DEFAULT_COMPARE, Selection
 from visualizer.panes.run_rows import RunsTableState
 from visualizer.panes.screen import Screen

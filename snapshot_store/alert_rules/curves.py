@@ -17,7 +17,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .language import CurveRule
 
-CHUNK = 65_536  # windows taken at once: a million points' medians within a few MB
+_CHUNK = 65_536  # windows taken at once: a million points' medians within a few MB
 MAD_SD = 1.4826  # a normal distribution's standard deviation per median absolute deviation
 
 # A baseline run's series: (steps, values), its points in step order.
@@ -38,7 +38,7 @@ def rolling_median(values: np.ndarray, width: int) -> np.ndarray:
         return np.empty(0)
     windows = sliding_window_view(values, width)
     return np.concatenate(
-        [np.median(windows[i : i + CHUNK], axis=1) for i in range(0, len(windows), CHUNK)]
+        [np.median(windows[i : i + _CHUNK], axis=1) for i in range(0, len(windows), _CHUNK)]
     )
 
 
@@ -49,7 +49,7 @@ def run_lengths(flags: np.ndarray, carried: int) -> np.ndarray:
     return np.where(last_false < 0, index + 1 + carried, index - last_false)
 
 
-class Smoother:
+class RollingMedian:
     """The rolling median of a series' last ``width`` values, given each new point's."""
 
     def __init__(self, width: int) -> None:
@@ -74,7 +74,7 @@ class Diverging:
     def __init__(self, rule: CurveRule, sign: float) -> None:
         self.sign = sign
         self.margin, self.points = rule.param("margin"), int(rule.param("points"))
-        self.smoother = Smoother(int(rule.param("smooth")))
+        self.smoother = RollingMedian(int(rule.param("smooth")))
         self.seen, self.best, self.run = 0, math.inf, 0
 
     def feed(self, steps: np.ndarray, y: np.ndarray, _times: np.ndarray) -> Held | None:
@@ -111,7 +111,7 @@ class Plateau:
         self.steps, self.minutes = rule.param("steps"), rule.param("minutes")
         if rule.gave("points") or self.steps or self.minutes:
             self.share = 0.0  # a window the rule names is the window
-        self.smoother = Smoother(int(rule.param("smooth")))
+        self.smoother = RollingMedian(int(rule.param("smooth")))
         self.count, self.best, self.best_at = 0, math.inf, (0, 0, math.nan)  # index, step, time
 
     def feed(self, steps: np.ndarray, y: np.ndarray, times: np.ndarray) -> Held | None:
@@ -120,8 +120,8 @@ class Plateau:
         i = 0
         while i < len(s):
             bar = self.best - self.delta * abs(self.best) if math.isfinite(self.best) else math.inf
-            below = np.flatnonzero(s[i : i + CHUNK] < bar)
-            end = len(s[i : i + CHUNK])
+            below = np.flatnonzero(s[i : i + _CHUNK] < bar)
+            end = len(s[i : i + _CHUNK])
             j = i + int(below[0]) if len(below) else i + end
             held = self._gap(steps, times, i, j)
             if held is not None:
@@ -172,13 +172,13 @@ class Spike:
         if before is None:
             return None
         new = x[self.window :]
-        for i in range(0, len(new), CHUNK):
-            windows = before[i : i + CHUNK]
+        for i in range(0, len(new), _CHUNK):
+            windows = before[i : i + _CHUNK]
             median = np.median(windows, axis=1)
             sd = MAD_SD * np.median(np.abs(windows - median[:, None]), axis=1)
             # a flat series' MAD is 0: a change of a thousandth of its level is not a spike
             scale = np.maximum(sd, 1e-3 * np.abs(median) + 1e-12)
-            hit = np.flatnonzero((new[i : i + CHUNK] - median) > self.k * scale)
+            hit = np.flatnonzero((new[i : i + _CHUNK] - median) > self.k * scale)
             if len(hit):
                 j = int(hit[0])
                 z = (new[i + j] - median[j]) / scale[j]
@@ -200,7 +200,7 @@ class AgainstBaseline:
         self.rule, self.baseline, self.sign = rule, baseline, sign
         self.points, self.pct = int(rule.param("points")), rule.param("pct") / 100
         self.margin = rule.param("margin") if rule.kind == "worse" else 0.0
-        self.smoother = Smoother(int(rule.param("smooth")))
+        self.smoother = RollingMedian(int(rule.param("smooth")))
         self.run = 0
         self._smoothed: tuple[int, np.ndarray, np.ndarray] | None = None  # (points, steps, values)
 

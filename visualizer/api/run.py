@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from run_core.tags import tag_of
+from snapshot_store.format.summary import RunSummary, SeriesStats
 from snapshot_store.read.store_reader import Source, read_store
-from visualizer.model.summary import RunSummary, SeriesStats
 
 from .filters import MISSING, dig
 from .points import STEP_KEY, TIMESTAMP_KEY, HistoryTable, read_series, table

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from snapshot_store.format.summary import RunSummary
 from visualizer import markup
 from visualizer.layout import TWO_COLUMNS, safe_id
 from visualizer.markup import Html
-from visualizer.model.summary import RunSummary
 from visualizer.visdom_client import VisdomClient
 
 from .run_rows import (

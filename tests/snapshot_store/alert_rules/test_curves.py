@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from snapshot_store.alert_rules.curves import Smoother, rolling_median, run_lengths
+from snapshot_store.alert_rules.curves import RollingMedian, rolling_median, run_lengths
 
 
 def test_a_rolling_median_is_the_median_of_each_window():
@@ -22,8 +22,8 @@ def test_run_lengths_carry_over_batches():
 def test_a_smoother_fed_in_pieces_gives_what_it_gives_at_once():
     values = np.random.default_rng(0).normal(size=500)
     steps = np.arange(500) * 10
-    whole = Smoother(21).feed(steps, values)
-    smoother = Smoother(21)
+    whole = RollingMedian(21).feed(steps, values)
+    smoother = RollingMedian(21)
     pieces = [smoother.feed(steps[i : i + 7], values[i : i + 7]) for i in range(0, 500, 7)]
     assert np.array_equal(np.concatenate([p[0] for p in pieces]), whole[0])
     assert np.array_equal(np.concatenate([p[1] for p in pieces]), whole[1])
