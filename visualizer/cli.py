@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -40,6 +39,7 @@ from visualizer.server.probes import page_asset_failures, visdom_answers
 from visualizer.server.process import VisdomServer, VisdomServerError, ensure_server
 from visualizer.sources.download import CsvDownloads
 from visualizer.sources.export import FILE_KINDS, add_export_arguments, export, export_files
+from visualizer.sources.export_target import ExportWriteError, export_target
 from visualizer.sources.runs import LocalRuns, RunSpec
 from visualizer.sources.s3 import S3ReadError
 from visualizer.visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
@@ -146,20 +146,28 @@ def export_main(argv: list[str], prog: str | None = None) -> int:
     args = parser.parse_args(argv)
     _configure_logging("WARNING")
     binary = args.format == "parquet"
-    if binary and sys.stdout.isatty():
-        parser.error("--format parquet writes binary: redirect it to a file (> runs.parquet)")
+    terminal = args.output is None and sys.stdout is not None and sys.stdout.isatty()
+    if binary and terminal:
+        parser.error(
+            "--format parquet writes binary: --output FILE, or redirect it (> runs.parquet)"
+        )
 
     if (args.kind in FILE_KINDS) != (args.out is not None) or (binary and args.out):
         parser.error(f"--kind {' and '.join(FILE_KINDS)} write files: --out DIR goes with them")
 
     def export_records() -> int:
-        out = sys.stdout.buffer if binary else sys.stdout
         try:
             if args.kind in FILE_KINDS:
                 count = export_files(args.pickle_dir, args.kind, args.out, runs=args.runs)
                 print(f"{count} written: tensorboard --logdir {args.out}", file=sys.stderr)
             else:
-                export(args.pickle_dir, out, args.kind, args.format, args.runs)
+                with export_target(args.output, binary) as out:
+                    export(
+                        args.pickle_dir, out, args.kind, args.format, args.runs, raw=args.raw_csv
+                    )
+        except ExportWriteError as err:  # a full disk, a read-only target, a closed output
+            log.error("%s", err)
+            return ExitCode.FAILED
         except FileNotFoundError as err:
             log.error("%s", err)
             return ExitCode.NO_DATA
@@ -171,9 +179,6 @@ def export_main(argv: list[str], prog: str | None = None) -> int:
             return ExitCode.USAGE
         except ValueError as err:  # a malformed s3:// URL, parquet of a JSON lines kind
             parser.error(str(err))
-        except BrokenPipeError:  # `export ... | head`: the reader has what it wanted
-            # Python's advice: point stdout at devnull so the exit-time flush fails no more.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return ExitCode.OK
 
     return _interruptible(export_records)

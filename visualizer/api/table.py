@@ -84,17 +84,30 @@ def _utc(seconds: Any) -> Any:
     return datetime.datetime.fromtimestamp(seconds, datetime.UTC)
 
 
-def write_runs_csv(columns: Columns, out: IO[str]) -> int:
-    """The runs table as CSV (``start`` as ISO 8601 UTC); the rows written."""
+# What a spreadsheet takes a cell beginning with as a formula (OWASP, CSV injection): such a
+# text cell is written with a leading ' unless the export is asked for raw cells.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def formula_safe(value: Any) -> Any:
+    """``value``, a text one that a spreadsheet would run as a formula with a leading ``'``
+    (``=HYPERLINK(...)`` shows as text); numbers (``-0.5``) are written as they are."""
+    return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+
+def write_runs_csv(columns: Columns, out: IO[str], raw: bool = False) -> int:
+    """The runs table as CSV (``start`` as ISO 8601 UTC), text cells :func:`formula_safe`
+    unless ``raw``; the rows written."""
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
+    cell = (lambda value: value) if raw else formula_safe
+    writer.writerow(map(cell, columns))
     values = [columns[name] for name in columns]
     rows = 0
     for row in zip(*values, strict=True):
         cells = dict(zip(columns, row, strict=True))
         start = _utc(cells["start"])
         cells["start"] = start.isoformat() if start is not None else None
-        writer.writerow("" if value is None else value for value in cells.values())
+        writer.writerow("" if value is None else cell(value) for value in cells.values())
         rows += 1
     return rows
 

@@ -25,6 +25,7 @@ from visualizer.api.client import read_runs
 from visualizer.api.points import read_series
 from visualizer.api.table import (
     POINT_COLUMNS,
+    formula_safe,
     points_columns,
     runs_columns,
     write_parquet,
@@ -96,15 +97,19 @@ def find_specs(root: str, s3_client: Any = None, runs: str = "") -> list[RunSpec
     return [spec for spec, keep in zip(specs, kept, strict=True) if keep]
 
 
-def export_csv(root: str, out: IO[str], s3_client: Any = None, runs: str = "") -> int:
+def export_csv(
+    root: str, out: IO[str], s3_client: Any = None, runs: str = "", raw: bool = False
+) -> int:
     """Write all runs' scalars under ``root`` to ``out``; returns the rows written.
 
     ``tag`` is the name as logged (the TensorBoard tag, the framework's key), ``group``
     its part before the first ``/`` (empty for a name without one); rows are
     sorted by run, group, name and step; ``run`` is the name in the run's
-    metadata. S3 failures raise :class:`~visualizer.sources.s3.S3ReadError`.
+    metadata; text cells are :func:`~visualizer.api.table.formula_safe` unless ``raw``. S3
+    failures raise :class:`~visualizer.sources.s3.S3ReadError`.
     """
     reads = RunReads(find_specs(root, s3_client, runs))
+    cell = (lambda text: text) if raw else formula_safe
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(HEADER)
     rows = 0
@@ -113,12 +118,11 @@ def export_csv(root: str, out: IO[str], s3_client: Any = None, runs: str = "") -
     ):
         for group, name in sorted(history.keys()):
             steps, epochs, times, values = history.series((group, name))
+            texts = (cell(spec.name), cell(group), cell(tag_of(group, name)))
             for step, epoch, wall_time, value in zip(steps, epochs, times, values, strict=True):
                 writer.writerow(
                     (
-                        spec.name,
-                        group,
-                        tag_of(group, name),
+                        *texts,
                         step,
                         repr(float(epoch)),
                         repr(float(wall_time)),
@@ -187,14 +191,20 @@ def export_jsonl(
 
 
 def export_runs(
-    root: str, out: IO[Any], fmt: str = "csv", s3_client: Any = None, runs: str = ""
+    root: str,
+    out: IO[Any],
+    fmt: str = "csv",
+    s3_client: Any = None,
+    runs: str = "",
+    raw: bool = False,
 ) -> int:
-    """Write a row a run (see :mod:`visualizer.api.table`) as CSV, or Parquet to a binary
-    ``out``; the rows written. Only the runs' documents are read."""
+    """Write a row a run (see :mod:`visualizer.api.table`) as CSV (``raw``: cells as stored),
+    or Parquet (values as stored) to a binary ``out``; the rows written. Only the runs'
+    documents are read."""
     found = read_runs(root, s3_client)
     kept = _selected([run.name for run in found], runs, root)
     columns = runs_columns(run for run, keep in zip(found, kept, strict=True) if keep)
-    return write_parquet(columns, out) if fmt == "parquet" else write_runs_csv(columns, out)
+    return write_parquet(columns, out) if fmt == "parquet" else write_runs_csv(columns, out, raw)
 
 
 def export_files(root: str, kind: str, out_dir: str, s3_client: Any = None, runs: str = "") -> int:
@@ -214,13 +224,15 @@ def export(
     fmt: str = "csv",
     runs: str = "",
     s3_client: Any = None,
+    raw: bool = False,
 ) -> int:
     """``--kind scalars``: :func:`export_csv` (or Parquet); ``runs``: :func:`export_runs`; any
-    other kind: :func:`export_jsonl`. ``out`` is binary for Parquet. The rows written."""
+    other kind: :func:`export_jsonl`. ``out`` is binary for Parquet; ``raw``: CSV cells as
+    stored (no ``'`` before a formula). The rows written."""
     if fmt == "parquet" and kind not in TABLES:
         raise ValueError(f"--format parquet writes --kind {' or '.join(TABLES)}, not {kind}")
     if kind == "runs":
-        return export_runs(root, out, fmt, s3_client, runs)
+        return export_runs(root, out, fmt, s3_client, runs, raw)
     if kind != "scalars":
         return export_jsonl(root, out, kind, s3_client, runs)
     if fmt == "parquet":
@@ -229,11 +241,12 @@ def export(
         rows = write_parquet(points_columns((spec.name, series) for spec, series in named), out)
         reads.check()
         return rows
-    return export_csv(root, out, s3_client, runs)
+    return export_csv(root, out, s3_client, runs, raw)
 
 
 def add_export_arguments(parser: Any, regex: Callable[[str], str] = str) -> None:
-    """The export command's ``--kind``, ``--format`` and ``--runs`` options (``regex``: the
+    """The export command's ``--kind``, ``--format``, ``--output``, ``--raw-csv`` and ``--runs``
+    options (``regex``: the
     follow command's argparse type of ``--runs``, so both refuse a bad one alike)."""
     parser.add_argument(
         "--kind",
@@ -256,6 +269,18 @@ def add_export_arguments(parser: Any, regex: Callable[[str], str] = str) -> None
         default="csv",
         help="csv (the default), or parquet: one Parquet file with typed columns, of --kind "
         "scalars or runs (needs pyarrow: pip install 'remote-train-monitor[parquet]')",
+    )
+    parser.add_argument(
+        "--output",
+        metavar="FILE",
+        help="write to FILE, whole or not at all (a temporary file beside it, renamed once "
+        "complete), instead of standard output",
+    )
+    parser.add_argument(
+        "--raw-csv",
+        action="store_true",
+        help="write CSV cells as stored: by default a text cell beginning with =, +, -, @, tab "
+        "or carriage return gets a leading ' so that a spreadsheet shows it, not runs it",
     )
     parser.add_argument(
         "--runs",
