@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +22,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from run_core.tags import key_of
-from snapshot_store import Recorder
 from trainer import SummaryWriter
 from trainer.ranks.distributed import settle_collectives_at_exit
-from trainer.training.writing_run import WritingRun
-from transfer_plugins.runner import resolve_hook, run_preflight
+from transfer_plugins.runner import resolve_hook
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +56,10 @@ def check_adapter(
 class MonitorRun:
     """The one writer of a run: our SummaryWriter over ``store_dir``, and the transfer hook.
 
-    A :class:`~trainer.training.writing_run.WritingRun` opens and closes them, as it does
-    the trainer's: ``store_dir`` is held for one writer from here to :meth:`close`, so a
-    second process given the same directory is refused, naming the first.
+    The writer opens its run as every writer does, through a
+    :class:`~trainer.training.writing_run.WritingRun`: ``store_dir`` is held for one writer
+    from here to :meth:`close`, so a second process given the same directory is refused,
+    naming the first.
 
     Args:
         store_dir: the snapshot store, conventionally ``<root>/<run>/pickle``.
@@ -81,33 +80,19 @@ class MonitorRun:
         world_size: int = 1,
         **writer_kwargs: Any,
     ) -> None:
-        hook = None
-        if transfer_spec:  # checked before the run is taken: a bad hook touches nothing
-            hook = resolve_hook(transfer_spec)
-            run_preflight(hook, transfer_spec)
-
-        def open_writer(on_file: Callable[[Path, bool], None] | None) -> Recorder:
-            self.writer = SummaryWriter(
-                store_dir,
-                options=dict(options or {}),
-                world_size=world_size,
-                on_file=on_file,
-                rank=0,  # opened only where the framework says global rank zero
-                **writer_kwargs,
-            )
-            return self.writer.recorder
-
-        # An adapter's run is its store: the directory that two writers must not share.
-        self._run = WritingRun(
-            Path(store_dir),
-            open_writer,
-            hook=hook,
-            spec=transfer_spec,
+        self.writer = SummaryWriter(
+            store_dir,
+            remote_transfer_cmd=transfer_spec,
             transfer_root=root,
+            options=dict(options or {}),
+            world_size=world_size,
+            rank=0,  # opened only where the framework says global rank zero
             instead="log this run to another directory",
-        ).open()
+            **writer_kwargs,
+        )
+        self._run = self.writer.writing_run
         self.transfer = self._run.transfer
-        self.recorder = self._run.recorder
+        self.recorder = self.writer.recorder
         self._keys: dict[str, tuple[str, str]] = {}  # logged name -> store key, split once
         self._warned: set[str] = set()
 

@@ -80,7 +80,7 @@ class Run:
         return None if self._monitor is None or self.finished else self._monitor.writer
 
     def _store_config(self) -> None:
-        if self._writer is not None and self._writer.recorder.is_rank_zero:
+        if self._writer is not None:  # a writer only where wandb.init opened one (rank 0)
             self._monitor.set_options(plain(self.config.as_dict()))  # type: ignore[union-attr]
 
     def log(

@@ -1,7 +1,8 @@
 """Who this process is in a job: rank, world size and rendezvous, read once from the launcher.
 
-The one rank source of the project (no torch): the recorder asks it which
-process writes, the trainer asks it how to join the process group. Launchers
+The one rank source of the project (no torch): :func:`rank_zero_only` says which
+process records (the store's ``Recorder`` and the ``SummaryWriter`` are null objects
+elsewhere), the trainer asks it how to join the process group. Launchers
 understood, first match wins:
 
 * a process group already initialised (Lightning, Accelerate, a user's script):
@@ -21,6 +22,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 DEFAULT_PORT = 29500
 # Slurm jobs sharing a node each get their own port: 15000 + job id modulo this.
@@ -105,9 +107,18 @@ def read_launch_env(environ: Mapping[str, str] | None = None) -> LaunchEnv:
     return result
 
 
-def global_rank() -> int:
-    """This process's global rank (0 when no launcher is involved)."""
-    return read_launch_env().rank
+T = TypeVar("T")
+
+
+def rank_zero_only(real: type[T], null: type[T], rank: int | None = None) -> type[T]:
+    """``real`` on the process that records, global rank 0, and ``null`` on every other.
+
+    The one rank gate (nanoGPT's ``master_process``, Lightning's ``rank_zero_only``):
+    the writers' constructors ask it which class to be, and the null class's methods
+    do nothing, so no other module reads the rank to decide who writes. ``rank``: the
+    rank a framework already named (None: read from the launch environment now).
+    """
+    return real if (read_launch_env().rank if rank is None else rank) == 0 else null
 
 
 def _initialized_group() -> tuple[int, int] | None:

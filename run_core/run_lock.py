@@ -136,7 +136,7 @@ class RunLock:
             f.close()
             who = holder.describe() if holder is not None else "another process"
             raise RunLockError(
-                f"{self.run_dir} is being written by another trainer, {who} (lock file "
+                f"{self.run_dir} is being written by another writer, {who} (lock file "
                 f"{self.path}); wait for it to end or stop it, or {self.instead}"
             ) from None
         except BaseException:

@@ -5,6 +5,7 @@ it at least every ``flush_interval`` seconds into the segments, so the visualize
 points within a fraction of a second and the training thread never waits on the disk.
 As in TensorBoard's ``EventFileWriter``, the thread's failure is raised on the caller's
 next call. No signal or exit handlers: the process's owner calls :meth:`Recorder.close`.
+One writer per store: the recorder holds its lock (:mod:`.store_lock`) until it closes.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from run_core.atomic import remove_leftover_tmp_files
 from run_core.endings import ended_state
-from run_core.launch_env import global_rank
+from run_core.launch_env import rank_zero_only
 from snapshot_store.format import frames as fmt
 from snapshot_store.format.images import to_pixels
 from snapshot_store.format.schema import INT64_MAX, INT64_MIN, SCHEMAS, int64_step
@@ -28,6 +29,7 @@ from snapshot_store.write.documents import RunDocuments
 from snapshot_store.write.encoders import Encoder
 from snapshot_store.write.frame_sink import OnFile, PendingLimitError
 from snapshot_store.write.scalar_columns import RECORD_ITEMS, ScalarColumns
+from snapshot_store.write.store_lock import hold_store
 from snapshot_store.write.tensor_values import queued_value
 from snapshot_store.write.writer_thread import Queues, WriterThread
 
@@ -43,27 +45,35 @@ class RecorderError(fmt.StoreError):
 class Recorder:
     """Writes scalars, images and status of one run to a snapshot store.
 
-    Only the process of global rank 0 writes (:attr:`is_rank_zero`); on every
-    other rank each call records nothing and no file is touched.
+    Only the process of global rank 0 writes: on every other rank ``Recorder(...)`` is a
+    :class:`~snapshot_store.write.null_recorder.NullRecorder` (as ``Path(...)`` is a
+    ``PosixPath``), whose calls record nothing and touch no file.
 
     Args:
         store_dir: the store, conventionally ``<checkpoints_dir>/<name>/pickle``.
         options: run options, saved in the metadata with secrets redacted.
         world_size, hosts: recorded in the metadata.
         name: the run's name in the metadata, the viewer's for it (default: its folder's).
-        on_file: called on the writer thread as ``on_file(path, closed)`` for every
-            file the store writes: meta.pickle once written, each segment when it
-            is closed (``closed=True``) and after appends (``closed=False``),
-            status.pickle after each write (``closed`` once the run has ended).
-            An exception it raises stops the writer like any other failure.
-        rank: this process's global rank (default: :func:`~run_core.launch_env.global_rank`).
-        max_pending_bytes: the most memory that logged scalars waiting for the writer
-            thread and frames waiting for a full disk may hold together; reaching it
-            raises :class:`RecorderError` (the values from then on are not recorded).
+        on_file: called on the writer thread as ``on_file(path, closed)`` for every file
+            the store writes (the glossary's ``on_file``: docs/development.md); an
+            exception it raises stops the writer like any other failure.
+        rank: this process's global rank, when a framework named it (default: read by
+            :func:`~run_core.launch_env.rank_zero_only`).
+        max_pending_bytes: the most memory that logged scalars waiting for the writer thread
+            and frames waiting for a full disk may hold together; reaching it raises
+            :class:`RecorderError` (the values from then on are not recorded).
+        instead: what a second writer of ``store_dir`` is told to do besides waiting.
 
-    Raises :class:`~snapshot_store.format.frames.StoreError` when ``store_dir`` can not be written, and
-    :class:`~run_core.launch_env.LaunchError` for inconsistent launcher variables.
+    Raises :class:`~snapshot_store.format.frames.StoreError` when ``store_dir`` can not be written,
+    :class:`~run_core.run_lock.RunLockError` (one line naming the holder's PID) when another
+    process writes it, :class:`~run_core.launch_env.LaunchError` for bad launcher variables.
     """
+
+    def __new__(cls, *args: Any, rank: int | None = None, **kwargs: Any) -> Recorder:
+        """A Recorder on global rank 0, a NullRecorder (a subclass: imported here) elsewhere."""
+        from snapshot_store.write.null_recorder import NullRecorder
+
+        return super().__new__(rank_zero_only(cls, NullRecorder, rank))
 
     def __init__(
         self,
@@ -80,35 +90,30 @@ class Recorder:
         rank: int | None = None,
         max_pending_bytes: int = 256 << 20,
         name: str | None = None,
+        instead: str = "give this run another directory",
     ) -> None:
         self.store_dir = Path(store_dir)
-        self.rank = global_rank() if rank is None else rank
-        self.is_rank_zero = self.rank == 0
         self.closed = False
         self._error: BaseException | None = None
         self._epoch = 0.0
-        queues = Queues()
-        self._scalars = queues.scalars
-        self._push = queues.scalars.extend  # bound once: log() is the hot path
-        self._images = queues.images
-        self._extras = queues.extras
-        self._flush_waiters = queues.flush_waiters
+        self._queues = queues = Queues()
+        self._scalars = queues.scalars  # read on every log(): one attribute, not two
         columns = ScalarColumns()
         self._copied = columns.copied  # names whose tensors changed in place: copied at log()
-        # The one gate: rank 0 takes values until it closes or fails; other ranks take none.
-        # log() reads it through the queue limit, -1 while closed: no check of its own.
-        self._taking = self.is_rank_zero
+        # Values are taken until the recorder closes or fails. log() reads that through the
+        # queue limit, -1 once closed: its one compare on the hot path, no check of its own.
+        self._taking = True
         self._max_queued = -1
         self._gate = threading.Lock()  # the writer's new limit never reopens a closed gate
-        if not self.is_rank_zero:
-            return
-        self.flush_interval = flush_interval
-        self.heartbeat_seconds = heartbeat_seconds
-        self.max_pending_bytes = max_pending_bytes
         self._pid = os.getpid()
-        remove_leftover_tmp_files(self.store_dir)  # of a write killed in an earlier session
-        self._documents = RunDocuments(self.store_dir, heartbeat_seconds)
-        self._documents.open(options or {}, world_size, hosts, name)
+        self._lock = hold_store(self.store_dir, instead)  # first: a second writer touches no file
+        try:
+            remove_leftover_tmp_files(self.store_dir)  # of a write killed in an earlier session
+            self._documents = RunDocuments(self.store_dir, heartbeat_seconds)
+            self._documents.open(options or {}, world_size, hosts, name)
+        except BaseException:
+            self._lock.release()
+            raise
         self._writer = WriterThread(
             queues,
             columns,
@@ -118,7 +123,7 @@ class Recorder:
             segment_bytes=segment_bytes,
             segment_seconds=segment_seconds,
             max_pending_bytes=max_pending_bytes,
-            epoch=lambda: self._epoch,
+            epoch=self.last_epoch,
             on_queue_limit=self._set_queue_limit,
             on_fail=self._fail,
         )
@@ -138,24 +143,15 @@ class Recorder:
     ) -> None:
         """Record ``name -> value`` scalars of one ``group`` at global ``step``.
 
-        Values are numbers or one-element tensors. A CPU tensor's value is read
-        here (one cheap read, no device involved). Any other tensor (CUDA) is kept
-        by reference: nothing is copied, launched or synchronised here, and the
-        writer thread copies all pending tensors of a device at once. So the value
-        recorded is the tensor's value when the writer copies it (within
-        ``flush_interval``): **do not change a logged CUDA tensor in place** (a
-        running sum you ``zero_()``, say). If one is changed, its version counter
-        tells: that value is dropped with one warning naming ``group/name``, and
-        later values of that name are copied at ``log()`` time (one device copy
-        each). Pass ``t.detach().clone()`` (or ``t.item()``, which syncs) to log
-        the value of a tensor you go on changing.
-
-        ``epoch`` is fractional (2.5 = half way through the third epoch); when omitted the last one
-        given is used. A value that is not a number, has more than one element or is complex is
-        dropped with one warning per name. Raises TensorBoard's ``ValueError: Value out of range``
-        for a step outside int64, recording nothing; :class:`RecorderError` once the writer thread
-        has failed (a failed device copy included: its message names the values) or the values
-        waiting to be written reach ``max_pending_bytes``.
+        Values are numbers or one-element tensors: a CPU tensor's value is read here, any
+        other (CUDA) is kept by reference and copied by the writer thread within
+        ``flush_interval``, so **do not change a logged CUDA tensor in place** (the rule and
+        what breaking it costs: docs/own-loop.md). ``epoch`` is fractional (2.5 = half way
+        through the third epoch); omitted, the last one given. A value that is not one real
+        number is dropped with one warning per name. Raises TensorBoard's ``ValueError:
+        Value out of range`` for a step outside int64, recording nothing; :class:`RecorderError`
+        once the writer thread has failed (a failed device copy included: its message names
+        the values) or the values waiting to be written reach ``max_pending_bytes``.
         """
         if type(step) is not int or not INT64_MIN <= step <= INT64_MAX:
             step = int64_step(step)  # an int, or the ValueError; a plain int costs two compares
@@ -164,11 +160,11 @@ class Recorder:
         else:
             self._epoch = epoch = float(epoch)
         wall_time = wall_time or _now()
-        copied, push = self._copied, self._push
+        copied, queue = self._copied, self._scalars
         for name, v in values.items():
             value = v if type(v) is float else queued_value(v, copied, group, name)
-            push((group, name, step, epoch, wall_time, value))  # scalar_columns.GROUP...VALUE
-        if len(self._scalars) > self._max_queued:
+            queue.put((group, name, step, epoch, wall_time, value))  # a ScalarRecord
+        if len(queue) > self._max_queued:
             self._past_queue_limit(len(values) * RECORD_ITEMS)
 
     def log_scalar(
@@ -180,13 +176,17 @@ class Recorder:
             step = int64_step(step)
         if type(value) is not float:
             value = queued_value(value, self._copied, group, name)
-        # One record: its items in the order scalar_columns names (GROUP ... VALUE).
-        self._push((group, name, step, self._epoch, wall_time or _now(), value))
-        if len(self._scalars) > self._max_queued:
+        queue = self._scalars
+        queue.put((group, name, step, self._epoch, wall_time or _now(), value))  # a ScalarRecord
+        if len(queue) > self._max_queued:
             self._past_queue_limit(RECORD_ITEMS)
 
+    def last_epoch(self) -> float:
+        """The epoch last given (the writer thread's for images, extras and status)."""
+        return self._epoch
+
     def _past_queue_limit(self, just_queued: int) -> None:
-        """The queue is past its limit: the gate is closed (the limit is -1: the values just
+        """The queue is past its limit: the gate is closed (the limit is -1: the items just
         queued are taken back), or the queue reached its share of ``max_pending_bytes``,
         which fails the recorder, loudly."""
         if not self._taking:
@@ -194,7 +194,7 @@ class Recorder:
             self._raise_if_failed()
             return
         pending = self._writer.pending_bytes()
-        self._fail(PendingLimitError(self.store_dir, pending, self.max_pending_bytes))
+        self._fail(PendingLimitError(self.store_dir, pending, self._writer.max_pending_bytes))
         self._raise_if_failed()
 
     def log_image(
@@ -219,7 +219,7 @@ class Recorder:
         if epoch is not None:
             self._epoch = float(epoch)
         record = (group, name, step, self._epoch, wall_time or _now(), pixels)
-        self._images.append((*record, [str(caption) for caption in captions]))
+        self._queues.images.append((*record, [str(caption) for caption in captions]))
 
     def log_record(
         self,
@@ -232,17 +232,17 @@ class Recorder:
     ) -> None:
         """Record one value of an extra ``kind`` (see :mod:`.kinds`) under ``tag``.
 
-        ``encode(value)``, when given, runs on the writer thread and returns the
-        kind's data dict (for ``kind="image"``: PNG bytes, stored as an image);
-        so ``value`` must not change after this call: hand over a copy. A value
-        that fails to encode or breaks the kind's schema is skipped with one
-        warning naming ``tag``.
+        ``encode(value)``, when given, runs on the writer thread and returns the kind's data
+        dict (``kind="image"``: PNG bytes), so ``value`` must not change after this call. A
+        value that fails to encode or breaks the schema: skipped, one warning naming ``tag``.
         """
         if self._refused():
             return
         if kind != "image" and kind not in SCHEMAS:
             raise ValueError(f"unknown record kind {kind!r}; expected one of {sorted(SCHEMAS)}")
-        self._extras.append((kind, tag, int64_step(step), wall_time or _now(), value, encode))
+        self._queues.extras.append(
+            (kind, tag, int64_step(step), wall_time or _now(), value, encode)
+        )
 
     def set_status(self, **fields: Any) -> None:
         """Add fields to the status document (e.g. ``total_steps`` for an ETA)."""
@@ -255,7 +255,7 @@ class Recorder:
         if self._refused():
             return True
         done = threading.Event()
-        self._flush_waiters.append(done)
+        self._queues.flush_waiters.append(done)
         # Checked again after queueing: a writer failing in between has either
         # released this waiter already or left its error for this check.
         self._raise_if_failed()
@@ -265,26 +265,27 @@ class Recorder:
         return flushed
 
     def close(self, state: str = "finished") -> None:
-        """Write what is queued, close the segments and mark the run ``state`` (:func:`.ended_state`).
-
-        Safe to call more than once; later calls do nothing. After a writer
-        failure it still closes the segments and marks the run ``failed`` where
-        it can, then raises :class:`RecorderError`.
+        """Write what is queued, close the segments, mark the run ``state`` (:func:`.ended_state`)
+        and free the store. Later calls do nothing. After a writer failure it still closes
+        the segments and marks the run ``failed`` where it can, then raises RecorderError.
         """
         if state not in fmt.STATES:
             raise ValueError(f"state must be one of {fmt.STATES}, not {state!r}")
-        if not self.is_rank_zero or os.getpid() != self._pid:
-            return  # another rank, or a forked child: the store is not ours to close
+        if os.getpid() != self._pid:
+            return  # a forked child: the store is not ours to close
         if self.closed:
             self._raise_if_failed()
             return
         self.closed = True
         self._stop_taking()
-        self._documents.end(state)
-        self._writer.stop()
-        if self._error is not None:
-            self._writer.close_after_failure()
-            self._raise_if_failed()
+        try:
+            self._documents.end(state)
+            self._writer.stop()
+            if self._error is not None:
+                self._writer.close_after_failure()
+                self._raise_if_failed()
+        finally:
+            self._lock.release()  # the store is free for the next writer
 
     def __enter__(self) -> Recorder:
         return self
@@ -311,11 +312,10 @@ class Recorder:
         self._documents.set_options(options)
         self._writer.on_file(self._documents.meta_path, closed=True)
 
-    # --- the gate and errors -------------------------------------------------------
+    # --- closed and failed -------------------------------------------------------
 
     def _stop_taking(self) -> None:
-        """Close the one gate (rank 0 closing, or its writer failed): from now on each call
-        records nothing and raises the writer's error, if any."""
+        """Take no more values (closing, or the writer failed); later calls raise its error."""
         with self._gate:
             self._taking = False
             self._max_queued = -1
@@ -341,8 +341,8 @@ class Recorder:
         )
         self._error = error
         self._stop_taking()
-        while self._flush_waiters:
-            self._flush_waiters.popleft().set()
+        while self._queues.flush_waiters:
+            self._queues.flush_waiters.popleft().set()
 
     def _set_queue_limit(self, items: int) -> None:  # the writer thread's, after each round
         with self._gate:

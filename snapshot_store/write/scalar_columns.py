@@ -1,12 +1,13 @@
 """Writer thread: logged scalar records turned into per-series columns for one frame, in bulk.
 
-The recorder queues each logged value as six items of one flat list
-(:data:`RECORD_ITEMS`): no tuple or dict per value, for the training thread to
-allocate or the garbage collector to track. A batch is taken apart with six
-slices; a training loop logs the same tags in the same order every step, so the
-series are strided slices of those; any other batch is grouped with one stable
-numpy sort. The writer's work per value is a few C-level steps, not a dict lookup
-and list appends: that work holds the GIL the training thread needs.
+The recorder puts each logged value on the :class:`ScalarQueue` as one
+:data:`ScalarRecord`, whose six items the queue keeps in one flat list: no tuple or
+dict per value for the garbage collector to track (a queue of tuples doubles what a
+``log()`` costs once thousands wait). :meth:`ScalarColumns.convert` takes a batch
+apart with six slices; a training loop logs the same tags in the same order every
+step, so the series are strided slices of those; any other batch is grouped with one
+stable numpy sort. The writer's work per value is a few C-level steps, not a dict
+lookup and list appends: that work holds the GIL the training thread needs.
 Pending tensors are converted in one batch per device first
 (:mod:`~snapshot_store.write.tensor_values`); every value that is not one number is
 dropped with one warning per ``group/name``.
@@ -27,10 +28,10 @@ from snapshot_store.write.tensor_values import CHANGED_IN_PLACE, DeviceCopyError
 
 log = logging.getLogger(__name__)
 
-# A logged value's items in the queue, by position: the one place their order is named.
-# The recorder appends them as a plain tuple in this order (a NamedTuple would cost its
-# hot path about a microsecond a call). value is a number, a Pending tensor, or whatever
-# the caller passed (dropped here).
+# One logged scalar: (group, name, step, epoch, wall_time, value). value is a float, a
+# Pending tensor, or whatever the caller passed (converted or dropped by ScalarColumns).
+ScalarRecord = tuple[str, str, int, float, float, Any]
+# A record's items in the queue, by position: the one place their order is named.
 GROUP, NAME, STEP, EPOCH, WALL_TIME, VALUE = range(6)
 RECORD_ITEMS = 6
 
@@ -39,8 +40,31 @@ RECORD_ITEMS = 6
 _TYPECODES = ("q", "d", "d", "d")
 
 
+class ScalarQueue(list[Any]):
+    """The scalars the training thread logged and the writer thread has not taken yet:
+    each record's :data:`RECORD_ITEMS` items in a row, records in logged order.
+
+    :meth:`put` and :meth:`take` are each one list operation, atomic under the GIL: no
+    lock between the two threads. ``len()`` counts items (``RECORD_ITEMS`` a record).
+    """
+
+    __slots__ = ()  # no instance dict: put is found on the class at once
+
+    # One ScalarRecord's items at the end: list.extend itself, so a put costs what the
+    # extend does and leaves no object per record behind.
+    put = list.extend
+
+    def take(self) -> list[Any]:
+        """Every record queued so far, its items in a row, removed from the queue (later
+        puts stay queued)."""
+        taken = len(self)  # log() may put meanwhile: behind these, kept by the del
+        records = self[:taken]
+        del self[:taken]
+        return records
+
+
 def last_wall_time(queued: list[Any]) -> float:
-    """The wall time of the last record in ``queued``."""
+    """The wall time of the last record in ``queued`` (a :meth:`ScalarQueue.take`)."""
     return float(queued[WALL_TIME - RECORD_ITEMS])
 
 
@@ -59,7 +83,8 @@ class ScalarColumns:
         self.copied: set[tuple[str, str]] = set()
 
     def convert(self, queued: list[Any]) -> tuple[list[SeriesColumns], int | None, list[Exception]]:
-        """Columns of the ``queued`` records, their furthest step, and the failed device copies.
+        """Columns of the ``queued`` records (a :meth:`ScalarQueue.take`), their furthest
+        step, and the failed device copies.
 
         Columns are typed arrays (int64 steps, float64 the rest), or lists where a
         step does not fit int64, which the frame stores as lists.

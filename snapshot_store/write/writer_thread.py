@@ -27,28 +27,29 @@ from snapshot_store.format.kinds import encode_extra_batch
 from snapshot_store.write.documents import RunDocuments
 from snapshot_store.write.encoders import PendingExtra, encode_pending
 from snapshot_store.write.frame_sink import FrameSink, OnFile
-from snapshot_store.write.scalar_columns import RECORD_ITEMS, ScalarColumns, last_wall_time
+from snapshot_store.write.scalar_columns import (
+    RECORD_ITEMS,
+    ScalarColumns,
+    ScalarQueue,
+    last_wall_time,
+)
 
 log = logging.getLogger(__name__)
 
 # (group, name, step, epoch, wall_time, HWC uint8 pixels or PNG bytes).
 PendingImage = tuple[str, str, int, float, float, Any, list[str]]  # captions last
 
-# Memory a queued scalar holds (RECORD_ITEMS list slots, its wall time and value): the
-# queue's share of max_pending_bytes is counted in records, not measured.
+# Memory a queued scalar holds (RECORD_ITEMS list slots, its wall time and value):
+# the queue's share of max_pending_bytes is counted in records, not measured.
 _RECORD_BYTES = 144
 
 
 @dataclass
 class Queues:
-    """What the training thread hands the writer thread.
+    """What the training thread hands the writer thread (each put and take atomic
+    under the GIL: no lock)."""
 
-    Logged scalars are ``RECORD_ITEMS`` items each in one flat list: a list's
-    extend() of a tuple and the writer's slice and del are each atomic under the
-    GIL (no lock, no per-value object).
-    """
-
-    scalars: list[Any] = field(default_factory=list)
+    scalars: ScalarQueue = field(default_factory=ScalarQueue)
     images: collections.deque[PendingImage] = field(default_factory=collections.deque)
     extras: collections.deque[PendingExtra] = field(default_factory=collections.deque)
     # Flushes waiting for the next round; each is released once it is written.
@@ -173,12 +174,9 @@ class WriterThread:
 
     def _frame_scalars(self) -> list[Exception]:
         """Frame the queued scalars for the sink; the failed device copies among them."""
-        queue = self.queues.scalars
-        taken = len(queue)  # log() may append meanwhile: behind these, kept by the del
-        if not taken:
+        queued = self.queues.scalars.take()
+        if not queued:
             return []
-        queued = queue[:taken]
-        del queue[:taken]
         columns, last, failures = self._columns.convert(queued)
         if columns:
             self._sink.add(fmt.SCALARS, encode_scalar_batch(columns))

@@ -121,7 +121,7 @@ def test_a_killed_rank_fails_the_run_alerts_once_and_continue_train_resumes(
         assert status["state"] == "failed", (status, err[-3000:])
         # Closed, not abandoned: the store's reserve is freed and the lock names no writer.
         assert not (run_dir / "pickle" / ".status-reserve").exists()
-        assert (run_dir / ".writer.lock").read_bytes() == b""
+        assert (run_dir / "pickle" / ".writer.lock").read_bytes() == b""
         kept = checkpoint.load(run_dir / "latest.pth")
         assert (kept["epoch"], kept["step"]) == (1, STEPS_PER_EPOCH)
         wait_until(lambda: receiver.of("k"), 30)
@@ -247,7 +247,7 @@ def test_a_second_job_on_a_running_name_is_refused_before_training(
         ended(first)
     assert proc.returncode != 0, err[-3000:]
     [line] = error_lines(err, "train" if second == "torchrun" else "launch")
-    assert f"{run_dir} is being written by another trainer, PID " in line, line
+    assert f"{run_dir / 'pickle'} is being written by another writer, PID " in line, line
     assert "choose another --name" in line, line
     assert " (epoch " not in err, err[-3000:]  # not one step trained
     history, meta, status = read_run(run_dir)

@@ -145,7 +145,7 @@ def test_a_second_process_writing_the_same_store_is_refused_naming_the_first(tmp
     finally:
         first.communicate(timeout=60)  # its stdin closes: the first run ends
     message = str(refused.value)
-    assert f"{store} is being written by another trainer, PID {first.pid} on this host" in message
+    assert f"{store} is being written by another writer, PID {first.pid} on this host" in message
     assert message.endswith("or log this run to another directory") and "\n" not in message
     run = MonitorRun(store, tmp_path)  # free again once the first closed
     run.log({"loss": 0.5}, 1)

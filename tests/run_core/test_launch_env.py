@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from run_core.launch_env import LaunchError, global_rank, read_launch_env
+from run_core.launch_env import LaunchError, read_launch_env
 
 
 @pytest.fixture(autouse=True)
@@ -42,7 +42,7 @@ def _srun(monkeypatch, procid: str, ntasks: str) -> None:
 
 
 def test_no_launcher_is_rank_zero():
-    assert global_rank() == 0
+    assert read_launch_env().rank == 0
     assert read_launch_env().launcher == "none"
 
 
@@ -50,32 +50,32 @@ def test_local_rank_or_rank_alone_is_not_a_launch(monkeypatch):
     # Only a world size says how many processes there are; LOCAL_RANK is per node.
     monkeypatch.setenv("LOCAL_RANK", "3")
     monkeypatch.setenv("RANK", "2")
-    assert global_rank() == 0
+    assert read_launch_env().rank == 0
 
 
 def test_rank_and_world_size(monkeypatch):
     _torchrun(monkeypatch, rank="1")
-    assert global_rank() == 1
+    assert read_launch_env().rank == 1
 
 
 def test_slurm_with_more_than_one_task(monkeypatch):
     _srun(monkeypatch, procid="3", ntasks="4")
     env = read_launch_env()
     assert (env.rank, env.world_size, env.launcher, env.master_addr) == (3, 4, "slurm", "node7")
-    assert global_rank() == 3
+    assert read_launch_env().rank == 3
 
 
 def test_slurm_with_one_task_is_one_process(monkeypatch):
     # An interactive `salloc` shell: SLURM_PROCID=0 of one task, or a stale id.
     _srun(monkeypatch, procid="5", ntasks="1")
-    assert global_rank() == 0
+    assert read_launch_env().rank == 0
 
 
 def test_rank_and_world_size_win_over_slurm(monkeypatch):
     # torchrun started by srun: torchrun's RANK is the global one.
     _srun(monkeypatch, procid="1", ntasks="2")
     _torchrun(monkeypatch, rank="3", world_size="8")
-    assert global_rank() == 3
+    assert read_launch_env().rank == 3
 
 
 def test_an_initialised_process_group_wins_over_the_environment(tmp_path, monkeypatch):
@@ -88,10 +88,10 @@ def test_an_initialised_process_group_wins_over_the_environment(tmp_path, monkey
     try:
         env = read_launch_env()
         assert (env.rank, env.world_size, env.launcher) == (0, 1, "initialized")
-        assert global_rank() == 0
+        assert read_launch_env().rank == 0
     finally:
         dist.destroy_process_group()
-    assert global_rank() == 1
+    assert read_launch_env().rank == 1
 
 
 @pytest.mark.parametrize(
@@ -110,4 +110,4 @@ def test_bad_launch_variables_are_a_launch_error(monkeypatch, variables, message
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
     with pytest.raises(LaunchError, match=message):
-        global_rank()
+        read_launch_env()

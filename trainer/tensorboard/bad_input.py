@@ -23,13 +23,11 @@ F = TypeVar("F", bound=Callable[..., None])
 def skips_bad_input(method: F) -> F:
     """Turn a ValueError or TypeError of ``method`` into one warning naming the tag: the run goes on.
 
-    A step outside int64 is raised. On a rank other than 0 the method does nothing at all.
+    A step outside int64 is raised.
     """
 
     @functools.wraps(method)
     def guarded(self: Any, *args: Any, **kwargs: Any) -> None:
-        if not self.recorder.is_rank_zero:  # another rank writes nothing: copy and convert nothing
-            return
         try:
             method(self, *args, **kwargs)
         except StepRangeError:

@@ -63,8 +63,6 @@ class FileWriter:
 
         A step outside int64 raises TensorBoard's ValueError, recording nothing.
         """
-        if not self._writer.recorder.is_rank_zero:  # another rank: decode nothing
-            return
         if global_step is not None:
             global_step = int64_step(global_step)
         for value in summary.value:

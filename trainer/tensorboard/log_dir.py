@@ -1,20 +1,23 @@
-"""TensorBoard's rules for a writer's ``log_dir``: its default name, and one that holds a run.
+"""A writer's ``log_dir``: TensorBoard's default name, one that holds a run, and its writing run.
 
 TensorBoard names a writer's directory ``runs/<date>_<host><comment>`` when none
 is given, and merges every writer of one directory into one run. A second
 experiment given the first's directory mixes two runs' curves and options, so
-the writer says so once, when it opens.
+the writer says so once, when it opens. The directory is the store, opened as every
+writer's is, through a :class:`~trainer.training.writing_run.WritingRun`.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
 from datetime import datetime
 from pathlib import Path
 
-from run_core.launch_env import global_rank
 from snapshot_store.format import frames as fmt
+from trainer.training.writing_run import OpenStore, WritingRun
+from transfer_plugins.runner import resolve_hook, run_preflight
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +30,6 @@ def default_log_dir(comment: str) -> Path:
 
 def say_if_appending(store: Path) -> None:
     """One line when ``store`` holds a run that ended: this writer adds a session to it."""
-    if global_rank() != 0:
-        return
     try:
         status = fmt.decode_document((store / fmt.STATUS_FILE).read_bytes(), store)
     except (OSError, fmt.StoreError):
@@ -41,3 +42,21 @@ def say_if_appending(store: Path) -> None:
             store,
             "was stopped" if state == "stopped" else state,
         )
+
+
+def log_dir_run(
+    log_dir: Path,
+    open_store: OpenStore,
+    remote_transfer_cmd: str | None,
+    transfer_root: str | os.PathLike[str] | None,
+) -> WritingRun:
+    """``log_dir``'s writing run; its files are handed to the hook ``remote_transfer_cmd``
+    names (a ``module.func``, as the trainer's ``--remote-transfer-cmd``; checked first: a
+    bad hook touches nothing), with paths relative to ``transfer_root`` (default:
+    ``log_dir``'s parent, so the run's folder name is kept)."""
+    hook = None
+    if remote_transfer_cmd:
+        hook = resolve_hook(remote_transfer_cmd)
+        run_preflight(hook, remote_transfer_cmd)
+    root = Path(transfer_root) if transfer_root is not None else log_dir.parent
+    return WritingRun(log_dir, open_store, hook=hook, spec=remote_transfer_cmd, transfer_root=root)

@@ -4,11 +4,9 @@ Switching a script that logs to TensorBoard takes one import::
 
     from remote_train_monitor import SummaryWriter  # was: from torch.utils.tensorboard import ...
 
-Every tag is stored, exported and shown as written: the store keys it as
-:func:`run_core.tags.key_of` says (split at the first ``/``, nothing
-renamed), and which window shows it is the viewer's display rule.
-Each method beyond scalars and images builds its record with
-:mod:`trainer.tensorboard.summaries` and hands it to the recorder.
+Every tag is stored as written, keyed as :func:`run_core.tags.key_of` says (split at the
+first ``/``); which window shows it is the viewer's display rule. Each method beyond
+scalars and images builds its record with :mod:`trainer.tensorboard.summaries`.
 """
 
 from __future__ import annotations
@@ -22,21 +20,22 @@ from typing import Any
 import numpy as np
 
 from run_core.endings import ended_state
+from run_core.launch_env import rank_zero_only
 from run_core.tags import key_of
 from snapshot_store import Recorder
 from snapshot_store.write.encoders import DEFAULT_BINS
+from snapshot_store.write.frame_sink import OnFile
 from trainer.tensorboard import summaries
 from trainer.tensorboard.bad_input import skips_bad_input
 from trainer.tensorboard.file_writer import FileWriter
 from trainer.tensorboard.image_formats import figure_pixels, tensorboard_pixels
-from trainer.tensorboard.log_dir import default_log_dir, say_if_appending
+from trainer.tensorboard.log_dir import default_log_dir, log_dir_run, say_if_appending
 from trainer.tensorboard.summaries import Record
 from trainer.training.interrupts import close_at_exit
 
 log = logging.getLogger(__name__)
 
-# Our writer thread writes at least this often whatever ``flush_secs`` says: the
-# point is a live view (TensorBoard's 120 s default only bounds the delay).
+# Written at least this often whatever ``flush_secs`` says: the point is a live view.
 _LIVE_SECONDS = 0.1
 
 
@@ -52,8 +51,12 @@ class SummaryWriter:
     the delay to disk (we write every 0.1 s or sooner), and ``purge_step``,
     ``max_queue`` and ``filename_suffix`` change nothing: a step logged again
     replaces the earlier value, the queue is bounded in bytes instead
-    (``max_pending_bytes``) and there is no event file. Other keyword arguments go to :class:`~snapshot_store.Recorder`
-    (``options``, ``world_size``, ``on_file``, ``rank``, ``flush_interval``...).
+    (``max_pending_bytes``) and there is no event file. Ours, keyword-only:
+    ``remote_transfer_cmd`` and ``transfer_root`` (see :func:`~.log_dir.log_dir_run`); the
+    rest go to :class:`~snapshot_store.Recorder` (``options``, ``world_size``, ``on_file``...).
+    A second process on ``log_dir`` is refused (:class:`~run_core.run_lock.RunLockError`, one
+    line naming the first's PID); on a rank other than 0 the writer is a
+    :class:`~trainer.tensorboard.null_writer.NullSummaryWriter`, whose calls do nothing.
 
     What code reaches past the API for is there as in TensorBoard: ``file_writer``
     (also ``_get_file_writer()`` and ``all_writers[log_dir]``) takes the summaries
@@ -61,6 +64,13 @@ class SummaryWriter:
     ``flush_secs``, ``max_queue``, ``filename_suffix``, ``default_bins`` and
     ``purge_step`` (None once the writer is open, as TensorBoard leaves it).
     """
+
+    def __new__(cls, *args: Any, rank: int | None = None, **kwargs: Any) -> SummaryWriter:
+        """A SummaryWriter on global rank 0, a NullSummaryWriter (a subclass: imported here)
+        on every other rank."""
+        from trainer.tensorboard.null_writer import NullSummaryWriter
+
+        return super().__new__(rank_zero_only(cls, NullSummaryWriter, rank))
 
     def __init__(
         self,
@@ -70,6 +80,9 @@ class SummaryWriter:
         max_queue: int = 10,
         flush_secs: float = 120,
         filename_suffix: str = "",
+        *,
+        remote_transfer_cmd: str | None = None,
+        transfer_root: str | os.PathLike[str] | None = None,
         **recorder_kwargs: Any,
     ) -> None:
         self.log_dir = str(default_log_dir(comment) if log_dir is None else log_dir)
@@ -81,18 +94,31 @@ class SummaryWriter:
         self.file_writer: FileWriter | None = FileWriter(self)
         self.all_writers: dict[str, FileWriter] | None = {self.log_dir: self.file_writer}
         recorder_kwargs.setdefault("flush_interval", min(float(flush_secs), _LIVE_SECONDS))
+        recorder_kwargs.setdefault("instead", "give this writer another log_dir")
+        recorder_kwargs["rank"] = 0  # this is rank 0's writer: __new__ asked
+        self._on_file: OnFile | None = recorder_kwargs.pop("on_file", None)
+        if self._on_file is not None and remote_transfer_cmd:
+            raise ValueError("give on_file or remote_transfer_cmd, not both")
         self._recorder_kwargs = recorder_kwargs
         self._tags: dict[str, tuple[str, str]] = {}  # tag -> store key, split once
+        self.writing_run = log_dir_run(
+            Path(self.log_dir), self._open_store, remote_transfer_cmd, transfer_root
+        )
         say_if_appending(Path(self.log_dir))  # once: a reopen after close() is this run's own
-        self.recorder = Recorder(self.log_dir, **recorder_kwargs)
-        close_at_exit(self, self.recorder.close)
+        self.recorder: Recorder = self.writing_run.open().recorder
+        close_at_exit(self, self.writing_run.close)
+
+    def _open_store(self, on_file: OnFile | None) -> Recorder:
+        """The writing run's ``open_store``: the recorder, its files told to the transfer
+        hook's runner (``on_file``) or to the ``on_file`` this writer was given."""
+        return Recorder(self.log_dir, on_file=on_file or self._on_file, **self._recorder_kwargs)
 
     def _open_recorder(self) -> Recorder:
-        """The recorder, reopened (a new session of the same store) after :meth:`close`."""
+        """The recorder; after :meth:`close`, the run opened again (a new session of the
+        same store, as TensorBoard writes again after close)."""
         if self.recorder.closed:
             log.info("%s: writing again after close(), as TensorBoard does", self.log_dir)
-            self.recorder = Recorder(self.log_dir, **self._recorder_kwargs)
-            close_at_exit(self, self.recorder.close)
+            self.recorder = self.writing_run.open().recorder
         return self.recorder
 
     def _get_file_writer(self) -> FileWriter:
@@ -113,14 +139,9 @@ class SummaryWriter:
         recorder.log_record(kind, tag, value, _step(global_step), wall_time=walltime, encode=encode)
 
     def add_scalar(
-        self,
-        tag: str,
-        scalar_value: Any,
-        global_step: int | None = None,
-        walltime: float | None = None,
-        new_style: bool = False,
-        double_precision: bool = False,
-    ) -> None:
+        self, tag: str, scalar_value: Any, global_step: int | None = None,
+        walltime: float | None = None, new_style: bool = False, double_precision: bool = False,
+    ) -> None:  # fmt: skip
         """Record one scalar under ``tag``; a CPU tensor is read now, a CUDA one is not
         synchronised (see :meth:`snapshot_store.Recorder.log` for what that asks)."""
         split = self._tags.get(tag)
@@ -134,27 +155,18 @@ class SummaryWriter:
         recorder.log_scalar(split[1], scalar_value, global_step, split[0], walltime)
 
     def add_scalars(
-        self,
-        main_tag: str,
-        tag_scalar_dict: Mapping[str, Any],
-        global_step: int | None = None,
+        self, main_tag: str, tag_scalar_dict: Mapping[str, Any], global_step: int | None = None,
         walltime: float | None = None,
-    ) -> None:
+    ) -> None:  # fmt: skip
         """Record several scalars as traces of one window, ``main_tag``."""
         step = _step(global_step)
         self._open_recorder().log(tag_scalar_dict, step, group=main_tag, wall_time=walltime)
 
     @skips_bad_input
     def add_image(
-        self,
-        tag: str,
-        img_tensor: Any,
-        global_step: int | None = None,
-        walltime: float | None = None,
-        dataformats: str = "CHW",
-        *,
-        captions: Sequence[str] = (),
-    ) -> None:
+        self, tag: str, img_tensor: Any, global_step: int | None = None,
+        walltime: float | None = None, dataformats: str = "CHW", *, captions: Sequence[str] = (),
+    ) -> None:  # fmt: skip
         """Record one image (CHW by default; any layout and scaling TensorBoard accepts);
         ``captions`` (ours, not TensorBoard's: W&B's) are stored with it, one an image."""
         pixels, layout = tensorboard_pixels(img_tensor, dataformats)
@@ -164,15 +176,9 @@ class SummaryWriter:
 
     @skips_bad_input
     def add_images(
-        self,
-        tag: str,
-        img_tensor: Any,
-        global_step: int | None = None,
-        walltime: float | None = None,
-        dataformats: str = "NCHW",
-        *,
-        captions: Sequence[str] = (),
-    ) -> None:
+        self, tag: str, img_tensor: Any, global_step: int | None = None,
+        walltime: float | None = None, dataformats: str = "NCHW", *, captions: Sequence[str] = (),
+    ) -> None:  # fmt: skip
         """Record a batch of images, tiled into one grid (``captions``: one an image)."""
         self.add_image(tag, img_tensor, global_step, walltime, dataformats, captions=captions)
 
@@ -313,13 +319,9 @@ class SummaryWriter:
             self._open_recorder().log(metrics, step, group="hparams")
 
     def add_hparams_row(
-        self,
-        hparam_dict: Mapping[str, Any],
-        metrics: dict[str, float],
-        run_name: str | None,
-        global_step: int | None,
-        walltime: float | None = None,
-    ) -> None:
+        self, hparam_dict: Mapping[str, Any], metrics: dict[str, float], run_name: str | None,
+        global_step: int | None, walltime: float | None = None,
+    ) -> None:  # fmt: skip
         """Record one row of the hparams table, without the metrics as scalars (a W&B run's
         config and summary); a NaN metric's value is the scalar of that tag."""
         self._write(summaries.hparams_row(hparam_dict, metrics, run_name), global_step, walltime)
@@ -330,16 +332,17 @@ class SummaryWriter:
         self.recorder.flush()
 
     def close(self) -> None:
-        """Flush and mark the run finished; a later ``add_*`` reopens the store, as TensorBoard."""
+        """Flush, mark the run finished and free the store (what the transfer hook holds is
+        sent); a later ``add_*`` opens it again, as TensorBoard."""
         self._end_hparams_session()
-        self.recorder.close()
+        self.writing_run.close()
 
     def __enter__(self) -> SummaryWriter:
         return self
 
     def __exit__(self, exc_type, exc_val, exc_tb) -> None:
         self._end_hparams_session()
-        self.recorder.close(ended_state(exc_val))
+        self.writing_run.close(ended_state(exc_val))
 
     def _end_hparams_session(self) -> None:
         """An hparams session given to the file writer and not ended is a row now."""

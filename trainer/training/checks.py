@@ -18,7 +18,7 @@ from torch import nn
 from run_core.atomic import ensure_writable_dir
 from run_core.launch_env import LaunchEnv
 from run_core.redaction import redact_text
-from run_core.run_lock import RunLock, RunLockError
+from run_core.run_lock import LOCK_NAME, RunLock, RunLockError
 from snapshot_store.format.frames import META_FILE, STATUS_FILE
 from snapshot_store.write.documents import RESERVE_FILE
 from trainer.ranks.distributed import Devices
@@ -269,17 +269,17 @@ def preflight(config: RunConfig, launch: LaunchEnv, devices: Devices | None = No
 # --- one writer per run ----------------------------------------------------------------------
 
 # What a store holds before its first record: a new run may take it over.
-_NOTHING_RECORDED = frozenset({META_FILE, STATUS_FILE, RESERVE_FILE})
+_NOTHING_RECORDED = frozenset({META_FILE, STATUS_FILE, RESERVE_FILE, LOCK_NAME})
 
 
 def check_one_writer(config: RunConfig, launch: LaunchEnv) -> None:
-    """Refuse a run dir another trainer is writing, and a new run into an old run's store.
+    """Refuse a store another writer is writing, and a new run into an old run's store.
 
-    Only probes the lock: rank 0's :class:`~trainer.training.session.RunSession` takes it for the run
-    (this check may run in a launcher or the caller of spawned workers).
+    Only probes the store's lock: rank 0's :class:`~snapshot_store.Recorder` takes it for the
+    run (this check may run in a launcher or the caller of spawned workers).
     """
     try:
-        RunLock(config.run_dir).check_free()
+        RunLock(config.store_dir, instead="choose another --name").check_free()
     except RunLockError as err:
         raise UsageError(str(err)) from None
     if config.continue_train or launch.restart_count:

@@ -1,6 +1,6 @@
 """Everything around one run's training loop, opened in an order that fails early and closed together.
 
-What every writing run opens (the run lock, the transfer runner, the store) is
+What every writing run opens (the transfer runner, the store and its run lock) is
 a :class:`~trainer.training.writing_run.WritingRun`; the session adds what only
 training has: the process group, ``loss_log.txt``, checkpoints, the live view and
 the system metrics. Only global rank 0 records, transfers, logs and saves.
@@ -24,6 +24,7 @@ from run_core.endings import ended_state
 from run_core.launch_env import LaunchEnv
 from run_core.redaction import redact
 from snapshot_store import Recorder
+from snapshot_store.write.frame_sink import OnFile
 from trainer.ranks import distributed
 from trainer.ranks.distributed import Devices
 from trainer.training import checkpoint, console
@@ -67,7 +68,7 @@ class RunSession:
         self.writes = self.is_rank_zero and config.record  # the one gate for files and uploads
         self._hook = hook
         self._stack = ExitStack()
-        self.run: WritingRun | None = None  # the lock, transfer runner and store (rank 0)
+        self.run: WritingRun | None = None  # the transfer runner and the store (rank 0)
         self.live: LiveView | None = None
         self.system: SystemMetrics | None = None
         self.step_timer = StepTimer()  # fed by the loop; read by the system metrics sampler
@@ -95,7 +96,6 @@ class RunSession:
         try:
             if self.writes:  # first: a second writer must not touch loss_log.txt either
                 self.run = self._writing_run().open()
-                stack.callback(self.run.release)  # last: after loss_log.txt is closed
             stack.enter_context(
                 console.run_logging(
                     self.is_rank_zero, self.loss_log if self.config.record else None
@@ -297,20 +297,25 @@ class RunSession:
         spec = cfg.remote_transfer_cmd
         return WritingRun(
             cfg.run_dir,
-            lambda on_file: Recorder(
-                cfg.store_dir,
-                options=self.options,
-                world_size=self.launch.world_size,
-                hosts=[socket.gethostname()],
-                rank=0,
-                on_file=on_file,
-            ),
+            self._open_store,
             hook=self._hook,
             spec=str(spec) if spec is not None else None,
             transfer_root=Path(cfg.checkpoints_dir),
             sync_dir=cfg.run_dir,
             # loss_log.txt is complete at the close: its final copy, after what the drain logs.
             log_file=self.loss_log,
+        )
+
+    def _open_store(self, on_file: OnFile | None) -> Recorder:
+        """The run's store, its files told to ``on_file``; a second trainer of the name is refused."""
+        return Recorder(
+            self.config.store_dir,
+            options=self.options,
+            world_size=self.launch.world_size,
+            hosts=[socket.gethostname()],
+            rank=0,
+            on_file=on_file,
+            instead="choose another --name",
         )
 
     def _start_live_view(self) -> LiveView | None:
@@ -332,8 +337,8 @@ class RunSession:
             self.system.stop()  # before the recorder closes: no sample is lost or refused
         if self.run is not None:
             # The drain shows progress, Ctrl-C skips it; what is left stays in
-            # transfer.unsent for the exit status. The lock goes with the stack, last.
-            self.run.finish(state)
+            # transfer.unsent for the exit status.
+            self.run.close(state)
         if self.live is not None:
             self.live.stop()  # after the recorder: the visualizer draws the last points first
             log.info(

@@ -14,6 +14,7 @@ import pytest
 
 from run_core.exit_codes import ExitCode
 from run_core.redaction import REDACTED
+from run_core.run_lock import LOCK_NAME
 from snapshot_store import Recorder, RecorderError, StoreError, read_store
 from snapshot_store.format.images import decode_png
 from tests.fixtures.servers.net import free_port
@@ -53,27 +54,6 @@ def test_values_that_are_not_numbers_are_dropped_with_a_warning(tmp_path, caplog
     history, _, _ = read_store(tmp_path)
     assert history.keys() == [("train", "loss")]
     assert "train/note" in caplog.text and "not a number" in caplog.text
-
-
-def test_non_zero_rank_touches_no_file(tmp_path, monkeypatch):
-    # What torchrun tells rank 1 of 2; the recorder asks run_core.launch_env.
-    for name, value in {
-        "RANK": "1",
-        "WORLD_SIZE": "2",
-        "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": "29500",
-    }.items():
-        monkeypatch.setenv(name, value)
-    announced: list[tuple[Path, bool]] = []
-    rec = Recorder(tmp_path / "run" / "pickle", on_file=lambda *args: announced.append(args))
-    rec.log({"loss": 1.0}, step=0)
-    rec.log_image("x", np.zeros((2, 2)), step=0, dataformats="HW")
-    rec.set_status(total_steps=3)
-    rec.set_options({"lr": 0.1})  # Lightning's hyperparameters reach every rank's logger
-    assert rec.flush() is True
-    rec.close()
-    assert (rec.rank, rec.is_rank_zero) == (1, False)
-    assert list(tmp_path.iterdir()) == [] and announced == []
 
 
 @pytest.mark.integration
@@ -172,7 +152,8 @@ def test_a_writer_failure_is_raised_by_every_later_call_and_leaves_the_data_read
     assert history.series(("train", "loss"))[0] == list(range(10))  # written before the failure
     assert update.status["state"] == "failed"
     assert reader.warnings == []
-    assert not [p for p in store.iterdir() if p.name.startswith(".")]
+    assert [p.name for p in store.iterdir() if p.name.startswith(".")] == [LOCK_NAME]  # no tmp
+    assert (store / LOCK_NAME).read_bytes() == b""  # the failed writer freed the store
 
 
 def test_a_failure_while_closing_is_raised_by_close_and_marks_the_run_failed(tmp_path):

@@ -15,6 +15,7 @@ import torch
 from torch.utils.tensorboard import SummaryWriter as TBWriter
 
 from remote_train_monitor import SummaryWriter
+from run_core.run_lock import RunLockError
 from snapshot_store import read_store
 from snapshot_store.format.images import decode_png
 from tests.fixtures.runs.tensorboard import (
@@ -120,6 +121,7 @@ UNCLOSED = """
 import signal
 import sys
 from remote_train_monitor import SummaryWriter
+from run_core.run_lock import RunLockError
 
 writer = SummaryWriter(sys.argv[1])
 writer.add_scalar("loss", 1.0, 0)
@@ -290,3 +292,35 @@ def test_walltime_is_kept_and_defaults_to_now(tmp_path):
         writer.add_text("now", "b", 1)
     walls = {tag: wall for _k, tag, _s, wall, _d in read_store(tmp_path)[2].extras}
     assert walls["given"] == 1234.5 and walls["now"] > 1e9
+
+
+@pytest.mark.integration
+def test_a_second_process_on_the_log_dir_is_refused_naming_the_first(tmp_path):
+    """Two processes' writers on one log_dir would each keep a summary of their own series;
+    the second is refused before it writes, and the runs table keeps every series."""
+    code = (
+        "import sys; from remote_train_monitor import SummaryWriter; "
+        f"writer = SummaryWriter({str(tmp_path)!r}); "
+        "[writer.add_scalar('first', float(i), i) for i in range(200)]; "
+        "print('held', flush=True); sys.stdin.read(); writer.close()"
+    )
+    first = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert first.stdout is not None and first.stdout.readline() == "held\n"
+        with pytest.raises(RunLockError) as refused:
+            SummaryWriter(tmp_path)
+    finally:
+        first.communicate(timeout=60)  # its stdin closes: the first writer ends
+        reap(first)
+    message = str(refused.value)
+    assert f"{tmp_path} is being written by another writer, PID {first.pid} on this host" in message
+    assert message.endswith("or give this writer another log_dir") and "\n" not in message
+    with SummaryWriter(tmp_path) as writer:  # free again once the first closed
+        for i in range(200):
+            writer.add_scalar("second", float(i), i)
+    history, _, update = read_store(tmp_path)
+    assert len(history.series(("", "first"))[3]) == len(history.series(("", "second"))[3]) == 200
+    assert set(update.status["series"]) == {"first", "second"}
+    assert len(update.meta["sessions"]) == 2  # the refused writer wrote nothing

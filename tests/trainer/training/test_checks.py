@@ -77,8 +77,8 @@ def test_an_empty_run_dir_and_a_run_that_records_nothing_are_free(tmp_path):
 
 def test_a_run_dir_another_writer_holds_is_refused_naming_it(tmp_path):
     config = _config(tmp_path)
-    with RunLock(config.run_dir):
-        with pytest.raises(UsageError, match=f"another trainer, PID {os.getpid()} on this host"):
+    with RunLock(config.store_dir):
+        with pytest.raises(UsageError, match=f"another writer, PID {os.getpid()} on this host"):
             preflight(config, LaunchEnv())
         preflight(config, LaunchEnv(rank=1, world_size=2))  # only rank 0 writes, and checks
 

@@ -31,7 +31,7 @@ def _every_byte(*roots: Path) -> bytes:
 def test_a_session_refuses_a_run_dir_another_writer_holds(tmp_path):
     config = RunConfig.from_options({"checkpoints_dir": tmp_path, "name": "run", "remote": True})
     session = RunSession(config, LaunchEnv(), Devices(torch.device("cpu")), {})
-    with RunLock(config.run_dir), pytest.raises(RunLockError, match=f"PID {os.getpid()}"):
+    with RunLock(config.store_dir), pytest.raises(RunLockError, match=f"PID {os.getpid()}"):
         session.__enter__()
     assert not (config.run_dir / "loss_log.txt").exists()  # refused before writing anything
 
@@ -109,7 +109,7 @@ def test_a_second_trainer_on_a_running_run_fails_at_once_naming_the_first(tiny_d
         log_before = (tmp_path / "one" / "loss_log.txt").stat().st_size
         second = run(trainer_cmd("train", *args, "--continue-train"), cwd=tmp_path)
         assert second.returncode == ExitCode.USAGE, second.stderr[-2000:]
-        assert f"another trainer, PID {first.pid} on this host" in second.stderr
+        assert f"another writer, PID {first.pid} on this host" in second.stderr
         assert "Traceback" not in second.stderr and first.poll() is None
         assert (tmp_path / "one" / "loss_log.txt").stat().st_size >= log_before
     finally:

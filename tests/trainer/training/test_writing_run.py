@@ -1,4 +1,5 @@
-"""trainer.training.writing_run: the lock first, the store last, closed together as the run ended."""
+"""trainer.training.writing_run: the transfer runner, then the store (its lock first), closed
+together as the run ended."""
 
 from __future__ import annotations
 
@@ -16,46 +17,58 @@ def _store_of(run_dir):
 
     def open_store(on_file):
         calls.append(on_file)
-        return Recorder(run_dir / "pickle", rank=0, on_file=on_file)
+        return Recorder(
+            run_dir / "pickle", rank=0, on_file=on_file, instead="choose another --name"
+        )
 
     return open_store, calls
 
 
-def test_a_held_run_is_refused_before_the_store_is_opened(tmp_path):
-    open_store, calls = _store_of(tmp_path)
-    with RunLock(tmp_path), pytest.raises(RunLockError, match="or choose another --name"):
-        WritingRun(tmp_path, open_store).open()
-    assert calls == [] and not (tmp_path / "pickle").exists()
+def _hook(source_path):
+    """A transfer hook that sends nothing anywhere."""
 
 
-def test_a_store_that_fails_to_open_frees_the_run(tmp_path):
+def test_a_held_store_is_refused_before_a_file_of_it_is_written(tmp_path):
+    open_store, _calls = _store_of(tmp_path)
+    run = WritingRun(tmp_path, open_store, hook=_hook, spec="test.hook")
+    with (
+        RunLock(tmp_path / "pickle"),
+        pytest.raises(RunLockError, match="or choose another --name"),
+    ):
+        run.open()
+    assert [p.name for p in (tmp_path / "pickle").iterdir()] == [LOCK_NAME]
+
+
+def test_a_store_that_fails_to_open_frees_the_store(tmp_path):
     def open_store(on_file):
         raise StoreError("no store here")
 
     with pytest.raises(StoreError, match="no store here"):
         WritingRun(tmp_path, open_store).open()
-    with RunLock(tmp_path):  # taken at once: the failed open released it
-        pass
+    open_store_again, _calls = _store_of(tmp_path)
+    WritingRun(tmp_path, open_store_again).open().close()  # taken at once
 
 
 def test_an_unwritable_run_dir_is_a_store_error_naming_it(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    open_store, calls = _store_of(blocker)
-    with pytest.raises(StoreError, match=f"can not write {blocker}"):
+    open_store, _calls = _store_of(blocker)
+    with pytest.raises(StoreError, match=f"can not write the snapshot store {blocker}"):
         WritingRun(blocker, open_store).open()
-    assert calls == []
 
 
-def test_the_run_ends_as_its_block_did_and_frees_the_run(tmp_path):
+def test_the_run_ends_as_its_block_did_and_frees_the_store(tmp_path):
     open_store, calls = _store_of(tmp_path)
+    lock = tmp_path / "pickle" / LOCK_NAME
     with pytest.raises(KeyboardInterrupt), WritingRun(tmp_path, open_store) as run:
         run.recorder.log({"loss": 1.0}, step=0)
-        assert (tmp_path / LOCK_NAME).read_bytes()  # held, naming this process
+        assert lock.read_bytes()  # held, naming this process
         raise KeyboardInterrupt
     assert calls == [None]  # no hook: the store's files go nowhere else
     assert read(tmp_path / "pickle")[2]["state"] == "stopped"
-    assert (tmp_path / LOCK_NAME).read_bytes() == b""  # no holder left
+    assert lock.read_bytes() == b""  # no holder left
+    run.close("finished")  # a second close does nothing: the run stays stopped
+    assert read(tmp_path / "pickle")[2]["state"] == "stopped"
 
 
 def test_store_files_and_sent_files_go_through_the_hook(tmp_path):
