@@ -16,8 +16,9 @@ for, so reading runs never imports torch and training never imports pandas.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from run_core.lazy_names import LazyNames
 
 if TYPE_CHECKING:
     from trainer.tensorboard.summary_writer import SummaryWriter
@@ -26,17 +27,9 @@ if TYPE_CHECKING:
 __all__ = ["Api", "SummaryWriter"]
 
 # Each public name -> the module that owns it.
-_OWNERS = {"SummaryWriter": "trainer.tensorboard.summary_writer", "Api": "visualizer.api"}
-
-
-def __getattr__(name: str) -> Any:
-    owner = _OWNERS.get(name)
-    if owner is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(owner), name)
-    globals()[name] = value  # asked once: later lookups find it here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+_NAMES = LazyNames(
+    __name__,
+    {"SummaryWriter": "trainer.tensorboard.summary_writer", "Api": "visualizer.api"},
+)
+__getattr__ = _NAMES.load
+__dir__ = _NAMES.listed

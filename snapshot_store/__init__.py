@@ -7,8 +7,9 @@ on first use, so a process that needs only the reader does not pay for the write
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from run_core.lazy_names import LazyNames
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each on first use
     from .format.frames import CorruptFrameError as CorruptFrameError
@@ -22,24 +23,21 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads each 
     from .write.recorder import Recorder as Recorder
     from .write.recorder import RecorderError as RecorderError
 
-_EXPORTS = {
-    "CorruptFrameError": "format.frames",
-    "StoreError": "format.frames",
-    "UnsafePickleError": "format.frames",
-    "History": "read.history",
-    "LocalSource": "read.local_source",
-    "StoreReader": "read.store_reader",
-    "Update": "read.store_reader",
-    "read_store": "read.store_reader",
-    "Recorder": "write.recorder",
-    "RecorderError": "write.recorder",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'snapshot_store' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+_NAMES = LazyNames(
+    __name__,
+    {
+        "CorruptFrameError": ".format.frames",
+        "StoreError": ".format.frames",
+        "UnsafePickleError": ".format.frames",
+        "History": ".read.history",
+        "LocalSource": ".read.local_source",
+        "StoreReader": ".read.store_reader",
+        "Update": ".read.store_reader",
+        "read_store": ".read.store_reader",
+        "Recorder": ".write.recorder",
+        "RecorderError": ".write.recorder",
+    },
+)
+__all__ = sorted(_NAMES.owners)
+__getattr__ = _NAMES.load
+__dir__ = _NAMES.listed
