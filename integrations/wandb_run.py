@@ -128,7 +128,12 @@ class Run:
         self._writer.recorder.set_status(summary=summary_document(self.summary.as_dict()))
 
     def _move_to(self, step: int) -> None:
-        """Make ``step`` the current step, storing watch()'s histograms at the step left."""
+        """Make ``step`` the current step, storing watch()'s histograms at the step left.
+
+        The step after int64's last is no step: the run stays at the last, where remembering
+        it made every later log, alert and Table raise StepRangeError.
+        """
+        step = min(step, INT64_MAX)
         if step != self.step:
             self._store_watched()
         self.step = step

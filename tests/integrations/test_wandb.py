@@ -208,6 +208,20 @@ def test_a_step_past_int64_or_a_dict_past_the_depth_limit_raises_and_the_run_goe
     assert [(kind, step) for kind, _tag, step, _data in ours["extras"]] == [("hparams", 2)]
 
 
+def test_after_int64s_last_step_alerts_tables_and_logs_stay_at_it(wandb, tmp_path):
+    last = 2**63 - 1
+    run = wandb.init(project="p", name="n")
+    run.log({"a": 1.0}, step=last)
+    run.log({"a": 2.0})  # stored at the last step; the step after it is no step
+    run.log({"a": 3.0})  # raised StepRangeError, as did every call after it
+    run.alert("title", "text")
+    run.log({"t": wandb.Table(columns=["x"], data=[[1]])})
+    run.finish()
+    ours = stored_run(tmp_path / "wandb" / "p" / "n" / "pickle")
+    assert ours["history"]["a"] == {last: 3.0}
+    assert {(kind, step) for kind, _tag, step, _data in ours["extras"]} >= {("alert", last)}
+
+
 HOSTILE = "<img src=x onerror=alert(1)>"  # wandb_captions.py's: must stay text
 
 
