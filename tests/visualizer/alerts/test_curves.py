@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-import numpy as np
+from pathlib import Path
 
+import numpy as np
+import pytest
+
+from snapshot_store import Recorder
 from snapshot_store.alert_rules.language import parse_rule
 from tests.fixtures.curves import START, faulty
+from tests.fixtures.runs import stall_job
+from tests.fixtures.runs.ranks import LAUNCH_TIMEOUT
+from tests.fixtures.runs.training import job, torchrun_cmd
+from tests.fixtures.servers.alerting import TIMEOUT, once, stop, visualizer
+from tests.fixtures.servers.net import free_port
+from tests.fixtures.servers.processes import first_line
+from tests.fixtures.servers.waiting import wait_until
 from visualizer.alerts.curves import CurveWatch
 from visualizer.model.rundata import RunData
 from visualizer.model.series import Series
@@ -45,3 +56,63 @@ def test_an_ended_run_is_judged_once_more_then_never_again():
     assert [f.event for f in watch.findings(run, START)] == ["spike"]
     _add(run, curve.steps[-1:] + 5, np.array([1e6]))  # a later spike is not looked at
     assert watch.findings(run, START) == [] and not watch._judges
+
+
+@pytest.mark.integration
+def test_a_curve_rule_alerts_through_the_webhook_once_across_restarts(
+    tmp_path, visdom_server, receiver
+):
+    runs, state, log = tmp_path / "runs", tmp_path / "state", tmp_path / "visualizer.log"
+    options = ("--alert-webhook", receiver.url, "--alert-rule", "spike:train/loss")
+    noise = np.random.default_rng(1).normal(1.0, 0.05, 200)
+    with Recorder(runs / "spiky" / "pickle", flush_interval=0.05) as rec:
+        for step, value in enumerate(noise):
+            rec.log({"loss": float(value)}, step=step)
+        rec.flush()
+        proc = visualizer(runs, visdom_server.endpoint, state, log, *options)
+        try:
+            assert first_line(proc, log, TIMEOUT).startswith("visdom: ")
+            rec.log({"loss": 40.0}, step=200)
+            rec.flush()
+            wait_until(receiver.alerts, TIMEOUT)
+        finally:
+            stop(proc, log)
+    ((_, alert),) = receiver.alerts()
+    assert (alert["run"], alert["event"]) == ("spiky", "spike")
+    assert alert["content"].startswith("run 'spiky' has train/loss spiking at step 200: 40, ")
+    once(runs, visdom_server.endpoint, state, log, *options)  # remembered: not sent again
+    assert [a["event"] for _, a in receiver.alerts()] == ["spike", "finished"]
+
+
+STALL_MIN = 0.1  # the stall rule's T: 6 s
+
+
+@pytest.mark.integration
+def test_a_rank_hung_in_a_torchrun_job_raises_stall_within_its_minutes(
+    tmp_path, visdom_server, receiver
+):
+    """Rank 1 sleeps inside the loop; rank 0 waits in its all_reduce, its heartbeat going on:
+    ``stall`` comes within T (and a bound for a loaded machine) of the hang."""
+    runs, marker = tmp_path / "runs", tmp_path / "hung"
+    store = runs / "ddp" / "pickle"
+    script = Path(stall_job.__file__)
+    port = str(free_port())
+    cmd = torchrun_cmd("--nproc_per_node", "2", "--master_port", port, str(script), str(store),
+                       str(marker))  # fmt: skip
+    options = ("--alert-webhook", receiver.url, "--alert-rule", f"stall:minutes={STALL_MIN}")
+    log = tmp_path / "visualizer.log"
+    with job(cmd, tmp_path) as training:
+        wait_until(lambda: marker.exists() or training.poll() is not None, LAUNCH_TIMEOUT)
+        assert training.poll() is None, training.communicate()[1][-2000:]
+        proc = visualizer(runs, visdom_server.endpoint, tmp_path / "state", log, *options)
+        try:
+            assert first_line(proc, log, TIMEOUT).startswith("visdom: ")
+            wait_until(receiver.alerts, TIMEOUT)
+        finally:
+            stop(proc, log)
+    ((arrived, alert),) = receiver.alerts()
+    assert (alert["run"], alert["event"]) == ("ddp", "stall")
+    assert f"has not moved from step {stall_job.HANG_AT - 1} for " in alert["content"]
+    hung = float(marker.read_text())
+    # T after the hang, plus a bound (not a target) for a start and a pass on a loaded machine
+    assert STALL_MIN * 60 <= arrived - hung <= STALL_MIN * 60 + TIMEOUT
