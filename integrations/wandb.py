@@ -152,7 +152,7 @@ def init(
     mode = mode or os.environ.get("WANDB_MODE")
     launch = read_launch_env()
     monitor = None
-    if mode != "disabled" and launch.rank == 0:
+    if mode != "disabled" and launch.is_rank_zero:  # other ranks: a Run that stores nothing
         monitor = MonitorRun(store, root, {}, remote_transfer_cmd, launch.world_size)
         if os.environ.get("WANDB_SILENT", "").lower() not in ("1", "true"):  # W&B's switch
             print(  # where the run is, as W&B prints it: the user needs the path to watch it

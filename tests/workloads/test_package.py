@@ -4,18 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.imports import PRODUCT_PACKAGES as PRODUCT
 from tests.fixtures.imports import imported_packages
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = (
-    "run_core",
-    "snapshot_store",
-    "transfer_plugins",
-    "trainer",
-    "visualizer",
-    "integrations",
-    "remote_train_monitor",
-)
 
 
 @pytest.mark.parametrize("package", PRODUCT)

@@ -64,10 +64,9 @@ def train(argv: Sequence[str]) -> int:
     from trainer.training import console
 
     launch = distributed.detect()
-    console.configure_logging(launch.is_rank_zero)
+    console.configure_logging(launch.is_rank_zero)  # other ranks: errors only
     result = _fit_recipe(recipe, config, datasets, launch)
-    if launch.is_rank_zero:
-        _log_done(result)
+    _log_done(result)  # an info line: said by rank 0 alone
     if result.unsent:  # listed with the sync command by the drain, just above
         log.error(
             "%d file(s) of the run were not uploaded: exit status %d",

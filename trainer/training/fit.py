@@ -64,6 +64,23 @@ class _Parts:
     display_fn: Callable[[Any, Any, Any], torch.Tensor] | None
     options: Mapping[str, Any]
 
+    @classmethod
+    def of(
+        cls,
+        config: RunConfig,
+        criterion: Callable[[Any, Any], torch.Tensor],
+        optimizer: torch.optim.Optimizer,
+        scheduler: Any,
+        metrics: Mapping[str, Metric] | None,
+        display_fn: Callable[[Any, Any, Any], torch.Tensor] | None,
+        options: Mapping[str, Any] | None,
+    ) -> _Parts:
+        """The parts ``fit`` was given; the run's options default to the config's, with the
+        optimizer's and the scheduler's names and the learning rate."""
+        if options is None:
+            options = _default_options(config, optimizer, scheduler)
+        return cls(criterion, optimizer, scheduler, metrics, display_fn, options)
+
 
 def fit(
     model: nn.Module,
@@ -115,8 +132,7 @@ def fit(
     config = RunConfig.from_options(settings, base=config)
     built = _checked_datasets(model, criterion, optimizer, scheduler, datasets, dataset_fn)
     launch = launch or distributed.detect()
-    options = options if options is not None else _default_options(config, optimizer, scheduler)
-    parts = _Parts(criterion, optimizer, scheduler, metrics, display_fn, options)
+    parts = _Parts.of(config, criterion, optimizer, scheduler, metrics, display_fn, options)
     with terminate_as_exit():
         config, workers = _where_to_run(config, launch, ddp, nprocs, device)
         if not workers:
@@ -291,7 +307,7 @@ def _train_worker(
     dataset_fn: Callable[[], Datasets] | None,
     config: RunConfig,
     parts: _Parts,
-) -> _Trained | None:
+) -> _Trained:
     """One spawned worker: build the data, run the loop (it joins the process group)."""
     data = dataset_fn() if dataset_fn is not None else datasets
     assert data is not None
@@ -300,8 +316,7 @@ def _train_worker(
     hook = resolve_hook(config.remote_transfer_cmd) if config.remote_transfer_cmd else None
     devices = distributed.select_devices(config.gpu_ids, launch)
     result = _fit_here(model, data, config, launch, devices, parts, hook)
-    if not launch.is_rank_zero:
-        return None
+    # Every worker returns its states (references, no copy); spawn keeps rank 0's only.
     return _Trained(
         result=dataclasses.replace(result, model=None),  # type: ignore[arg-type]
         model_state=result.model.state_dict(),

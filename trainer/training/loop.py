@@ -123,9 +123,12 @@ class Trainer:
         self.net.train()
         start = self.state.batch_in_epoch  # > 0 only when resuming mid-epoch
         self.loaders.start_epoch(index, start)
-        shown = False if not self.session.is_rank_zero else self.config.progress
         bar = console.progress_bar(
-            shown, index, self.config.num_epochs, self.loaders.steps_per_epoch, start
+            self.session.progress,
+            index,
+            self.config.num_epochs,
+            self.loaders.steps_per_epoch,
+            start,
         )
         self._interval_start = time.perf_counter()
         steps = self.loaders.steps_per_epoch

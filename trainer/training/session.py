@@ -64,8 +64,10 @@ class RunSession:
     ) -> None:
         self.config, self.launch, self.devices = config, launch, devices
         self.options = redact(options)  # only ever stored: the config keeps the real values
+        # The trainer's master_process, read once: every other rank-0 choice derives from it.
         self.is_rank_zero = launch.is_rank_zero
-        self.writes = self.is_rank_zero and config.record  # the one gate for files and uploads
+        self.writes = self.is_rank_zero and config.record  # files and uploads
+        self.progress = config.progress if self.is_rank_zero else False  # bars and their log
         self._hook = hook
         self._stack = ExitStack()
         self.run: WritingRun | None = None  # the transfer runner and the store (rank 0)
@@ -115,7 +117,7 @@ class RunSession:
             )
             if self.writes and not self.config.remote:
                 self.live = self._start_live_view()
-            if self.is_rank_zero and self.config.progress is not False:
+            if self.progress is not False:
                 stack.enter_context(console.log_through_tqdm())
         except BaseException:
             self.__exit__(*sys.exc_info())

@@ -9,18 +9,12 @@ import pytest
 
 from snapshot_store import Recorder
 from snapshot_store.write.null_recorder import NullRecorder
+from tests.fixtures.runs.ranks import as_rank_one
 
 
 @pytest.fixture
 def rank_one(monkeypatch):
-    """What torchrun tells rank 1 of 2; the recorder asks run_core.launch_env."""
-    for name, value in {
-        "RANK": "1",
-        "WORLD_SIZE": "2",
-        "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": "29500",
-    }.items():
-        monkeypatch.setenv(name, value)
+    as_rank_one(monkeypatch)
 
 
 def test_non_zero_rank_touches_no_file(tmp_path, rank_one):
