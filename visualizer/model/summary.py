@@ -47,7 +47,10 @@ def dotted(prefix: str, value: Any, out: dict[str, Any]) -> None:
         for key, item in value.items():
             dotted(f"{prefix}.{key}", item, out)
     elif isinstance(value, list | tuple | dict):
-        out[prefix] = json.dumps(value, default=str)
+        try:
+            out[prefix] = json.dumps(value, default=str)
+        except (TypeError, ValueError):  # a key JSON has no form for (bytes, a tuple)
+            out[prefix] = repr(value)
     else:
         out[prefix] = value
 
