@@ -105,3 +105,56 @@ def test_the_runs_export_writes_a_hostile_store_as_an_unreadable_row(
     states = {row["name"]: row["state"] for row in rows}
     assert len(states) == GOOD + 1 and states[name] == "unreadable", states
     assert len(_warnings(caplog, name)) == 1
+
+
+# --- a thousand good runs and one of each hostile store ----------------------------------------
+
+THOUSAND = 1_000
+
+
+@pytest.fixture(scope="module")
+def crowd(tmp_path_factory):
+    """1,000 tiny good runs, one store of each :data:`HOSTILE` kind, a store folder that links
+    to itself and a run that links out of the root."""
+    root = tmp_path_factory.mktemp("crowd")
+    write_good(root, THOUSAND)
+    for name in HOSTILE:
+        write_hostile(root, name)
+    (root / "looped").mkdir()
+    (root / "looped" / "pickle").symlink_to(root / "looped" / "pickle")
+    outside = tmp_path_factory.mktemp("outside")
+    write_good(outside, 1)
+    (root / "linked").symlink_to(outside / "run-00000")
+    return root
+
+
+def _one_warning_each(caplog) -> None:
+    for name in HOSTILE:
+        assert len(_warnings(caplog, f"run {name}:")) == 1, name
+
+
+def test_the_viewer_shows_a_thousand_good_rows_and_one_unreadable_row_per_hostile_store(
+    crowd, caplog
+):
+    caplog.set_level(logging.WARNING)
+    rows = catalog_rows(crowd)
+    states = {name: str(row[1]) for name, row in rows.items()}
+    assert sorted(n for n, s in states.items() if s.startswith("unreadable: ")) == sorted(HOSTILE)
+    assert sum(s in ("finished", "failed", "stopped") for s in states.values()) == THOUSAND
+    assert len(rows) == THOUSAND + len(HOSTILE)
+    _one_warning_each(caplog)
+
+
+def test_the_api_lists_the_thousand_and_warns_once_per_hostile_store(crowd, caplog):
+    caplog.set_level(logging.WARNING)
+    runs = Api().runs(str(crowd))
+    readable = [run for run in runs if run.state != "unreadable"]
+    assert len(readable) == THOUSAND and len(runs) == THOUSAND + len(HOSTILE)
+    _one_warning_each(caplog)
+
+
+def test_the_runs_export_writes_the_thousand_rows(crowd, capsys):
+    assert main(["export", "--pickle-dir", str(crowd), "--kind", "runs"]) == ExitCode.OK
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert sum(row["state"] != "unreadable" for row in rows) == THOUSAND
+    assert sorted(row["name"] for row in rows if row["state"] == "unreadable") == sorted(HOSTILE)
