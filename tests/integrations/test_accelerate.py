@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import sys
+from types import SimpleNamespace
+from typing import Any
 
-import accelerate
 import numpy as np
 import pytest
 import torch
-from accelerate import Accelerator
-from accelerate.tracking import LOGGER_TYPE_TO_CLASS, TensorBoardTracker
 from torch import nn
 
 from integrations._run import UnsupportedVersionError
 from remote_train_monitor import SummaryWriter
-from remote_train_monitor.accelerate import MonitorTracker, replace_tensorboard
 from tests.fixtures.runs.examples import EXAMPLES, read, run_example
 from tests.fixtures.runs.tensorboard import (
     exported_records,
@@ -23,6 +21,26 @@ from tests.fixtures.runs.tensorboard import (
     tensorboard_scalars,
     tensorboard_texts,
 )
+
+
+@pytest.fixture
+def acc() -> SimpleNamespace:
+    """Accelerate and the adapter, imported by the tests that use them: Accelerate's import
+    takes seconds, which every xdist worker would pay again collecting the whole suite."""
+    import accelerate
+    from accelerate import Accelerator
+    from accelerate.tracking import LOGGER_TYPE_TO_CLASS, TensorBoardTracker
+
+    from remote_train_monitor.accelerate import MonitorTracker, replace_tensorboard
+
+    return SimpleNamespace(
+        accelerate=accelerate,
+        Accelerator=Accelerator,
+        LOGGER_TYPE_TO_CLASS=LOGGER_TYPE_TO_CLASS,
+        TensorBoardTracker=TensorBoardTracker,
+        MonitorTracker=MonitorTracker,
+        replace_tensorboard=replace_tensorboard,
+    )
 
 
 @pytest.mark.integration
@@ -39,7 +57,7 @@ def test_two_cpu_processes_write_one_store_with_the_config_as_options(tmp_path):
     assert status["state"] == "finished"
 
 
-def _tracking_example(accelerator: Accelerator) -> None:
+def _tracking_example(accelerator: Any) -> None:
     """The calls of Accelerate's examples/by_feature/tracking.py (a metric dict per epoch,
     ``step=epoch``) and of diffusers' train_text_to_image.py ``log_validation`` (images
     through ``tracker.writer`` of the tracker named "tensorboard"), on a tiny classifier."""
@@ -76,16 +94,16 @@ def _tracking_example(accelerator: Accelerator) -> None:
 
 
 @pytest.mark.integration
-def test_tracking_and_diffusers_examples_store_what_tensorboard_wrote(tmp_path, monkeypatch):
-    monkeypatch.setitem(LOGGER_TYPE_TO_CLASS, "tensorboard", TensorBoardTracker)
-    replace_tensorboard()  # the one line; TensorBoard's own tracker beside ours compares
-    tensorboard = TensorBoardTracker("tracking_example", tmp_path / "tb")
-    accelerator = Accelerator(
+def test_tracking_and_diffusers_examples_store_what_tensorboard_wrote(tmp_path, monkeypatch, acc):
+    monkeypatch.setitem(acc.LOGGER_TYPE_TO_CLASS, "tensorboard", acc.TensorBoardTracker)
+    acc.replace_tensorboard()  # the one line; TensorBoard's own tracker beside ours compares
+    tensorboard = acc.TensorBoardTracker("tracking_example", tmp_path / "tb")
+    accelerator = acc.Accelerator(
         cpu=True, log_with=["tensorboard", tensorboard], project_dir=str(tmp_path / "ours")
     )
     accelerator.init_trackers("tracking_example", config={"lr": 0.5, "epochs": 3})
     ours = accelerator.get_tracker("tensorboard")
-    assert isinstance(ours, MonitorTracker) and ours.logging_dir == str(
+    assert isinstance(ours, acc.MonitorTracker) and ours.logging_dir == str(
         tmp_path / "ours" / "tracking_example"
     )
     assert accelerator.get_tracker("tensorboard", unwrap=True) is ours.writer
@@ -106,9 +124,9 @@ def test_tracking_and_diffusers_examples_store_what_tensorboard_wrote(tmp_path, 
     assert meta["options"] == {"lr": 0.5, "epochs": 3} and status["state"] == "finished"
 
 
-def test_an_instance_takes_a_name_and_directory_as_tensorboards_tracker(tmp_path):
-    tracker = MonitorTracker("run", tmp_path, flush_secs=60)
-    accelerator = Accelerator(log_with=[tracker], cpu=True)
+def test_an_instance_takes_a_name_and_directory_as_tensorboards_tracker(tmp_path, acc):
+    tracker = acc.MonitorTracker("run", tmp_path, flush_secs=60)
+    accelerator = acc.Accelerator(log_with=[tracker], cpu=True)
     accelerator.init_trackers("ignored: an instance is already made", config={"lr": 0.1})
     accelerator.log({"train_loss": 1.0, "bad": [1, 2]}, step=3)
     accelerator.end_training()
@@ -117,7 +135,7 @@ def test_an_instance_takes_a_name_and_directory_as_tensorboards_tracker(tmp_path
     assert meta["options"] == {"lr": 0.1} and status["state"] == "finished"
 
 
-def test_an_unsupported_accelerate_is_refused_at_construction(monkeypatch):
-    monkeypatch.setattr(accelerate, "__version__", "0.20.3")
+def test_an_unsupported_accelerate_is_refused_at_construction(monkeypatch, acc):
+    monkeypatch.setattr(acc.accelerate, "__version__", "0.20.3")
     with pytest.raises(UnsupportedVersionError, match=r"supports accelerate >=0\.30,<2"):
-        MonitorTracker("run", "checkpoints")
+        acc.MonitorTracker("run", "checkpoints")

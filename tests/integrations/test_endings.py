@@ -25,24 +25,11 @@ from unittest import mock
 
 import pytest
 import torch
-from accelerate import Accelerator
-from lightning import LightningModule
-from lightning import Trainer as LightningTrainer
 from torch import nn
-from torch.utils.data import DataLoader, TensorDataset
-from transformers import (
-    BertConfig,
-    BertForSequenceClassification,
-    TrainerCallback,
-    TrainingArguments,
-)
-from transformers import Trainer as HFTrainer
+from torch.utils.data import TensorDataset
 
 import trainer
 from remote_train_monitor import SummaryWriter
-from remote_train_monitor.accelerate import MonitorTracker
-from remote_train_monitor.lightning import MonitorLogger
-from remote_train_monitor.transformers import MonitorCallback
 from snapshot_store import read_store
 from visualizer.alerts.rules import Alert, AlertMemory, AlertWatch
 from visualizer.model.rundata import RunData
@@ -129,78 +116,22 @@ def _summary_writer_closed(root: Path, ending: Ending) -> tuple[Path, list[objec
     return root / "closed", [writer]
 
 
-class _LightningModule(LightningModule):
-    def __init__(self, ending: Ending) -> None:
-        super().__init__()
-        self.net, self.ending = nn.Linear(4, 1), ending
-
-    def training_step(self, batch, batch_idx):
-        self.ending.at_step(batch_idx + 1)
-        loss = nn.functional.mse_loss(self.net(batch[0]), batch[1])
-        self.log("train_loss", loss)
-        return loss
-
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.1)
-
-
 def _lightning(root: Path, ending: Ending) -> tuple[Path, list[object]]:
-    logger = MonitorLogger(root, name="lightning", version=0)
-    fit = LightningTrainer(
-        accelerator="cpu", max_steps=STEPS, log_every_n_steps=1, logger=logger,
-        enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False,
-    )  # fmt: skip
-    with ending.caught():
-        fit.fit(_LightningModule(ending), DataLoader(_data(), batch_size=4))
-    return root / "lightning/version_0/pickle", []
+    from tests.integrations import framework_runs  # the frameworks' imports: see there
 
-
-class _HFEnding(TrainerCallback):
-    def __init__(self, ending: Ending) -> None:
-        self.ending = ending
-
-    def on_step_end(self, args, state, control, **kwargs):
-        self.ending.at_step(state.global_step)
+    return framework_runs.lightning(root, ending, _data(), STEPS)
 
 
 def _transformers(root: Path, ending: Ending) -> tuple[Path, list[object]]:
-    config = BertConfig(
-        vocab_size=100, hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
-        intermediate_size=8, max_position_embeddings=16, num_labels=2,
-    )  # fmt: skip
-    ids = torch.randint(0, 100, (4 * STEPS, 8), generator=torch.Generator().manual_seed(0))
-    data = [{"input_ids": i, "labels": torch.tensor(0)} for i in ids]
-    args = TrainingArguments(
-        output_dir=str(root / "hf"), max_steps=STEPS, per_device_train_batch_size=4,
-        logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, disable_tqdm=True,
-    )  # fmt: skip
-    callback = MonitorCallback()
-    fit = HFTrainer(
-        model=BertForSequenceClassification(config), args=args, train_dataset=data,
-        callbacks=[callback, _HFEnding(ending)],
-    )  # fmt: skip
-    with ending.caught():
-        fit.train()
-    return root / "hf/pickle", [] if callback.run is None else [callback.run.writer]
+    from tests.integrations import framework_runs
+
+    return framework_runs.transformers(root, ending, _data(), STEPS)
 
 
 def _accelerate(root: Path, ending: Ending) -> tuple[Path, list[object]]:
-    tracker = MonitorTracker("accelerate", root)
-    accelerator = Accelerator(cpu=True, log_with=[tracker])
-    accelerator.init_trackers("accelerate")
-    model = nn.Linear(4, 1)
-    model, optimizer = accelerator.prepare(model, torch.optim.SGD(model.parameters(), lr=0.1))
-    x = _data().tensors[0]
-    with ending.caught():
-        for step in range(1, STEPS + 1):
-            loss = model(x).pow(2).mean()
-            accelerator.backward(loss)
-            optimizer.step()
-            optimizer.zero_grad()
-            accelerator.log({"train_loss": loss.item()}, step=step)
-            ending.at_step(step)
-        accelerator.end_training()
-    return root / "accelerate", [] if tracker.run is None else [tracker.run.writer]
+    from tests.integrations import framework_runs
+
+    return framework_runs.accelerate(root, ending, _data(), STEPS)
 
 
 def _wandb_finish(root: Path, ending: Ending) -> tuple[Path, list[object]]:

@@ -5,20 +5,24 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import lightning
 import pytest
 import torch
-from lightning import LightningModule, Trainer
-from lightning.pytorch.loggers import TensorBoardLogger
-from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from integrations._run import UnsupportedVersionError
-from integrations.lightning import MonitorLogger
 from tests.fixtures.runs.examples import EXAMPLES, read, run_example
 from tests.fixtures.runs.tensorboard import exported_records, exported_scalars, tensorboard_scalars
 from trainer import SummaryWriter
 from visualizer.sources.runs import LocalRuns
+
+
+@pytest.fixture
+def lit():
+    """Lightning, the adapter and the modules trained here (imported by the tests that use
+    them: :mod:`tests.integrations.lightning_modules` says why)."""
+    from tests.integrations import lightning_modules
+
+    return lightning_modules
 
 
 @pytest.mark.integration
@@ -35,46 +39,17 @@ def test_ddp_on_two_cpu_processes_has_one_writer_every_step_and_the_hyperparamet
     assert status["state"] == "finished"
 
 
-class _Tiny(LightningModule):
-    def __init__(self, lr: float = 0.1):
-        super().__init__()
-        self.save_hyperparameters()
-        self.net = nn.Linear(4, 1)
-
-    def training_step(self, batch, batch_idx):
-        loss = nn.functional.mse_loss(self.net(batch[0]), batch[1])
-        self.log("train_loss", loss)
-        return loss
-
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
-
-
-def _fit(module: LightningModule, logger: MonitorLogger, epochs: int) -> None:
-    """Fit ``module`` on 32 random samples, batch 8 (4 steps an epoch), logging every step."""
-    data = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)
-    trainer = Trainer(
-        accelerator="cpu",
-        max_epochs=epochs,
-        log_every_n_steps=1,
-        logger=logger,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
-    trainer.fit(module, data)
-
-
 @pytest.mark.integration
 def test_checkpoints_go_through_the_transfer_hook_and_experiment_is_our_writer(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, lit
 ):
     target = tmp_path / "remote"
     target.mkdir()
     monkeypatch.setenv("TRANSFER_LOCAL_DIR", str(target))
-    logger = MonitorLogger(
+    logger = lit.MonitorLogger(
         tmp_path / "ckpts", name="exp", remote_transfer_cmd="transfer_plugins.local.copy_to"
     )
-    _fit(_Tiny(), logger, epochs=2)
+    lit.fit(lit.Tiny(), logger, epochs=2)
     assert logger.version == 0 and logger.log_dir == str(tmp_path / "ckpts/exp/version_0")
     checkpoints = sorted((tmp_path / "ckpts/exp/version_0/checkpoints").glob("*.ckpt"))
     assert [p.name for p in checkpoints] == ["epoch=1-step=8.ckpt"]
@@ -85,7 +60,7 @@ def test_checkpoints_go_through_the_transfer_hook_and_experiment_is_our_writer(
     assert meta["options"] == {"lr": 0.1} and status["state"] == "finished"
 
     # A second logger in the same place takes the next version; experiment is our writer.
-    again = MonitorLogger(tmp_path / "ckpts", name="exp")
+    again = lit.MonitorLogger(tmp_path / "ckpts", name="exp")
     writer = again.experiment
     assert isinstance(writer, SummaryWriter) and again.version == 1
     writer.add_scalar("val/acc", 0.5, 3)
@@ -96,10 +71,10 @@ def test_checkpoints_go_through_the_transfer_hook_and_experiment_is_our_writer(
     assert len(meta["sessions"]) == 1
 
 
-def test_two_versions_in_one_folder_are_named_with_their_experiment(tmp_path):
+def test_two_versions_in_one_folder_are_named_with_their_experiment(tmp_path, lit):
     # Not version_0 and version_1: the viewer's table and envs show the experiment too.
     for _ in range(2):
-        logger = MonitorLogger(tmp_path, name="exp")
+        logger = lit.MonitorLogger(tmp_path, name="exp")
         logger.log_metrics({"train_loss": 1.0}, step=0)
         logger.finalize("success")
     runs = LocalRuns(tmp_path / "exp").discover()  # followed as the docs say: the experiment
@@ -107,70 +82,31 @@ def test_two_versions_in_one_folder_are_named_with_their_experiment(tmp_path):
     assert read(tmp_path / "exp/version_1/pickle")[1]["name"] == "exp/version_1"
 
 
-def test_an_unsupported_lightning_is_refused_at_construction(monkeypatch):
-    monkeypatch.setattr(lightning, "__version__", "1.9.5")
+def test_an_unsupported_lightning_is_refused_at_construction(monkeypatch, lit):
+    monkeypatch.setattr(lit.lightning, "__version__", "1.9.5")
     with pytest.raises(UnsupportedVersionError, match=r"supports lightning >=2\.1,<3"):
-        MonitorLogger("checkpoints")
-
-
-class _Failing(_Tiny):
-    def training_step(self, batch, batch_idx):
-        if batch_idx == 2:
-            raise RuntimeError("boom")
-        return super().training_step(batch, batch_idx)
+        lit.MonitorLogger("checkpoints")
 
 
 @pytest.mark.integration
-def test_a_failing_fit_marks_the_run_failed_and_keeps_what_was_logged(tmp_path):
-    logger = MonitorLogger(tmp_path, name="exp")
+def test_a_failing_fit_marks_the_run_failed_and_keeps_what_was_logged(tmp_path, lit):
+    logger = lit.MonitorLogger(tmp_path, name="exp")
     with pytest.raises(RuntimeError, match="boom"):
-        _fit(_Failing(), logger, epochs=1)
+        lit.fit(lit.Failing(), logger, epochs=1)
     history, meta, status = read(tmp_path / "exp/version_0/pickle")
     assert history.series(("", "train_loss"))[0] == [0, 1]
     assert status["state"] == "failed" and meta["options"] == {"lr": 0.1}
 
 
-class _AutoEncoder(LightningModule):
-    """The calls of Lightning's autoencoder and GAN templates: a loss per stage logged
-    on_step (``val_loss_step``/``val_loss_epoch``), ``log_dict`` of two losses, ``loss`` and
-    ``train_loss`` at one step, and an image through ``logger.experiment.add_image``."""
-
-    def __init__(self, lr: float = 0.1):
-        super().__init__()
-        self.save_hyperparameters()
-        self.encoder, self.decoder = nn.Linear(4, 2), nn.Linear(2, 4)
-
-    def _common_step(self, batch, stage: str):
-        x = batch[0]
-        loss = nn.functional.mse_loss(self.decoder(self.encoder(x)), x)
-        self.log(f"{stage}_loss", loss, on_step=True)
-        return loss
-
-    def training_step(self, batch, batch_idx):
-        loss = self._common_step(batch, "train")
-        self.log("loss", loss * 2)  # a second name at the same step: kept apart
-        self.log_dict({"g_loss": loss * 3, "d_loss": loss * 4}, prog_bar=True)
-        return loss
-
-    def validation_step(self, batch, batch_idx):
-        self._common_step(batch, "val")
-
-    def on_validation_epoch_end(self):
-        grid = self.decoder.weight.detach().abs().reshape(1, 4, 2)
-        for logger in self.loggers:
-            logger.experiment.add_image("validation/generated_images", grid, self.current_epoch)
-
-    def configure_optimizers(self):
-        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
-
-
 @pytest.mark.integration
-def test_the_templates_store_tensorboards_tags_steps_and_values(tmp_path):
+def test_the_templates_store_tensorboards_tags_steps_and_values(tmp_path, lit):
     torch.manual_seed(0)
     data = DataLoader(TensorDataset(torch.randn(32, 4)), batch_size=8)
-    tensorboard = TensorBoardLogger(tmp_path / "tb")
-    ours = MonitorLogger(tmp_path / "ours")  # the one-line change: logger=MonitorLogger(...)
-    trainer = Trainer(
+    tensorboard = lit.TensorBoardLogger(tmp_path / "tb")
+    ours = lit.MonitorLogger(
+        tmp_path / "ours"
+    )  # the one-line change: logger=lit.MonitorLogger(...)
+    trainer = lit.Trainer(
         accelerator="cpu",
         max_epochs=2,
         log_every_n_steps=1,
@@ -178,7 +114,7 @@ def test_the_templates_store_tensorboards_tags_steps_and_values(tmp_path):
         enable_progress_bar=False,
         enable_model_summary=False,
     )
-    trainer.fit(_AutoEncoder(), data, data)
+    trainer.fit(lit.AutoEncoder(), data, data)
     store = tmp_path / "ours/lightning_logs/version_0/pickle"
     expected = tensorboard_scalars(Path(tensorboard.log_dir))
     assert {"loss", "train_loss", "val_loss_step", "val_loss_epoch", "epoch", "hp_metric"} <= set(

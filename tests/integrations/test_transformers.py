@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import runpy
 import sys
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
-from transformers import (
-    Trainer,
-    TrainerControl,
-    TrainerState,
-    TrainingArguments,
-)
-from transformers.integrations import TensorBoardCallback
 
-import integrations.transformers as adapter
 from integrations._run import UnsupportedVersionError
 from remote_train_monitor import SummaryWriter
-from remote_train_monitor.transformers import MonitorCallback
 from snapshot_store import read_store
 from tests.fixtures.runs.examples import EXAMPLES, read, run_example
 from tests.fixtures.runs.tensorboard import (
@@ -26,6 +19,27 @@ from tests.fixtures.runs.tensorboard import (
     tensorboard_scalars,
     tensorboard_texts,
 )
+
+
+@pytest.fixture
+def hf() -> SimpleNamespace:
+    """Transformers and the adapter, imported by the tests that use them: the Trainer's
+    import takes seconds, which every xdist worker would pay again collecting the suite."""
+    from transformers import Trainer, TrainerControl, TrainerState, TrainingArguments
+    from transformers.integrations import TensorBoardCallback
+
+    import integrations.transformers as adapter
+    from remote_train_monitor.transformers import MonitorCallback
+
+    return SimpleNamespace(
+        Trainer=Trainer,
+        TrainerControl=TrainerControl,
+        TrainerState=TrainerState,
+        TrainingArguments=TrainingArguments,
+        TensorBoardCallback=TensorBoardCallback,
+        adapter=adapter,
+        MonitorCallback=MonitorCallback,
+    )
 
 
 @pytest.mark.integration
@@ -44,12 +58,14 @@ def test_the_example_keeps_the_trainers_names_and_args_as_options(tmp_path):
 
 
 @pytest.mark.integration
-def test_the_trainer_docs_example_stores_what_tensorboards_callback_wrote(tmp_path, monkeypatch):
+def test_the_trainer_docs_example_stores_what_tensorboards_callback_wrote(
+    tmp_path, monkeypatch, hf
+):
     """The Trainer docs' example (model, args, datasets, compute_metrics), report_to tensorboard
     kept and one line added: the callback. Tags, steps, values and texts as TensorBoard's."""
     monkeypatch.setenv("TENSORBOARD_LOGGING_DIR", str(tmp_path / "tb"))
     example = runpy.run_path(str(EXAMPLES / "transformers_trainer.py"))  # its model and data
-    args = TrainingArguments(
+    args = hf.TrainingArguments(
         output_dir=str(tmp_path / "out"),
         num_train_epochs=2,
         per_device_train_batch_size=16,
@@ -64,13 +80,13 @@ def test_the_trainer_docs_example_stores_what_tensorboards_callback_wrote(tmp_pa
         logits, labels = eval_pred
         return {"accuracy": float((logits.argmax(-1) == labels).mean())}
 
-    trainer = Trainer(
+    trainer = hf.Trainer(
         model=example["tiny_bert"](),
         args=args,
         train_dataset=example["random_dataset"](64, 0),
         eval_dataset=example["random_dataset"](32, 1),
         compute_metrics=compute_metrics,
-        callbacks=[MonitorCallback()],  # the one line
+        callbacks=[hf.MonitorCallback()],  # the one line
     )
     trainer.train()
     store = tmp_path / "out/pickle"
@@ -84,30 +100,30 @@ def test_the_trainer_docs_example_stores_what_tensorboards_callback_wrote(tmp_pa
     assert set(texts) == {"args", "model_config"}
 
 
-def _state(step: int, zero: bool = True) -> TrainerState:
-    return TrainerState(global_step=step, epoch=step / 4, is_world_process_zero=zero)
+def _state(hf: SimpleNamespace, step: int, zero: bool = True) -> Any:
+    return hf.TrainerState(global_step=step, epoch=step / 4, is_world_process_zero=zero)
 
 
-def test_only_world_process_zero_writes_and_saves_go_through_the_hook(tmp_path, monkeypatch):
+def test_only_world_process_zero_writes_and_saves_go_through_the_hook(tmp_path, monkeypatch, hf):
     target = tmp_path / "remote"
     target.mkdir()
     monkeypatch.setenv("TRANSFER_LOCAL_DIR", str(target))
-    args = TrainingArguments(output_dir=str(tmp_path / "run"), report_to=[], use_cpu=True)
-    elsewhere = MonitorCallback(remote_transfer_cmd="transfer_plugins.local.copy_to")
-    elsewhere.on_train_begin(args, _state(0, zero=False), TrainerControl())
-    elsewhere.on_log(args, _state(1, zero=False), TrainerControl(), logs={"loss": 1.0})
+    args = hf.TrainingArguments(output_dir=str(tmp_path / "run"), report_to=[], use_cpu=True)
+    elsewhere = hf.MonitorCallback(remote_transfer_cmd="transfer_plugins.local.copy_to")
+    elsewhere.on_train_begin(args, _state(hf, 0, zero=False), hf.TrainerControl())
+    elsewhere.on_log(args, _state(hf, 1, zero=False), hf.TrainerControl(), logs={"loss": 1.0})
     assert elsewhere.run is None and not (tmp_path / "run").exists()
 
-    callback = MonitorCallback(remote_transfer_cmd="transfer_plugins.local.copy_to")
-    callback.on_train_begin(args, _state(0), TrainerControl())
+    callback = hf.MonitorCallback(remote_transfer_cmd="transfer_plugins.local.copy_to")
+    callback.on_train_begin(args, _state(hf, 0), hf.TrainerControl())
     callback.on_log(
-        args, _state(2), TrainerControl(), logs={"loss": 0.5, "note": "text", "epoch": 0.5}
+        args, _state(hf, 2), hf.TrainerControl(), logs={"loss": 0.5, "note": "text", "epoch": 0.5}
     )
     checkpoint = tmp_path / "run/checkpoint-2/model.safetensors"
     checkpoint.parent.mkdir()
     checkpoint.write_bytes(b"weights")
-    callback.on_save(args, _state(2), TrainerControl())
-    callback.on_train_end(args, _state(2), TrainerControl())
+    callback.on_save(args, _state(hf, 2), hf.TrainerControl())
+    callback.on_train_end(args, _state(hf, 2), hf.TrainerControl())
     assert (target / "run/checkpoint-2/model.safetensors").read_bytes() == b"weights"
     history, meta, status = read(target / "run/pickle")
     assert history.series(("train", "loss"))[:2] == ([2], [0.5])
@@ -117,13 +133,13 @@ def test_only_world_process_zero_writes_and_saves_go_through_the_hook(tmp_path, 
     assert meta["options"]["output_dir"] == str(tmp_path / "run")
 
 
-def test_tensorboard_callback_accepts_our_writer(tmp_path):
+def test_tensorboard_callback_accepts_our_writer(tmp_path, hf):
     writer = SummaryWriter(tmp_path / "tb")
-    callback = TensorBoardCallback(tb_writer=writer)
-    args = TrainingArguments(output_dir=str(tmp_path / "out"), report_to=[], use_cpu=True)
-    callback.on_train_begin(args, _state(0), TrainerControl())
-    callback.on_log(args, _state(1), TrainerControl(), logs={"loss": 0.5, "eval_loss": 0.7})
-    callback.on_train_end(args, _state(1), TrainerControl())
+    callback = hf.TensorBoardCallback(tb_writer=writer)
+    args = hf.TrainingArguments(output_dir=str(tmp_path / "out"), report_to=[], use_cpu=True)
+    callback.on_train_begin(args, _state(hf, 0), hf.TrainerControl())
+    callback.on_log(args, _state(hf, 1), hf.TrainerControl(), logs={"loss": 0.5, "eval_loss": 0.7})
+    callback.on_train_end(args, _state(hf, 1), hf.TrainerControl())
     history, _, _ = read(tmp_path / "tb")
     assert history.series(("train", "loss"))[3] == [0.5]
     assert history.series(("eval", "loss"))[3] == [0.7]
@@ -133,9 +149,9 @@ def test_tensorboard_callback_accepts_our_writer(tmp_path):
     assert '"output_dir"' in extras[("text", "args")]["text"]  # TensorBoardCallback's add_text
 
 
-def test_an_unsupported_transformers_is_refused_at_construction(monkeypatch):
+def test_an_unsupported_transformers_is_refused_at_construction(monkeypatch, hf):
     # The module the adapter checks (importing transformers.Trainer can leave another object
     # under that name in a test module).
-    monkeypatch.setattr(adapter.transformers, "__version__", "3.5.1")
+    monkeypatch.setattr(hf.adapter.transformers, "__version__", "3.5.1")
     with pytest.raises(UnsupportedVersionError, match=r"supports transformers >=4\.40,<6"):
-        MonitorCallback()
+        hf.MonitorCallback()
