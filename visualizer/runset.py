@@ -103,6 +103,10 @@ class RunSet:
         self._table_at = -math.inf
         self._reading = False
         self._read_started = self._progress_at = time.monotonic()
+        # Curve alert rules judge every running run from its points: among many, those are
+        # followed too (their pages not drawn till opened), and let go once they ended.
+        self.follow_running = False
+        self._running: tuple[int, list[str]] = (-1, [])  # (catalog version, running runs)
 
     @property
     def many(self) -> bool:
@@ -132,7 +136,8 @@ class RunSet:
 
     def _to_follow(self) -> list[str]:
         """The runs to follow: every run while there are few, else the compared ones (the
-        comparison page's count of those its regex matches, best or most recent first)."""
+        comparison page's count of those its regex matches, best or most recent first, and the
+        baseline) and, for the curve alert rules, the running ones."""
         self.screen.many = self.many
         if self.many and not self.catalog.complete:
             self.screen.compared = []  # chosen once every summary is in: none opened, then let go
@@ -150,7 +155,19 @@ class RunSet:
             baseline = self.screen.baseline  # drawn in every window: followed, whatever the order
             extra = [baseline] if baseline in self.known and baseline not in names else []
             self.screen.compared = names + extra
-        return self.screen.compared if self.many else list(self.known)
+        if not self.many:
+            return list(self.known)
+        return self.screen.compared + [n for n in self.running() if n not in self.screen.compared]
+
+    def running(self) -> list[str]:
+        """The known runs still running, when :attr:`follow_running` (listed again only when
+        a summary changed: an idle pass over 10,000 runs costs nothing)."""
+        if not self.follow_running:
+            return []
+        if self._running[0] != self.catalog.version:
+            names = [n for n, e in self.known.items() if e.summary and e.summary.state == "running"]
+            self._running = (self.catalog.version, names)
+        return self._running[1]
 
     def _log_progress(self) -> None:
         """One line every few seconds while many runs are read, and one when all are."""
@@ -228,6 +245,7 @@ class RunSet:
             self.screen.show(name)
             self._drawing.setdefault(name, []).append(drawn)
         keep = set(self.screen.compared if self.screen.compared is not None else self.feeds)
+        keep.update(self.running())
         for feed in over_budget(self.feeds.values(), keep, self.memory_budget, now):
             del self.feeds[feed.spec.name]
             self.screen.remove_run(feed.spec.name)

@@ -199,6 +199,8 @@ def alerting(
         sender.add_webhook(webhook)
     silent = args.alert_silent_after * 60 if args.alert_silent_after > 0 else None
     watch = AlertWatch(memory, sender.send, args.alert_rule, silent, _baseline_of(follower))
+    # a curve on a series is judged from its points: among many runs the running are read too
+    follower.runset.follow_running = any(getattr(r, "tag", None) for r in watch.curves.rules)
     follower.on_pass = _checker(watch, follower)
     log.info(
         "alerts to %s; sent ones remembered in %s",

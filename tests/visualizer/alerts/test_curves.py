@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +22,7 @@ from tests.fixtures.servers.waiting import wait_until
 from visualizer.alerts.curves import CurveWatch
 from visualizer.model.rundata import RunData
 from visualizer.model.series import Series
+from visualizer.server.endpoint import VisdomEndpoint
 
 LOSS = ("train", "loss")
 
@@ -58,6 +61,19 @@ def test_an_ended_run_is_judged_once_more_then_never_again():
     assert watch.findings(run, START) == [] and not watch._judges
 
 
+@contextmanager
+def _viewing(runs: Path, tmp_path: Path, endpoint: VisdomEndpoint, *options: str) -> Iterator[None]:
+    """The visualizer following ``runs`` with ``options`` in the block (its state in
+    ``tmp_path``), stopped at its end."""
+    log = tmp_path / "visualizer.log"
+    proc = visualizer(runs, endpoint, tmp_path / "state", log, *options)
+    try:
+        assert first_line(proc, log, TIMEOUT).startswith("visdom: ")
+        yield
+    finally:
+        stop(proc, log)
+
+
 @pytest.mark.integration
 def test_a_curve_rule_alerts_through_the_webhook_once_across_restarts(
     tmp_path, visdom_server, receiver
@@ -69,14 +85,10 @@ def test_a_curve_rule_alerts_through_the_webhook_once_across_restarts(
         for step, value in enumerate(noise):
             rec.log({"loss": float(value)}, step=step)
         rec.flush()
-        proc = visualizer(runs, visdom_server.endpoint, state, log, *options)
-        try:
-            assert first_line(proc, log, TIMEOUT).startswith("visdom: ")
+        with _viewing(runs, tmp_path, visdom_server.endpoint, *options):
             rec.log({"loss": 40.0}, step=200)
             rec.flush()
             wait_until(receiver.alerts, TIMEOUT)
-        finally:
-            stop(proc, log)
     ((_, alert),) = receiver.alerts()
     assert (alert["run"], alert["event"]) == ("spiky", "spike")
     assert alert["content"].startswith("run 'spiky' has train/loss spiking at step 200: 40, ")
@@ -100,19 +112,39 @@ def test_a_rank_hung_in_a_torchrun_job_raises_stall_within_its_minutes(
     cmd = torchrun_cmd("--nproc_per_node", "2", "--master_port", port, str(script), str(store),
                        str(marker))  # fmt: skip
     options = ("--alert-webhook", receiver.url, "--alert-rule", f"stall:minutes={STALL_MIN}")
-    log = tmp_path / "visualizer.log"
     with job(cmd, tmp_path) as training:
         wait_until(lambda: marker.exists() or training.poll() is not None, LAUNCH_TIMEOUT)
         assert training.poll() is None, training.communicate()[1][-2000:]
-        proc = visualizer(runs, visdom_server.endpoint, tmp_path / "state", log, *options)
-        try:
-            assert first_line(proc, log, TIMEOUT).startswith("visdom: ")
+        with _viewing(runs, tmp_path, visdom_server.endpoint, *options):
             wait_until(receiver.alerts, TIMEOUT)
-        finally:
-            stop(proc, log)
     ((arrived, alert),) = receiver.alerts()
     assert (alert["run"], alert["event"]) == ("ddp", "stall")
     assert f"has not moved from step {stall_job.HANG_AT - 1} for " in alert["content"]
     hung = float(marker.read_text())
     # T after the hang, plus a bound (not a target) for a start and a pass on a loaded machine
     assert STALL_MIN * 60 <= arrived - hung <= STALL_MIN * 60 + TIMEOUT
+
+
+@pytest.mark.integration
+def test_among_many_runs_a_running_one_not_compared_is_judged_too(
+    tmp_path, visdom_server, receiver
+):
+    """Past --compare N, the curve rules still judge every running run: it is read whole while
+    it runs (its page is not drawn till opened)."""
+    runs = tmp_path / "runs"
+    for name, loss in (("best", 0.1), ("done", 0.5)):
+        with Recorder(runs / name / "pickle", flush_interval=0.05) as rec:
+            rec.log({"loss": loss}, step=1, group="val")
+    options = ("--compare", "1", "--sort-by", "val/loss", "--alert-webhook", receiver.url,
+               "--alert-rule", "spike:train/loss")  # fmt: skip
+    noise = np.random.default_rng(2).normal(1.0, 0.05, 100)
+    with Recorder(runs / "live" / "pickle", flush_interval=0.05) as rec:
+        rec.log({"loss": 0.9}, step=0, group="val")  # worse than "best": not compared
+        with _viewing(runs, tmp_path, visdom_server.endpoint, *options):
+            for step, value in enumerate(noise):
+                rec.log({"loss": float(value)}, step=step)
+            rec.log({"loss": 30.0}, step=100)
+            rec.flush()
+            wait_until(receiver.alerts, TIMEOUT)
+    ((_, alert),) = receiver.alerts()
+    assert (alert["run"], alert["event"]) == ("live", "spike")
