@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from array import array
 from itertools import compress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,9 +50,15 @@ class ScalarQueue(list[Any]):
 
     __slots__ = ()  # no instance dict: put is found on the class at once
 
-    # One ScalarRecord's items at the end: list.extend itself, so a put costs what the
-    # extend does and leaves no object per record behind.
-    put = list.extend
+    if TYPE_CHECKING:
+
+        def put(self, record: ScalarRecord) -> None:
+            """Queue one record: its items at the end."""
+
+    else:
+        # list.extend itself: a put costs what the extend does and leaves no object per
+        # record behind.
+        put = list.extend
 
     def take(self) -> list[Any]:
         """Every record queued so far, its items in a row, removed from the queue (later
