@@ -149,14 +149,14 @@ class RunSet:
             summaries = [
                 e.summary
                 for e in self.known.values()
-                if e.summary is not None and selection.matches(e.summary.name)
+                if e.summary is not None and selection.matches(e.summary.name) and not e.refused
             ]
             names = [s.name for s in compared(summaries, selection, selection.count)]
             baseline = self.screen.baseline  # drawn in every window: followed, whatever the order
             extra = [baseline] if baseline in self.known and baseline not in names else []
             self.screen.compared = names + extra
-        if not self.many:
-            return list(self.known)
+        if not self.many:  # a store over the reader's budget is its row alone
+            return [name for name, entry in self.known.items() if not entry.refused]
         return self.screen.compared + [n for n in self.running() if n not in self.screen.compared]
 
     def running(self) -> list[str]:

@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from snapshot_store.format.frames import StoreError
+from snapshot_store.format.frames import OverBudgetError, StoreError
 from snapshot_store.read.store_reader import Source
 from visualizer.model.summary import RunSummary, from_documents
 
@@ -56,6 +56,12 @@ class Entry:
     reading: bool = False
     dirty: bool = False  # a file event said it changed
     error: str | None = None
+    refused: bool = False  # its values are over the reader's budget: not followed till it changes
+
+
+class Refused(Read):
+    """A read that met values over the reader's budget (pickle_guard): the store is shown as
+    unreadable and not followed, as reading it whole would meet them again, until it changes."""
 
 
 def read_error(err: Exception) -> str:
@@ -217,7 +223,8 @@ class Catalog:
                 read = read_summary(source, meta, whole, lambda: self._closed)
             except Exception as err:  # a hostile or broken store: the others go on
                 # its version, so that it is read again only once it changes
-                read = Read(error=read_error(err), version=status_version(source))
+                kind = Refused if isinstance(err, OverBudgetError) else Read
+                read = kind(error=read_error(err), version=status_version(source))
             reads.append((key, read))
         self._done.put(reads)
 
@@ -225,6 +232,7 @@ class Catalog:
         """Take a read into ``entry``; True when its summary changed."""
         name = entry.spec.name if entry.spec is not None else entry.found.folder
         where = entry.found.source.describe("")
+        entry.refused = isinstance(read, Refused)
         if read.error is not None:
             if read.error != entry.error:
                 log.warning("run %s: can not read %s (%s)", name, where, read.error)

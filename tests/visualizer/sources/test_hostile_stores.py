@@ -15,6 +15,7 @@ import pytest
 
 from run_core.exit_codes import ExitCode
 from tests.fixtures.runs.hostile import HOSTILE, write_good, write_hostile
+from visualizer import cli
 from visualizer.__main__ import main
 from visualizer.api import Api
 from visualizer.panes.run_rows import cells, summary_columns, varying_options
@@ -105,6 +106,25 @@ def test_the_runs_export_writes_a_hostile_store_as_an_unreadable_row(
     states = {row["name"]: row["state"] for row in rows}
     assert len(states) == GOOD + 1 and states[name] == "unreadable", states
     assert len(_warnings(caplog, name)) == 1
+
+
+@pytest.mark.integration
+def test_the_viewer_tells_of_each_hostile_store_once_and_draws_the_others(
+    tmp_path, visdom_server, reader, run_name, caplog
+):
+    """Few runs are all followed, but for a store over the budget: its row says why, once
+    (reading it whole told of each document again, then called it readable again)."""
+    caplog.set_level(logging.INFO)
+    good = write_good(tmp_path, GOOD)
+    for name in HOSTILE:
+        write_hostile(tmp_path, name)
+    argv = ["--pickle-dir", str(tmp_path), "--once", "--no-start-server",
+            "--port", str(visdom_server.endpoint.port), "--env", run_name]  # fmt: skip
+    assert cli.main(argv) == ExitCode.OK, caplog.text
+    for name in HOSTILE:
+        assert len(_warnings(caplog, name)) == 1, _warnings(caplog, name)
+    assert "readable again" not in caplog.text
+    assert all(reader.windows(f"{run_name}_{name}") for name in good)
 
 
 # --- a thousand good runs and one of each hostile store ----------------------------------------
