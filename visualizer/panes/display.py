@@ -28,6 +28,28 @@ from .view import CONTROLS_WIN, ViewSettings
 DEFAULT_MAX_POINTS = 2000
 
 
+def run_windows(run: RunData) -> list[_RunWindow]:
+    """The windows that show ``run``, in display order (a metric of the hparams table
+    logged once only there): the live page's and the snapshot file's."""
+    origin = run_start(run)
+    by_win: dict[str, tuple[layout.WindowSpec, dict[SeriesKey, Series]]] = {}
+    for (group, name), series in plotted_series(run).items():
+        spec = layout.window_for(group, name)
+        by_win.setdefault(spec.win, (spec, {}))[1][(group, name)] = series
+    out = []
+    for spec, members in sorted(by_win.values(), key=lambda item: layout.window_order(item[0])):
+        groups = len({group for group, _ in members})
+        labels = {key: layout.trace_label(spec, key, groups) for key in members}
+        out.append(
+            (
+                replace(spec, ylabel=layout.ylabel(spec, list(labels.values()))),
+                {labels[key]: Line(s, origin) for key, s in members.items()},
+                {label: key for key, label in labels.items()},
+            )
+        )
+    return out
+
+
 class RunDisplay(EnvDisplay):
     """A run's env: status, view pane, options, a plot window per group, images, in that order."""
 
@@ -108,27 +130,8 @@ class RunDisplay(EnvDisplay):
                     out[keys[label]] = series[label].series.step_at(trace.sent - 1)
         return out
 
-    @staticmethod
-    def _windows(run: RunData) -> list[_RunWindow]:
-        """The windows that show ``run``, in display order (a metric of the hparams table
-        logged once only there)."""
-        origin = run_start(run)
-        by_win: dict[str, tuple[layout.WindowSpec, dict[SeriesKey, Series]]] = {}
-        for (group, name), series in plotted_series(run).items():
-            spec = layout.window_for(group, name)
-            by_win.setdefault(spec.win, (spec, {}))[1][(group, name)] = series
-        out = []
-        for spec, members in sorted(by_win.values(), key=lambda item: layout.window_order(item[0])):
-            groups = len({group for group, _ in members})
-            labels = {key: layout.trace_label(spec, key, groups) for key in members}
-            out.append(
-                (
-                    replace(spec, ylabel=layout.ylabel(spec, list(labels.values()))),
-                    {labels[key]: Line(s, origin) for key, s in members.items()},
-                    {label: key for key, label in labels.items()},
-                )
-            )
-        return out
+    # The windows that show a run, in display order (the snapshot page lays them out alike).
+    _windows = staticmethod(run_windows)
 
     def _draw_status(self, run: RunData, now: float) -> bool:
         refresh = refresh_after(run.status)
