@@ -1,0 +1,83 @@
+"""What a snapshot holds, built from the viewer's model: the runs table, each run's windows
+as the live page lays them out, every stored point, config and summary."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from snapshot_store import Recorder
+from visualizer.panes.display import run_windows
+from visualizer.snapshot.columns import unpacked
+from visualizer.snapshot.content import build, json_cell, read_run
+
+
+@pytest.fixture
+def root(tmp_path):
+    for run in range(3):
+        options = {"lr": 0.1 * (run + 1), "model": {"depth": run}}
+        with Recorder(tmp_path / f"r{run}" / "pickle", name=f"run-{run}", options=options) as rec:
+            for step in range(0, 300, 3):
+                rec.log({"loss": 1.0 / (step + 1), "lr": 0.1}, step=step)
+                rec.log({"accuracy": step / 300.0}, step=step, group="validation")
+    return tmp_path
+
+
+def test_every_run_its_table_row_and_its_config_and_summary(root):
+    data = build(str(root))
+    table = data["table"]
+    assert table["columns"][:5] == ["name", "state", "steps", "start", "duration"]
+    names = [row[0] for row in table["rows"]]
+    assert names == ["run-0", "run-1", "run-2"]
+    first = data["runs"][0]
+    assert first["name"] == "run-0" and first["state"] == "finished" and first["step"] == 297
+    assert first["config"]["lr"] == pytest.approx(0.1) and first["config"]["model.depth"] == 0
+    assert first["summary"]["train/loss"] == pytest.approx(1 / 298)
+
+
+def test_the_windows_are_the_live_pages_and_hold_every_point(root, tmp_path):
+    run = build(str(root), runs="^run-1$")["runs"]
+    assert [r["name"] for r in run] == ["run-1"]
+    live = run_windows(read_run("run-1", str(root / "r1" / "pickle")))
+    windows = run[0]["windows"]
+    assert [w["title"] for w in windows] == [spec.title for spec, _, _ in live]
+    assert [[line["label"] for line in w["lines"]] for w in windows] == [
+        list(lines) for _, lines, _ in live
+    ]
+    loss = windows[0]["lines"][0]
+    steps = unpacked(loss["steps"])
+    np.testing.assert_array_equal(steps, np.arange(0, 300, 3))
+    np.testing.assert_array_equal(unpacked(loss["values"]), 1.0 / (steps + 1))
+    times = unpacked(loss["times"])
+    assert np.isfinite(times).all() and loss["origin"] == pytest.approx(times[0], abs=1e-3)
+    layouts = windows[0]["layouts"]
+    assert (
+        set(layouts) == {"step", "relative", "wall"} and layouts["wall"]["xaxis"]["type"] == "date"
+    )
+
+
+def test_what_plotly_draws_is_escaped(tmp_path):
+    with Recorder(tmp_path / "x" / "pickle", name="x") as rec:
+        rec.log({"<b>bold</b>": 1.0}, step=0, group="<i>g</i>")
+    window = build(str(tmp_path))["runs"][0]["windows"][0]
+    assert window["title"] == "<i>g</i>"  # the page's own text
+    assert window["layouts"]["step"]["title"]["text"] == "&lt;i&gt;g&lt;/i&gt;"
+    assert window["lines"][0]["label"] == "&lt;b&gt;bold&lt;/b&gt;"
+
+
+def test_no_run_or_no_match_is_one_line(tmp_path, root):
+    with pytest.raises(FileNotFoundError, match="no snapshot store found"):
+        build(str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match=r"--runs 'zzz' matches none of the 3 runs"):
+        build(str(root), runs="zzz")
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(None, None), (True, True), (3, 3), (0.5, 0.5), (math.nan, "nan"), (math.inf, "inf"),
+     ("t", "t"), ((1, 2), "(1, 2)")],
+)  # fmt: skip
+def test_a_table_cell_is_what_json_holds(value, shown):
+    assert json_cell(value) == shown

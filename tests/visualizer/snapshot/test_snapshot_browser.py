@@ -1,0 +1,138 @@
+"""A snapshot file in headless Chromium, from file:// with the network off and no server:
+the runs table, every stored point of a zoomed range, the same smoothing and decimation as
+the viewer's Python, and store text shown as text, never run."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from snapshot_store import Recorder
+from tests.fixtures.servers.pages import BROWSER_WAIT_S, console_errors, screenshot
+from visualizer.__main__ import main
+from visualizer.model.decimate import decimate_indices
+from visualizer.model.series import Series
+from visualizer.model.smoothing import Smoother
+
+POINTS = 10_000
+PAYLOAD_NAME = '<img src=x onerror="window.__pwned=1">run'
+PAYLOAD_KEY = "<script>window.__pwned=2</script>"
+PAYLOAD_VALUE = "</script><b onmouseover=alert(1)>x</b>"
+PAYLOAD_SERIES = "<i>slanted</i>\u2028&amp;"  # Plotly reads its strings as a little HTML
+NAMES = [PAYLOAD_NAME, "run-1", "run-2"]
+
+# Each plot: its title and raw traces' x (the smoothed ones carry meta "smoothed").
+PLOTS_JS = """
+return Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .filter(div => div._fullLayout).map(div => ({
+    title: div.layout.title.text,
+    raw: div.data.filter(t => t.meta !== 'smoothed').map(t => ({name: t.name, x: t.x})),
+    smooth: div.data.filter(t => t.meta === 'smoothed').map(t => ({x: t.x, y: t.y})),
+  }));
+"""
+ZOOM_JS = """
+const div = Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .find(d => d.layout.title.text === arguments[0]);
+return Plotly.relayout(div, {'xaxis.range': arguments[1]});
+"""
+
+
+def _loss(step: int, run: int) -> float:
+    return 1 / (1 + step / 500) + 0.05 * math.sin(step / 40 + run) + 0.01 * ((step * 7919) % 13)
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("snapshot")
+    for run, name in enumerate(NAMES):
+        options = {"lr": 0.01 * (run + 1), PAYLOAD_KEY: PAYLOAD_VALUE}
+        with Recorder(root / f"r{run}" / "pickle", name=name, options=options) as rec:
+            for step in range(POINTS):
+                rec.log({"loss": _loss(step, run), "lr": 0.01 * 0.999**step}, step=step)
+            if not run:
+                rec.log({PAYLOAD_SERIES: 1.0}, step=0)
+    out = root / "snapshot.html"
+    assert main(["snapshot", "--pickle-dir", str(root), "--out", str(out)]) == 0
+    return out
+
+
+def _open(driver, page: Path) -> None:
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd(
+        "Network.emulateNetworkConditions",
+        {"offline": True, "latency": 0, "downloadThroughput": 0, "uploadThroughput": 0},
+    )
+    driver.get(page.as_uri())
+    # Every window of the three runs drawn: losses (the first run's payload series among
+    # them) and learning rate, each run.
+    WebDriverWait(driver, BROWSER_WAIT_S).until(lambda d: len(d.execute_script(PLOTS_JS)) == 6)
+
+
+def _plot(driver, title: str, index: int = 0) -> dict:
+    return [p for p in driver.execute_script(PLOTS_JS) if p["title"] == title][index]
+
+
+def test_the_file_opens_offline_with_the_runs_table_and_every_point_of_a_zoom(
+    chromium_driver, page
+):
+    _open(chromium_driver, page)
+    rows = chromium_driver.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
+    assert [r.find_element(By.TAG_NAME, "td").text for r in rows] == NAMES
+    headers = [th.text for th in chromium_driver.find_elements(By.CSS_SELECTOR, "#runs th")]
+    assert headers[:3] == ["name", "state", "steps"] and "config.lr" in headers
+    assert "summary.train/loss" in headers
+
+    # Overview: decimated as the viewer decimates (a raw and a smoothed trace share 2000).
+    overview = _plot(chromium_driver, "train losses")
+    assert len(overview["raw"][0]["x"]) <= 1000
+
+    # A zoom to 600 steps draws every stored point in it (and its neighbours on either side).
+    chromium_driver.execute_script(ZOOM_JS, "train losses", [4200, 4799])
+    wanted = list(range(4199, 4801))
+    WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(
+        lambda d: _plot(d, "train losses")["raw"][0]["x"] == wanted
+    )
+    entries = chromium_driver.execute_script("return performance.getEntriesByType('resource')")
+    assert entries == []  # nothing fetched: every byte was in the file
+    screenshot(chromium_driver, "snapshot-page")
+    assert not [e for e in console_errors(chromium_driver) if "favicon" not in e]
+
+
+def test_smoothing_and_decimation_are_the_viewers(chromium_driver, page):
+    _open(chromium_driver, page)
+    drawn = _plot(chromium_driver, "train losses", 1)  # run-1's
+    series = Series()
+    steps = list(range(POINTS))
+    series.extend(steps, [_loss(s, 1) for s in steps], [0.0] * POINTS)
+    values = series.values()
+    assert drawn["raw"][0]["x"] == decimate_indices(values, 1000).tolist()
+    smoother = Smoother(0.6)
+    smoother.update(series)
+    smooth = smoother.values()
+    at = drawn["smooth"][0]["x"]
+    assert at == decimate_indices(smooth, 1000).tolist()
+    np.testing.assert_allclose(drawn["smooth"][0]["y"], smooth[at], rtol=1e-6)
+
+
+def test_store_text_is_shown_as_text_and_never_runs(chromium_driver, page):
+    _open(chromium_driver, page)
+    assert chromium_driver.execute_script("return window.__pwned === undefined")
+    assert chromium_driver.execute_script("return document.querySelectorAll('img').length") == 0
+    first_row = chromium_driver.find_element(By.CSS_SELECTOR, "#runs tbody tr td")
+    assert first_row.text == PAYLOAD_NAME
+    heads = [h.text for h in chromium_driver.find_elements(By.CSS_SELECTOR, ".run-head h2")]
+    assert heads == NAMES
+    config = chromium_driver.find_element(By.CSS_SELECTOR, "#run-0 .kv").text
+    assert PAYLOAD_KEY in config and PAYLOAD_VALUE in config
+    # What Plotly draws of the store (a window's title, a legend entry) reads as logged.
+    drawn = chromium_driver.execute_script(
+        "return Array.from(document.querySelectorAll('#run-0 .gtitle, #run-0 .legendtext'))"
+        ".map(t => t.textContent)"
+    )
+    assert PAYLOAD_SERIES in drawn
+    assert chromium_driver.title == "3 runs: run snapshot"

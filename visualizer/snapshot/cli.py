@@ -1,0 +1,99 @@
+"""``python -m visualizer snapshot --pickle-dir DIR_OR_S3 [--runs REGEX] [--out FILE.html]``.
+
+The file is built whole in memory, then written to a temporary file beside ``--out`` and
+renamed over it (:func:`~visualizer.sources.export_target.export_target`), so a failed
+snapshot leaves no file, and an older one stays as it was. Each failure is one line on
+standard error, naming what is wrong and what to do, and a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from run_core.exit_codes import ExitCode
+from visualizer.model.smoothing import DEFAULT_SMOOTHING, check_smoothing
+from visualizer.options import add_source_argument
+from visualizer.options import runs as runs_regex
+from visualizer.sources.export_target import ExportWriteError, export_target
+from visualizer.sources.s3 import S3ReadError
+
+from .content import build
+from .page import AssetMissingError, render
+
+DEFAULT_OUT = "snapshot.html"
+
+
+def _weight(text: str) -> float:
+    try:
+        return check_smoothing(float(text))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The snapshot command's options."""
+    out = argparse.ArgumentParser(
+        prog=prog,
+        description="Write the runs as one self-contained HTML file: the runs table, each run's "
+        "plots with every stored point (zoom in to see them), its config and summary. It opens "
+        "in a browser from file:// with no server and no network.",
+    )
+    add_source_argument(out)
+    out.add_argument(
+        "--runs",
+        type=runs_regex,
+        default="",
+        metavar="REGEX",
+        help="only the runs whose name matches REGEX (searched, in linear time: RE2; "
+        "default: every run)",
+    )
+    out.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        metavar="FILE.html",
+        help=f"the file to write (default: {DEFAULT_OUT}), whole or not at all",
+    )
+    out.add_argument(
+        "--smoothing",
+        type=_weight,
+        default=DEFAULT_SMOOTHING,
+        help=f"the page's smoothing weight when opened, 0 to below 1 (default: {DEFAULT_SMOOTHING})",
+    )
+    return out
+
+
+def _fail(prog: str, message: str, code: ExitCode) -> int:
+    print(f"{prog}: {message}", file=sys.stderr)
+    return code
+
+
+def main(argv: list[str], prog: str = "python -m visualizer snapshot") -> int:
+    """Write the snapshot ``argv`` asks for; the exit status."""
+    args = parser(prog).parse_args(argv)
+    try:
+        data = build(args.pickle_dir, args.runs, smoothing=args.smoothing)
+        text = render(data)
+        with export_target(args.out, binary=False) as out:
+            out.write(text)
+    except FileNotFoundError as err:
+        return _fail(prog, f"{err}; give --pickle-dir a run's folder or a directory of runs",
+                     ExitCode.NO_DATA)  # fmt: skip
+    except ExportWriteError as err:
+        return _fail(
+            prog, f"{err}; choose an --out FILE in a folder you can write", ExitCode.FAILED
+        )
+    except AssetMissingError as err:
+        return _fail(prog, str(err), ExitCode.UNAVAILABLE)
+    except S3ReadError as err:  # bad credentials, a missing bucket, no endpoint
+        return _fail(prog, str(err), err.exit_code)
+    except ValueError as err:  # a malformed s3:// URL
+        return _fail(prog, str(err), ExitCode.USAGE)
+    except KeyboardInterrupt:
+        return _fail(prog, "interrupted; nothing was written", ExitCode.INTERRUPTED)
+    points = sum(line["values"]["n"] for run in data["runs"] for win in run["windows"]
+                 for line in win["lines"])  # fmt: skip
+    size = len(text.encode("utf-8"))
+    print(f"wrote {args.out} ({size / 1e6:.1f} MB): {len(data['runs'])} runs, {points:,} points",
+          file=sys.stderr)  # fmt: skip
+    return ExitCode.OK

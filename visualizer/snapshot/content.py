@@ -1,0 +1,171 @@
+"""What a snapshot file shows, built from the viewer's own model.
+
+The runs are found and listed as the Api and ``export --kind runs`` find them
+(:func:`~visualizer.api.client.read_runs`, the runs table's
+:func:`~visualizer.api.table.run_row`, ``--runs`` searched by :mod:`visualizer.patterns`);
+each run's store is read whole by the store reader into a
+:class:`~visualizer.model.rundata.RunData` and laid out in windows by the live page's own
+rule (:func:`~visualizer.panes.display.run_windows`, folded by
+:func:`~visualizer.panes.fold.fold_run`), with its colors, time unit and Plotly layouts.
+Every stored point goes in (:mod:`.columns`); the page smooths and decimates them by the
+viewer's rules (page.js mirrors :mod:`visualizer.model.smoothing` and
+:mod:`visualizer.model.decimate`).
+
+Text from a store reaches the page as JSON data; what Plotly draws (titles, axis titles,
+trace names) is escaped for Plotly, which reads its strings as a little HTML.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+from typing import Any
+
+from run_core.tags import tag_of
+from snapshot_store.read.store_reader import read_store
+from visualizer import layout
+from visualizer.api.client import read_runs
+from visualizer.api.run import ApiRun
+from visualizer.api.table import run_row, runs_columns
+from visualizer.markup import escaped
+from visualizer.model.decimate import MIN_POINTS, check_max_points
+from visualizer.model.rundata import RunData
+from visualizer.model.smoothing import DEFAULT_SMOOTHING, check_smoothing
+from visualizer.model.traces import MARKER_SIZE, RAW_ALPHA, faint
+from visualizer.panes.display import DEFAULT_MAX_POINTS, run_windows
+from visualizer.panes.fold import fold_run
+from visualizer.panes.plotmessage import SPARSE_POINTS, Line, plot_layout, series_colors, time_unit
+from visualizer.panes.view import X_AXES, ViewSettings
+from visualizer.patterns import searcher
+from visualizer.sources.catalog import read_error
+
+from .columns import packed
+
+Json = dict[str, Any]
+
+
+def build(
+    root: str,
+    runs: str = "",
+    s3_client: Any = None,
+    max_points: int = DEFAULT_MAX_POINTS,
+    smoothing: float = DEFAULT_SMOOTHING,
+) -> Json:
+    """The page's data for the runs at ``root`` whose name ``runs`` (a regex; "": all) finds.
+
+    FileNotFoundError (one line) when ``root`` holds no run or ``runs`` matches none.
+    """
+    check_max_points(max_points)
+    check_smoothing(smoothing)
+    found = read_runs(root, s3_client)
+    search = searcher(runs)
+    chosen = [run for run in found if search(run.name)]
+    if not chosen:
+        raise FileNotFoundError(
+            f"--runs {runs!r} matches none of the {len(found)} runs at {root}: "
+            "leave it out for all of them, or name one of theirs"
+        )
+    columns = runs_columns(chosen)
+    return {
+        "source": root,
+        "made": time.time(),
+        "view": {
+            "smoothing": smoothing,
+            "maxPoints": max_points,
+            "minPoints": MIN_POINTS,
+            "sparsePoints": SPARSE_POINTS,
+            "markerSize": MARKER_SIZE,
+            "rawAlpha": RAW_ALPHA,
+            "axes": X_AXES,
+        },
+        "table": {
+            "columns": list(columns),
+            "rows": [[json_cell(v) for v in row] for row in zip(*columns.values(), strict=True)],
+        },
+        "runs": [run_content(run) for run in chosen],
+    }
+
+
+def json_cell(value: Any) -> Any:
+    """A table value as JSON holds it: a number, text, true/false or null (NaN: its text)."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    return str(value)
+
+
+def read_run(name: str, source: Any) -> RunData:
+    """The run's store read whole into the viewer's model (its images left out)."""
+    history, _reader, update = read_store(source, images=False)
+    keys = history.keys()
+    update.scalars = [(group, tag, *history.series((group, tag))) for group, tag in keys]
+    run = RunData(name)
+    run.apply(update)
+    return run
+
+
+def run_content(run: ApiRun) -> Json:
+    """One run's section: its name, state, step, config, summary and plot windows."""
+    row = run_row(run)
+    out: Json = {
+        "name": run.name,
+        "state": run.state,
+        "step": run.step,
+        "config": {k[7:]: json_cell(v) for k, v in row.items() if k.startswith("config.")},
+        "summary": {k[8:]: json_cell(v) for k, v in row.items() if k.startswith("summary.")},
+        "windows": [],
+        "error": None,
+        "note": None,
+    }
+    try:
+        data = read_run(run.name, run.source)
+    except Exception as err:  # a hostile or broken store: the others are still shown
+        out["error"] = read_error(err)
+        return out
+    windows, folding = fold_run(run_windows(data))
+    if folding is not None:
+        out["note"] = (
+            f"{folding.windows:,} plot windows are too many for one page: groups that share a "
+            f"prefix are drawn together, {folding.series - folding.hidden:,} of "
+            f"{folding.series:,} series"
+        )
+    out["windows"] = [window_content(spec, lines, keys) for spec, lines, keys in windows]
+    return out
+
+
+def window_content(
+    spec: layout.WindowSpec, lines: dict[str, Line], keys: dict[str, tuple[str, str]]
+) -> Json:
+    """One plot window: its Plotly layout for each x axis, and its lines' columns."""
+    colors = series_colors(lines)
+    unit = time_unit(lines)
+    shown = replace(spec, title=str(escaped(spec.title)), ylabel=str(escaped(spec.ylabel)))
+    return {
+        "title": spec.title,
+        "height": spec.height or layout.PLOT_SIZE[1],
+        "unitSeconds": unit[2],
+        "layouts": {
+            axis: plot_layout(shown, ViewSettings(x_axis=axis), unit, None) for axis in X_AXES
+        },
+        "lines": [
+            line_content(label, tag_of(*keys[label]), line, colors[label])
+            for label, line in lines.items()
+        ],
+    }
+
+
+def line_content(label: str, tag: str, line: Line, color: str) -> Json:
+    """A line: its label (escaped for Plotly), colors, start and every point as columns."""
+    series = line.series
+    return {
+        "label": str(escaped(label)),
+        "tag": tag,
+        "color": color,
+        "faint": faint(color),
+        "origin": line.origin,
+        "steps": packed(series.steps()),
+        "values": packed(series.values()),
+        "times": packed(series.times(slice(None))),
+    }

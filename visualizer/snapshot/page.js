@@ -1,0 +1,216 @@
+"use strict";
+// The snapshot page: the runs table, a section a run (config, summary, plot windows) and
+// the view controls. Every text from the store goes in through textContent, never as markup.
+
+const DATA = JSON.parse(document.getElementById("snapshot-data").textContent);
+const STATES = ["running", "finished", "failed", "crashed", "unreadable"];
+const settings = {
+  smoothing: DATA.view.smoothing, axis: "step", logY: false,
+};
+const windows = [];
+
+function el(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (className) node.className = className;
+  return node;
+}
+
+function formatNumber(value) {
+  if (Number.isInteger(value)) return String(value);
+  const abs = Math.abs(value);
+  return abs !== 0 && (abs < 1e-3 || abs >= 1e6) ? value.toExponential(4)
+    : String(Number(value.toPrecision(6)));
+}
+
+function formatDuration(seconds) {
+  const s = Math.round(seconds), h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60);
+  return h ? `${h}h ${String(m).padStart(2, "0")}m` : m ? `${m}m ${String(s % 60).padStart(2, "0")}s`
+    : `${s}s`;
+}
+
+function shown(column, value) {
+  if (value === null || value === undefined) return "";
+  if (typeof value === "number") {
+    if (column === "start") return new Date(value * 1000).toLocaleString();
+    if (column === "duration") return formatDuration(value);
+    return formatNumber(value);
+  }
+  return String(value);
+}
+
+// --- the runs table ----------------------------------------------------------------
+
+function buildTable() {
+  const { columns, rows } = DATA.table;
+  const table = document.getElementById("runs");
+  const head = document.createElement("tr");
+  const order = { column: -1, descending: false };
+  columns.forEach((name, c) => {
+    const th = el("th", name);
+    th.title = name;
+    th.addEventListener("click", () => {
+      order.descending = order.column === c ? !order.descending : false;
+      order.column = c;
+      head.querySelectorAll("th").forEach((cell) => cell.removeAttribute("aria-sort"));
+      th.setAttribute("aria-sort", order.descending ? "descending" : "ascending");
+      sortRows(body, c, order.descending);
+    });
+    head.appendChild(th);
+  });
+  table.tHead.appendChild(head);
+  const body = table.tBodies[0];
+  rows.forEach((row, r) => body.appendChild(tableRow(columns, row, r)));
+  const filter = document.getElementById("filter");
+  filter.addEventListener("input", () => filterRows(body, filter.value));
+  filterRows(body, "");
+}
+
+function tableRow(columns, row, index) {
+  const tr = document.createElement("tr");
+  tr.values = row;
+  tr.text = row.map((v, c) => shown(columns[c], v)).join("\u0000").toLowerCase();
+  row.forEach((value, c) => {
+    const td = el("td", null, typeof value === "number" ? "num" : "");
+    if (c === 0) {
+      const link = el("a", value);
+      link.href = `#run-${index}`; // the page's own anchor, never the name
+      td.appendChild(link);
+    } else {
+      td.textContent = shown(columns[c], value);
+    }
+    td.title = td.textContent;
+    tr.appendChild(td);
+  });
+  return tr;
+}
+
+function compareCells(a, b) {
+  if (a === b) return 0;
+  if (a === null || a === undefined) return 1; // empty cells last either way
+  if (b === null || b === undefined) return -1;
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  return String(a).localeCompare(String(b), undefined, { numeric: true });
+}
+
+function sortRows(body, column, descending) {
+  const rows = Array.from(body.rows);
+  rows.sort((x, y) => {
+    const a = x.values[column], b = y.values[column];
+    if (a === null || a === undefined || b === null || b === undefined) return compareCells(a, b);
+    return descending ? compareCells(b, a) : compareCells(a, b);
+  });
+  rows.forEach((row) => body.appendChild(row));
+}
+
+function filterRows(body, text) {
+  const wanted = text.trim().toLowerCase();
+  let shownRows = 0;
+  for (const row of body.rows) {
+    row.hidden = wanted !== "" && !row.text.includes(wanted);
+    shownRows += row.hidden ? 0 : 1;
+  }
+  document.getElementById("count").textContent =
+    `${shownRows} of ${body.rows.length} run${body.rows.length === 1 ? "" : "s"}`;
+}
+
+// --- a run's section ------------------------------------------------------------------
+
+function keyValues(title, values) {
+  const box = el("div");
+  box.appendChild(el("h3", title));
+  const keys = Object.keys(values);
+  if (!keys.length) {
+    box.appendChild(el("div", "none", "empty"));
+    return box;
+  }
+  const table = el("table", null, "kv");
+  for (const key of keys) {
+    const tr = document.createElement("tr");
+    const name = el("td", key), value = el("td", shown(key, values[key]));
+    name.title = key;
+    value.title = value.textContent;
+    tr.append(name, value);
+    table.appendChild(tr);
+  }
+  box.appendChild(table);
+  return box;
+}
+
+function runSection(run, index) {
+  const card = el("section", null, "card run");
+  card.id = `run-${index}`;
+  const head = el("div", null, "run-head");
+  const state = el("span", run.state, "state");
+  if (STATES.includes(run.state)) state.classList.add(run.state);
+  head.append(el("h2", run.name), state);
+  if (run.step !== null) head.appendChild(el("span", `step ${run.step}`, "meta"));
+  card.appendChild(head);
+  if (run.error) card.appendChild(el("div", `can not read this run: ${run.error}`, "error"));
+  if (run.note) card.appendChild(el("div", run.note, "note"));
+  const body = el("div", null, "run-body");
+  const side = el("div", null, "side");
+  side.append(keyValues("Config", run.config), keyValues("Summary", run.summary));
+  const plots = el("div", null, "plots");
+  for (const win of run.windows) {
+    win.div = el("div", null, "plot");
+    win.div.style.minHeight = `${win.height}px`;
+    win.zoom = null;
+    plots.appendChild(win.div);
+    windows.push(win);
+  }
+  if (!run.windows.length) plots.appendChild(el("div", "no series logged", "empty"));
+  body.append(side, plots);
+  card.appendChild(body);
+  return card;
+}
+
+// --- the view controls ------------------------------------------------------------------
+
+async function drawAll() {
+  for (const win of windows) {
+    await drawWindow(win, DATA.view, settings);
+    await new Promise((done) => requestAnimationFrame(done)); // the page stays responsive
+  }
+}
+
+function buildControls() {
+  const smoothing = document.getElementById("smoothing");
+  const value = document.getElementById("smoothing-value");
+  const axis = document.getElementById("x-axis");
+  const scale = document.getElementById("y-scale");
+  for (const [key, name] of Object.entries(DATA.view.axes)) {
+    const option = el("option", name);
+    option.value = key;
+    axis.appendChild(option);
+  }
+  smoothing.value = String(settings.smoothing);
+  value.textContent = settings.smoothing.toFixed(2);
+  smoothing.addEventListener("input", () => {
+    settings.smoothing = Number(smoothing.value);
+    value.textContent = settings.smoothing.toFixed(2);
+  });
+  smoothing.addEventListener("change", drawAll);
+  axis.addEventListener("change", () => {
+    settings.axis = axis.value;
+    windows.forEach((win) => { win.zoom = null; }); // a new axis shows the whole run
+    drawAll();
+  });
+  scale.addEventListener("change", () => { settings.logY = scale.value === "log"; drawAll(); });
+}
+
+function main() {
+  const runs = DATA.runs;
+  const title = runs.length === 1 ? runs[0].name : `${runs.length} runs`;
+  document.getElementById("title").textContent = `${title} \u00b7 ${DATA.source}`;
+  document.title = `${title}: run snapshot`;
+  document.getElementById("made").textContent =
+    `snapshot of ${new Date(DATA.made * 1000).toLocaleString()}`;
+  buildTable();
+  buildControls();
+  const sections = document.getElementById("run-sections");
+  runs.forEach((run, index) => sections.appendChild(runSection(run, index)));
+  drawAll();
+}
+
+main();
