@@ -157,9 +157,9 @@ def write_runs(
 def _write_tb_chunk(
     root: str, indexes: list[int], series: int, points: int, started: float
 ) -> None:
-    from tensorboard.compat.proto.event_pb2 import Event
-    from tensorboard.compat.proto.summary_pb2 import Summary
-    from tensorboard.summary.writer.record_writer import RecordWriter
+    from tensorboard.compat.proto.event_pb2 import Event  # type: ignore[import-untyped]
+    from tensorboard.compat.proto.summary_pb2 import Summary  # type: ignore[import-untyped]
+    from tensorboard.summary.writer.record_writer import RecordWriter  # type: ignore[import-untyped]
 
     for index in indexes:
         spec = run_spec(index, series, points)
