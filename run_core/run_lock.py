@@ -1,8 +1,10 @@
-"""One writer per run: an exclusive ``flock`` on a lock file in the run directory.
+"""One writer per store: an exclusive ``flock`` on a lock file in the store directory.
 
-Two trainers writing the same run dir interleave segments, checkpoints and
-metadata of different runs and lose data. Rank 0 holds :class:`RunLock` for
-the whole run; a second writer fails at once with a message naming the holder.
+Two writers of the same store interleave segments and metadata of different runs
+and lose data (each keeps a summary of its own series). The store's recorder holds
+:class:`RunLock` from before its first file to its close
+(:mod:`snapshot_store.write.store_lock`); a second writer fails at once with a
+message naming the holder.
 
 The kernel releases a ``flock`` when its holder dies, however it dies, so a
 lock file left by a crash is stale by construction: the next writer gets the
@@ -33,12 +35,12 @@ _MAX_HOLDER_BYTES = 4096  # the file is ours and tiny; a bigger one is not worth
 
 
 class RunLockError(RuntimeError):
-    """The run directory is held by another writer; the message names it and what to do."""
+    """The store is held by another writer; the message names it and what to do."""
 
 
 @dataclass(frozen=True)
 class Holder:
-    """Who holds (or last held) a run's lock."""
+    """Who holds (or last held) a store's lock."""
 
     host: str
     pid: int
@@ -62,18 +64,18 @@ class Holder:
 
 
 class RunLock:
-    """``with RunLock(run_dir):`` holds ``run_dir``'s writer lock; :class:`RunLockError` if taken.
+    """``with RunLock(store_dir):`` holds the store's writer lock; :class:`RunLockError` if taken.
 
     ``instead`` is what the refused writer is told to do besides waiting (the trainer's
     ``--name``; an adapter names its own way to another directory).
     """
 
     def __init__(
-        self, run_dir: str | os.PathLike[str], instead: str = "choose another --name"
+        self, store_dir: str | os.PathLike[str], instead: str = "choose another --name"
     ) -> None:
-        self.run_dir = Path(run_dir)
+        self.store_dir = Path(store_dir)
         self.instead = instead
-        self.path = self.run_dir / LOCK_NAME
+        self.path = self.store_dir / LOCK_NAME
         self._file: IO[bytes] | None = None
 
     def acquire(self) -> RunLock:
@@ -126,7 +128,7 @@ class RunLock:
 
     def _try_lock(self) -> IO[bytes]:
         """The lock file, open and locked by this process; RunLockError naming the holder if not."""
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.store_dir.mkdir(parents=True, exist_ok=True)
         # "a+b": created if missing, never truncated before the lock is ours.
         f = self.path.open("a+b")
         try:
@@ -136,7 +138,7 @@ class RunLock:
             f.close()
             who = holder.describe() if holder is not None else "another process"
             raise RunLockError(
-                f"{self.run_dir} is being written by another writer, {who} (lock file "
+                f"{self.store_dir} is being written by another writer, {who} (lock file "
                 f"{self.path}); wait for it to end or stop it, or {self.instead}"
             ) from None
         except BaseException:
