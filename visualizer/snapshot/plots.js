@@ -7,14 +7,21 @@
 const ARRAYS = { int64: BigInt64Array, float64: Float64Array };
 
 // A packed column (visualizer/snapshot/columns.py) as a Float64Array: base64, then zlib
-// through the browser's own DecompressionStream.
+// through the browser's own DecompressionStream, then the bytes of each number put back
+// together (the column holds every number's first byte, then every second byte, ...).
 async function decodeColumn(column) {
-  const text = atob(column.deflate);
+  const text = atob(column.shuffled);
   const bytes = new Uint8Array(text.length);
   for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
-  const typed = new ARRAYS[column.type](await new Response(stream).arrayBuffer());
-  if (typed.length !== column.n) throw new Error(`a column of ${column.n} holds ${typed.length}`);
+  const shuffled = new Uint8Array(await new Response(stream).arrayBuffer());
+  const n = column.n, width = 8;
+  if (shuffled.length !== n * width) throw new Error(`a column of ${n} holds ${shuffled.length} bytes`);
+  const joined = new Uint8Array(shuffled.length);
+  for (let b = 0; b < width; b++) {
+    for (let i = 0, at = b * n; i < n; i++) joined[i * width + b] = shuffled[at + i];
+  }
+  const typed = new ARRAYS[column.type](joined.buffer);
   // Steps past 2**53 lose their last digits here, as they do in any plot's float axis.
   return column.type === "int64" ? Float64Array.from(typed, Number) : typed;
 }

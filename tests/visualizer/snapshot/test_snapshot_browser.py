@@ -4,13 +4,15 @@ the viewer's Python, and store text shown as text, never run."""
 
 from __future__ import annotations
 
+import datetime
+import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from snapshot_store import Recorder
 from tests.fixtures.servers.pages import BROWSER_WAIT_S, console_errors, screenshot
@@ -18,8 +20,11 @@ from visualizer.__main__ import main
 from visualizer.model.decimate import decimate_indices
 from visualizer.model.series import Series
 from visualizer.model.smoothing import Smoother
+from visualizer.model.traces import local_ms
+from visualizer.snapshot.columns import unpacked
 
 POINTS = 10_000
+START = 1_750_000_000.0
 PAYLOAD_NAME = '<img src=x onerror="window.__pwned=1">run'
 PAYLOAD_KEY = "<script>window.__pwned=2</script>"
 PAYLOAD_VALUE = "</script><b onmouseover=alert(1)>x</b>"
@@ -40,6 +45,9 @@ const div = Array.from(document.querySelectorAll('.js-plotly-plot'))
   .find(d => d.layout.title.text === arguments[0]);
 return Plotly.relayout(div, {'xaxis.range': arguments[1]});
 """
+AXIS_JS = """
+return document.querySelector('#run-0 .js-plotly-plot')._fullLayout.xaxis.type;
+"""
 
 
 def _loss(step: int, run: int) -> float:
@@ -53,7 +61,8 @@ def page(tmp_path_factory) -> Path:
         options = {"lr": 0.01 * (run + 1), PAYLOAD_KEY: PAYLOAD_VALUE}
         with Recorder(root / f"r{run}" / "pickle", name=name, options=options) as rec:
             for step in range(POINTS):
-                rec.log({"loss": _loss(step, run), "lr": 0.01 * 0.999**step}, step=step)
+                values = {"loss": _loss(step, run), "lr": 0.01 * 0.999**step}
+                rec.log(values, step=step, wall_time=START + step)  # a step a second
             if not run:
                 rec.log({PAYLOAD_SERIES: 1.0}, step=0)
     out = root / "snapshot.html"
@@ -136,3 +145,32 @@ def test_store_text_is_shown_as_text_and_never_runs(chromium_driver, page):
     )
     assert PAYLOAD_SERIES in drawn
     assert chromium_driver.title == "3 runs: run snapshot"
+
+
+def test_wall_time_zooms_to_every_stored_point_of_its_range(chromium_driver, page):
+    _open(chromium_driver, page)
+    Select(chromium_driver.find_element(By.ID, "x-axis")).select_by_visible_text("wall time")
+    WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(
+        lambda d: d.execute_script(AXIS_JS) == "date"
+    )
+    text = chromium_driver.execute_script(
+        "return document.getElementById('snapshot-data').textContent"
+    )
+    line = json.loads(text)["runs"][0]["windows"][0]["lines"][0]
+    x = local_ms(unpacked(line["times"]))
+    lo, hi = x[4200], x[4799]
+    # A drag on a date axis reports its range as Plotly's date text, as here.
+    ends = [
+        datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        for ms in (lo, hi)
+    ]
+    chromium_driver.execute_script(ZOOM_JS, "train losses", ends)
+    inside = np.flatnonzero((x >= lo - 0.5) & (x <= hi + 0.5))
+    wanted = x[inside[0] - 1 : inside[-1] + 2]  # and a neighbour on either side
+
+    def drawn(d) -> bool:
+        shown = _plot(d, "train losses")["raw"][0]["x"]
+        return len(shown) == len(wanted) and np.allclose(shown, wanted, atol=1)
+
+    WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(drawn)
+    assert len(wanted) >= 600  # more than the overview draws in that stretch
