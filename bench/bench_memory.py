@@ -70,8 +70,7 @@ def write_store(store: Path, image_bytes: int) -> int:
 def _child(mode: str, where: str) -> dict:
     """Replay (or read whole) ``where`` in this process; what it found and its peak RSS."""
     from snapshot_store.format import frames as fmt
-    from snapshot_store.read.store_reader import LocalSource, StoreReader
-    from visualizer.follower import PAGE_BYTES
+    from snapshot_store.read.store_reader import PAGE_BYTES, LocalSource, StoreReader
     from visualizer.model.rundata import RunData
     from visualizer.sources.s3 import S3Location, S3Source
 

@@ -20,7 +20,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from snapshot_store.read.store_reader import PAGE_BYTES
 from visualizer.model.decimate import check_max_points
 from visualizer.panes.compare import DEFAULT_COMPARE, Selection
 from visualizer.panes.display import DEFAULT_MAX_POINTS
@@ -36,7 +35,7 @@ from visualizer.visdom_client import VisdomClient
 from .feeds import Feed, PollSchedule
 from .runset import DEFAULT_MEMORY_BUDGET_MB, RunSet
 
-__all__ = ["PAGE_BYTES", "Follower", "NoRunsError", "PollSchedule"]
+__all__ = ["Follower", "NoRunsError", "PollSchedule"]
 
 log = logging.getLogger(__name__)
 
