@@ -132,6 +132,17 @@ def series_title(key: SeriesKey) -> str:
     return f"{own.title}: {label}"
 
 
+def compare_lines(runs: Iterable[RunData]) -> dict[SeriesKey, dict[str, Line]]:
+    """Each series' line of each of ``runs``: series -> run name -> line (the comparison's
+    windows, before groups; the live page's and the snapshot file's)."""
+    by_run: dict[SeriesKey, dict[str, Line]] = {}
+    for run in runs:
+        origin = run_start(run)  # runs started at different times overlay in relative time
+        for key, series in plotted_series(run).items():
+            by_run.setdefault(key, {})[run.name] = Line(series, origin)
+    return by_run
+
+
 class CompareDisplay(EnvDisplay):
     """One env overlaying every compared run's series, with the runs' table."""
 
@@ -216,11 +227,7 @@ class CompareDisplay(EnvDisplay):
     def _windows(
         self, runs: list[RunData], groups: list[Group]
     ) -> list[tuple[layout.WindowSpec, dict[str, Line]]]:
-        by_run: dict[SeriesKey, dict[str, Line]] = {}
-        for run in runs:
-            origin = run_start(run)  # runs started at different times overlay in relative time
-            for key, series in plotted_series(run).items():
-                by_run.setdefault(key, {})[run.name] = Line(series, origin)
+        by_run = compare_lines(runs)
         windows = self._curves.lines(by_run, groups, {run.name: run for run in runs})
         specs = {key: window_spec(key, len(windows[key])) for key in windows}
         ordered = sorted(windows, key=lambda key: (specs[key].order, key))
