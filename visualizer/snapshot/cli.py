@@ -91,8 +91,7 @@ def main(argv: list[str], prog: str = "python -m visualizer snapshot") -> int:
         return _fail(prog, str(err), ExitCode.USAGE)
     except KeyboardInterrupt:
         return _fail(prog, "interrupted; nothing was written", ExitCode.INTERRUPTED)
-    points = sum(line["values"]["n"] for run in data["runs"] for win in run["windows"]
-                 for line in win["lines"])  # fmt: skip
+    points = sum(series["values"]["n"] for series in data["series"])
     size = len(text.encode("utf-8"))
     print(f"wrote {args.out} ({size / 1e6:.1f} MB): {len(data['runs'])} runs, {points:,} points",
           file=sys.stderr)  # fmt: skip

@@ -7,8 +7,11 @@ each run's store is read whole by the store reader into a
 :class:`~visualizer.model.rundata.RunData` and laid out in windows by the live page's own
 rule (:func:`~visualizer.panes.display.run_windows`, folded by
 :func:`~visualizer.panes.fold.fold_run`), with its colors, time unit and Plotly layouts.
-Every stored point goes in (:mod:`.columns`); the page smooths and decimates them by the
-viewer's rules (page.js mirrors :mod:`visualizer.model.smoothing` and
+With more than one run, the comparison too: a window a series, a line a run in the run's
+color (:func:`~visualizer.panes.compare.compare_lines`, :func:`~visualizer.panes.compare.window_spec`,
+:func:`~visualizer.panes.compare.run_color`), without groups. Every stored point goes in
+once (:mod:`.columns`; a run's window and the comparison refer to the same columns); the
+page smooths and decimates them by the viewer's rules (page.js mirrors :mod:`visualizer.model.smoothing` and
 :mod:`visualizer.model.decimate`).
 
 Text from a store reaches the page as JSON data; what Plotly draws (titles, axis titles,
@@ -30,11 +33,19 @@ from visualizer.api.run import ApiRun
 from visualizer.api.table import run_row, runs_columns
 from visualizer.markup import escaped
 from visualizer.model.decimate import MIN_POINTS, check_max_points
-from visualizer.model.rundata import RunData
+from visualizer.model.rundata import RunData, SeriesKey
+from visualizer.model.series import Series
 from visualizer.model.smoothing import DEFAULT_SMOOTHING, check_smoothing
 from visualizer.model.traces import MARKER_SIZE, RAW_ALPHA, faint
+from visualizer.panes.compare import (
+    COMPARE_WINDOW_POINTS,
+    SMOOTHED_RUNS,
+    compare_lines,
+    run_color,
+    window_spec,
+)
 from visualizer.panes.display import DEFAULT_MAX_POINTS, run_windows
-from visualizer.panes.fold import fold_run
+from visualizer.panes.fold import cap, fold_run
 from visualizer.panes.plotmessage import SPARSE_POINTS, Line, plot_layout, series_colors, time_unit
 from visualizer.panes.view import X_AXES, ViewSettings
 from visualizer.patterns import searcher
@@ -67,6 +78,9 @@ def build(
             "leave it out for all of them, or name one of theirs"
         )
     columns = runs_columns(chosen)
+    packed = PackedSeries()
+    sections = [run_content(run, packed) for run in chosen]
+    read = [data for _, data in sections if data is not None]
     return {
         "source": root,
         "made": time.time(),
@@ -83,7 +97,9 @@ def build(
             "columns": list(columns),
             "rows": [[json_cell(v) for v in row] for row in zip(*columns.values(), strict=True)],
         },
-        "runs": [run_content(run) for run in chosen],
+        "runs": [content for content, _ in sections],
+        "comparison": comparison(read, packed) if len(read) > 1 else None,
+        "series": packed.columns,
     }
 
 
@@ -96,6 +112,29 @@ def json_cell(value: Any) -> Any:
     return str(value)
 
 
+class PackedSeries:
+    """Every series of the snapshot, packed once (:func:`.columns.packed`); lines refer to
+    one by its index in :attr:`columns`."""
+
+    def __init__(self) -> None:
+        self.columns: list[Json] = []
+        self._ids: dict[tuple[str, SeriesKey], int] = {}
+
+    def ref(self, run: str, key: SeriesKey, series: Series) -> int:
+        """The index of ``run``'s series ``key``, packed the first time it is asked for."""
+        at = self._ids.get((run, key))
+        if at is None:
+            at = self._ids[(run, key)] = len(self.columns)
+            self.columns.append(
+                {
+                    "steps": packed(series.steps()),
+                    "values": packed(series.values()),
+                    "times": packed(series.times(slice(None))),
+                }
+            )
+        return at
+
+
 def read_run(name: str, source: Any) -> RunData:
     """The run's store read whole into the viewer's model (its images left out)."""
     history, _reader, update = read_store(source, images=False)
@@ -106,8 +145,9 @@ def read_run(name: str, source: Any) -> RunData:
     return run
 
 
-def run_content(run: ApiRun) -> Json:
-    """One run's section: its name, state, step, config, summary and plot windows."""
+def run_content(run: ApiRun, packed: PackedSeries) -> tuple[Json, RunData | None]:
+    """One run's section (its name, state, step, config, summary and plot windows), and
+    the run as read (None when its store can not be read)."""
     row = run_row(run)
     out: Json = {
         "name": run.name,
@@ -123,7 +163,7 @@ def run_content(run: ApiRun) -> Json:
         data = read_run(run.name, run.source)
     except Exception as err:  # a hostile or broken store: the others are still shown
         out["error"] = read_error(err)
-        return out
+        return out, None
     windows, folding = fold_run(run_windows(data))
     if folding is not None:
         out["note"] = (
@@ -131,15 +171,43 @@ def run_content(run: ApiRun) -> Json:
             f"prefix are drawn together, {folding.series - folding.hidden:,} of "
             f"{folding.series:,} series"
         )
-    out["windows"] = [window_content(spec, lines, keys) for spec, lines, keys in windows]
-    return out
+    for spec, lines, keys in windows:
+        refs = {
+            label: packed.ref(run.name, keys[label], line.series) for label, line in lines.items()
+        }
+        tags = {label: tag_of(*keys[label]) for label in lines}
+        out["windows"].append(window_content(spec, lines, (refs, tags), series_colors(lines)))
+    return out, data
+
+
+def comparison(runs: list[RunData], packed: PackedSeries) -> Json:
+    """The comparison: a window a series (the first MAX_WINDOWS), a line a run in its color."""
+    names = sorted(run.name for run in runs)
+    colors = {name: run_color(index) for index, name in enumerate(names)}
+    by_key = compare_lines(sorted(runs, key=lambda run: run.name))
+    specs = {key: window_spec(key, len(lines)) for key, lines in by_key.items()}
+    ordered = sorted(by_key, key=lambda key: (specs[key].order, key))
+    windows, left_out = cap(ordered)
+    out = []
+    for key in windows:
+        lines = by_key[key]
+        refs = {name: packed.ref(name, key, line.series) for name, line in lines.items()}
+        tags = dict.fromkeys(lines, tag_of(*key))
+        crowded = len(lines) > SMOOTHED_RUNS
+        points = COMPARE_WINDOW_POINTS // (2 if crowded else 1)
+        shown = window_content(specs[key], lines, (refs, tags), colors)
+        out.append(shown | {"windowPoints": points, "crowded": crowded})
+    return {"windows": out, "leftOut": left_out}
 
 
 def window_content(
-    spec: layout.WindowSpec, lines: dict[str, Line], keys: dict[str, tuple[str, str]]
+    spec: layout.WindowSpec,
+    lines: dict[str, Line],
+    refs: tuple[dict[str, int], dict[str, str]],
+    colors: dict[str, str],
 ) -> Json:
-    """One plot window: its Plotly layout for each x axis, and its lines' columns."""
-    colors = series_colors(lines)
+    """One plot window: its Plotly layout for each x axis, and its lines (``refs``: each
+    label's packed series and tag)."""
     unit = time_unit(lines)
     shown = replace(spec, title=str(escaped(spec.title)), ylabel=str(escaped(spec.ylabel)))
     return {
@@ -149,23 +217,17 @@ def window_content(
         "layouts": {
             axis: plot_layout(shown, ViewSettings(x_axis=axis), unit, None) for axis in X_AXES
         },
+        "windowPoints": None,
+        "crowded": False,
         "lines": [
-            line_content(label, tag_of(*keys[label]), line, colors[label])
+            {
+                "label": str(escaped(label)),
+                "tag": refs[1][label],
+                "color": colors[label],
+                "faint": faint(colors[label]),
+                "origin": line.origin,
+                "series": refs[0][label],
+            }
             for label, line in lines.items()
         ],
-    }
-
-
-def line_content(label: str, tag: str, line: Line, color: str) -> Json:
-    """A line: its label (escaped for Plotly), colors, start and every point as columns."""
-    series = line.series
-    return {
-        "label": str(escaped(label)),
-        "tag": tag,
-        "color": color,
-        "faint": faint(color),
-        "origin": line.origin,
-        "steps": packed(series.steps()),
-        "values": packed(series.values()),
-        "times": packed(series.times(slice(None))),
     }

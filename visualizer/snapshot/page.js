@@ -137,6 +137,34 @@ function keyValues(title, values) {
   return box;
 }
 
+function plotGrid(wins) {
+  const plots = el("div", null, "plots");
+  for (const win of wins) {
+    win.div = el("div", null, "plot");
+    win.div.style.minHeight = `${win.height}px`;
+    win.zoom = null;
+    plots.appendChild(win.div);
+    windows.push(win);
+  }
+  return plots;
+}
+
+// The runs overlaid: a window a series, a line a run, each run in one color throughout.
+function comparisonSection(comparison) {
+  const card = el("section", null, "card run");
+  card.id = "comparison";
+  const head = el("div", null, "run-head");
+  head.append(el("h2", "Comparison"), el("span", `${DATA.runs.length} runs`, "meta"));
+  card.appendChild(head);
+  if (comparison.leftOut) {
+    card.appendChild(el("div", `${comparison.leftOut} more series not drawn here; each run's own windows below have them`, "note"));
+  }
+  const body = el("div", null, "compare-body");
+  body.appendChild(plotGrid(comparison.windows));
+  card.appendChild(body);
+  return card;
+}
+
 function runSection(run, index) {
   const card = el("section", null, "card run");
   card.id = `run-${index}`;
@@ -151,14 +179,7 @@ function runSection(run, index) {
   const body = el("div", null, "run-body");
   const side = el("div", null, "side");
   side.append(keyValues("Config", run.config), keyValues("Summary", run.summary));
-  const plots = el("div", null, "plots");
-  for (const win of run.windows) {
-    win.div = el("div", null, "plot");
-    win.div.style.minHeight = `${win.height}px`;
-    win.zoom = null;
-    plots.appendChild(win.div);
-    windows.push(win);
-  }
+  const plots = plotGrid(run.windows);
   if (!run.windows.length) plots.appendChild(el("div", "no series logged", "empty"));
   body.append(side, plots);
   card.appendChild(body);
@@ -169,7 +190,7 @@ function runSection(run, index) {
 
 async function drawAll() {
   for (const win of windows) {
-    await drawWindow(win, DATA.view, settings);
+    await drawWindow(win, DATA.view, settings, DATA.series);
     await new Promise((done) => requestAnimationFrame(done)); // the page stays responsive
   }
 }
@@ -209,6 +230,7 @@ function main() {
   buildTable();
   buildControls();
   const sections = document.getElementById("run-sections");
+  if (DATA.comparison) sections.appendChild(comparisonSection(DATA.comparison));
   runs.forEach((run, index) => sections.appendChild(runSection(run, index)));
   drawAll();
 }

@@ -26,9 +26,14 @@ async function decodeColumn(column) {
   return column.type === "int64" ? Float64Array.from(typed, Number) : typed;
 }
 
-async function decodeLine(line) {
-  const [steps, values, times] = await Promise.all(
-    [line.steps, line.values, line.times].map(decodeColumn));
+const decoded = new Map(); // a series' columns, decoded once for every line that draws it
+
+async function decodeLine(line, packed) {
+  if (!decoded.has(line.series)) {
+    const { steps, values, times } = packed[line.series];
+    decoded.set(line.series, Promise.all([steps, values, times].map(decodeColumn)));
+  }
+  const [steps, values, times] = await decoded.get(line.series);
   return { ...line, steps, values, times, xs: {}, smooth: null };
 }
 
@@ -141,9 +146,14 @@ function trace(line, index, x, y, color, legend, markers, size) {
 // A window's traces for the view: each line raw (faint under its smoothed curve when
 // smoothed), at most the viewer's budget of points each, every point of a zoom that fits.
 function windowTraces(win, view, settings) {
-  const smoothing = settings.smoothing > 0;
-  const budget = smoothing ? Math.max(view.minPoints, Math.floor(view.maxPoints / 2))
+  const smoothing = settings.smoothing > 0 && !win.crowded;
+  const perTrace = smoothing ? Math.max(view.minPoints, Math.floor(view.maxPoints / 2))
     : view.maxPoints;
+  // A comparison shares its window's points among its traces (plotmessage.trace_budget).
+  const count = win.decoded.reduce(
+    (n, line) => n + 1 + (smoothing && line.values.length >= view.sparsePoints ? 1 : 0), 0);
+  const budget = win.windowPoints === null || count <= 0 ? perTrace
+    : Math.max(view.minPoints, Math.min(perTrace, Math.floor(win.windowPoints / count)));
   const traces = [];
   for (const line of win.decoded) {
     const x = xOf(line, settings.axis, win.unitSeconds);
@@ -169,6 +179,7 @@ function windowLayout(win, settings) {
   layout.height = win.height;
   layout.autosize = true;
   layout.yaxis.type = settings.logY ? "log" : "linear";
+  layout.showlegend = !win.crowded; // a hundred names under a plot: a hover names a run
   if (settings.logY) delete layout.yaxis.rangemode;
   if (win.zoom) Object.assign(layout.xaxis, { range: win.zoom.slice(), autorange: false });
   return layout;
@@ -176,8 +187,8 @@ function windowLayout(win, settings) {
 
 const PLOT_CONFIG = { responsive: true, displaylogo: false };
 
-async function drawWindow(win, view, settings) {
-  if (!win.decoded) win.decoded = await Promise.all(win.lines.map(decodeLine));
+async function drawWindow(win, view, settings, packed) {
+  if (!win.decoded) win.decoded = await Promise.all(win.lines.map((l) => decodeLine(l, packed)));
   win.drawing = true;
   try {
     await Plotly.react(win.div, windowTraces(win, view, settings), windowLayout(win, settings),
@@ -187,7 +198,7 @@ async function drawWindow(win, view, settings) {
   }
   if (!win.following) { // Plotly's .on exists once the div is a plot
     win.following = true;
-    followZoom(win, view, settings);
+    followZoom(win, view, settings, packed);
   }
 }
 
@@ -203,12 +214,12 @@ function rangeOf(event) {
 }
 
 // ``settings`` is the page's one object, changed in place by its controls.
-function followZoom(win, view, settings) {
+function followZoom(win, view, settings, packed) {
   win.div.on("plotly_relayout", (event) => {
     if (win.drawing) return;
     const zoom = rangeOf(event);
     if (zoom === undefined) return;
     win.zoom = zoom;
-    drawWindow(win, view, settings);
+    drawWindow(win, view, settings, packed);
   });
 }

@@ -38,7 +38,9 @@ def test_every_run_its_table_row_and_its_config_and_summary(root):
 
 
 def test_the_windows_are_the_live_pages_and_hold_every_point(root, tmp_path):
-    run = build(str(root), runs="^run-1$")["runs"]
+    data = build(str(root), runs="^run-1$")
+    run = data["runs"]
+    assert data["comparison"] is None  # one run: nothing to compare
     assert [r["name"] for r in run] == ["run-1"]
     live = run_windows(read_run("run-1", str(root / "r1" / "pickle")))
     windows = run[0]["windows"]
@@ -47,15 +49,34 @@ def test_the_windows_are_the_live_pages_and_hold_every_point(root, tmp_path):
         list(lines) for _, lines, _ in live
     ]
     loss = windows[0]["lines"][0]
-    steps = unpacked(loss["steps"])
+    assert loss["tag"] == "train/loss"
+    columns = data["series"][loss["series"]]
+    steps = unpacked(columns["steps"])
     np.testing.assert_array_equal(steps, np.arange(0, 300, 3))
-    np.testing.assert_array_equal(unpacked(loss["values"]), 1.0 / (steps + 1))
-    times = unpacked(loss["times"])
+    np.testing.assert_array_equal(unpacked(columns["values"]), 1.0 / (steps + 1))
+    times = unpacked(columns["times"])
     assert np.isfinite(times).all() and loss["origin"] == pytest.approx(times[0], abs=1e-3)
     layouts = windows[0]["layouts"]
     assert (
         set(layouts) == {"step", "relative", "wall"} and layouts["wall"]["xaxis"]["type"] == "date"
     )
+
+
+def test_the_comparison_is_the_live_ones_and_shares_the_runs_columns(root):
+    data = build(str(root))
+    windows = data["comparison"]["windows"]
+    assert [w["title"] for w in windows] == [
+        "train losses: loss (all runs)",
+        "validation: accuracy (all runs)",
+        "learning rate: train/lr (all runs)",
+    ]
+    lines = windows[0]["lines"]
+    assert [line["label"] for line in lines] == ["run-0", "run-1", "run-2"]
+    assert [line["color"] for line in lines] == ["#1f77b4", "#ff7f0e", "#2ca02c"]
+    # Each run's series is packed once, drawn by its run's window and the comparison alike.
+    assert len(data["series"]) == 9
+    first = data["runs"][0]["windows"][0]["lines"][0]
+    assert first["series"] == lines[0]["series"] and windows[0]["windowPoints"] == 60_000
 
 
 def test_what_plotly_draws_is_escaped(tmp_path):

@@ -77,9 +77,9 @@ def _open(driver, page: Path) -> None:
         {"offline": True, "latency": 0, "downloadThroughput": 0, "uploadThroughput": 0},
     )
     driver.get(page.as_uri())
-    # Every window of the three runs drawn: losses (the first run's payload series among
-    # them) and learning rate, each run.
-    WebDriverWait(driver, BROWSER_WAIT_S).until(lambda d: len(d.execute_script(PLOTS_JS)) == 6)
+    # Every window drawn: losses (the first run's payload series among them) and learning
+    # rate, each run, and the comparison's window for each of the three series.
+    WebDriverWait(driver, BROWSER_WAIT_S).until(lambda d: len(d.execute_script(PLOTS_JS)) == 9)
 
 
 def _plot(driver, title: str, index: int = 0) -> dict:
@@ -135,7 +135,7 @@ def test_store_text_is_shown_as_text_and_never_runs(chromium_driver, page):
     first_row = chromium_driver.find_element(By.CSS_SELECTOR, "#runs tbody tr td")
     assert first_row.text == PAYLOAD_NAME
     heads = [h.text for h in chromium_driver.find_elements(By.CSS_SELECTOR, ".run-head h2")]
-    assert heads == NAMES
+    assert heads == ["Comparison", *NAMES]
     config = chromium_driver.find_element(By.CSS_SELECTOR, "#run-0 .kv").text
     assert PAYLOAD_KEY in config and PAYLOAD_VALUE in config
     # What Plotly draws of the store (a window's title, a legend entry) reads as logged.
@@ -144,6 +144,13 @@ def test_store_text_is_shown_as_text_and_never_runs(chromium_driver, page):
         ".map(t => t.textContent)"
     )
     assert PAYLOAD_SERIES in drawn
+    compared = chromium_driver.execute_script(
+        "return Array.from(document.querySelectorAll('#comparison .js-plotly-plot'))"
+        ".map(div => Array.from(div.querySelectorAll('.legendtext')).map(t => t.textContent))"
+    )
+    assert NAMES in compared  # a line a run, named as the store names it
+    chromium_driver.execute_script("document.getElementById('comparison').scrollIntoView()")
+    screenshot(chromium_driver, "snapshot-comparison")
     assert chromium_driver.title == "3 runs: run snapshot"
 
 
@@ -156,8 +163,9 @@ def test_wall_time_zooms_to_every_stored_point_of_its_range(chromium_driver, pag
     text = chromium_driver.execute_script(
         "return document.getElementById('snapshot-data').textContent"
     )
-    line = json.loads(text)["runs"][0]["windows"][0]["lines"][0]
-    x = local_ms(unpacked(line["times"]))
+    data = json.loads(text)
+    line = data["runs"][0]["windows"][0]["lines"][0]
+    x = local_ms(unpacked(data["series"][line["series"]]["times"]))
     lo, hi = x[4200], x[4799]
     # A drag on a date axis reports its range as Plotly's date text, as here.
     ends = [
