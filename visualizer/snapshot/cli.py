@@ -1,4 +1,5 @@
-"""``python -m visualizer snapshot --pickle-dir DIR_OR_S3 [--runs REGEX] [--out FILE.html]``.
+"""``python -m visualizer snapshot --pickle-dir DIR_OR_S3 [--runs REGEX] [--group-by KEY]
+[--out FILE.html]``.
 
 The file is built whole in memory, then written to a temporary file beside ``--out`` and
 renamed over it (:func:`~visualizer.sources.export_target.export_target`), so a failed
@@ -15,6 +16,7 @@ from run_core.exit_codes import ExitCode
 from visualizer.model.smoothing import DEFAULT_SMOOTHING, check_smoothing
 from visualizer.options import add_source_argument
 from visualizer.options import runs as runs_regex
+from visualizer.panes.groups import DEFAULT_GROUP_BY, parse_group_by
 from visualizer.sources.export_target import ExportWriteError, export_target
 from visualizer.sources.s3 import S3ReadError
 
@@ -27,6 +29,13 @@ DEFAULT_OUT = "snapshot.html"
 def _weight(text: str) -> float:
     try:
         return check_smoothing(float(text))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _group_by(text: str) -> str:
+    try:
+        return parse_group_by(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
@@ -55,6 +64,15 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
         help=f"the file to write (default: {DEFAULT_OUT}), whole or not at all",
     )
     out.add_argument(
+        "--group-by",
+        type=_group_by,
+        default=DEFAULT_GROUP_BY,
+        metavar="KEY",
+        help="in the comparison, runs whose config differs only by KEY are drawn as their mean "
+        f"and min-max band, as the live comparison draws them (default: {DEFAULT_GROUP_BY}; "
+        "'' for none)",
+    )
+    out.add_argument(
         "--smoothing",
         type=_weight,
         default=DEFAULT_SMOOTHING,
@@ -72,7 +90,7 @@ def main(argv: list[str], prog: str = "python -m visualizer snapshot") -> int:
     """Write the snapshot ``argv`` asks for; the exit status."""
     args = parser(prog).parse_args(argv)
     try:
-        data = build(args.pickle_dir, args.runs, smoothing=args.smoothing)
+        data = build(args.pickle_dir, args.runs, smoothing=args.smoothing, group_by=args.group_by)
         text = render(data)
         with export_target(args.out, binary=False) as out:
             out.write(text)

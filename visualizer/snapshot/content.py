@@ -9,7 +9,8 @@ rule (:func:`~visualizer.panes.display.run_windows`, folded by
 :func:`~visualizer.panes.fold.fold_run`), with its colors, time unit and Plotly layouts.
 With more than one run, the comparison too: a window a series, a line a run in the run's
 color (:func:`~visualizer.panes.compare.compare_lines`, :func:`~visualizer.panes.compare.window_spec`,
-:func:`~visualizer.panes.compare.run_color`), without groups. Every stored point goes in
+:func:`~visualizer.panes.compare.run_color`), runs that differ only by ``--group-by`` (the
+seed, as live) drawn as their mean and min-max band (:class:`~visualizer.panes.groups.GroupCurves`). Every stored point goes in
 once (:mod:`.columns`; a run's window and the comparison refer to the same columns); the
 page smooths and decimates them by the viewer's rules (page.js mirrors :mod:`visualizer.model.smoothing` and
 :mod:`visualizer.model.decimate`).
@@ -34,9 +35,8 @@ from visualizer.api.table import run_row, runs_columns
 from visualizer.markup import escaped
 from visualizer.model.decimate import MIN_POINTS, check_max_points
 from visualizer.model.rundata import RunData, SeriesKey
-from visualizer.model.series import Series
 from visualizer.model.smoothing import DEFAULT_SMOOTHING, check_smoothing
-from visualizer.model.traces import MARKER_SIZE, RAW_ALPHA, faint
+from visualizer.model.traces import BAND_ALPHA, BAND_HOVER, MARKER_SIZE, RAW_ALPHA, faint
 from visualizer.panes.compare import (
     COMPARE_WINDOW_POINTS,
     SMOOTHED_RUNS,
@@ -46,6 +46,7 @@ from visualizer.panes.compare import (
 )
 from visualizer.panes.display import DEFAULT_MAX_POINTS, run_windows
 from visualizer.panes.fold import cap, fold_run
+from visualizer.panes.groups import DEFAULT_GROUP_BY, GroupCurves, group_runs
 from visualizer.panes.plotmessage import SPARSE_POINTS, Line, plot_layout, series_colors, time_unit
 from visualizer.panes.view import X_AXES, ViewSettings
 from visualizer.patterns import searcher
@@ -62,8 +63,10 @@ def build(
     s3_client: Any = None,
     max_points: int = DEFAULT_MAX_POINTS,
     smoothing: float = DEFAULT_SMOOTHING,
+    group_by: str = DEFAULT_GROUP_BY,
 ) -> Json:
-    """The page's data for the runs at ``root`` whose name ``runs`` (a regex; "": all) finds.
+    """The page's data for the runs at ``root`` whose name ``runs`` (a regex; "": all) finds,
+    compared with runs grouped by ``group_by`` ("": no groups).
 
     FileNotFoundError (one line) when ``root`` holds no run or ``runs`` matches none.
     """
@@ -91,6 +94,7 @@ def build(
             "sparsePoints": SPARSE_POINTS,
             "markerSize": MARKER_SIZE,
             "rawAlpha": RAW_ALPHA,
+            "bandHover": BAND_HOVER,
             "axes": X_AXES,
         },
         "table": {
@@ -98,7 +102,7 @@ def build(
             "rows": [[json_cell(v) for v in row] for row in zip(*columns.values(), strict=True)],
         },
         "runs": [content for content, _ in sections],
-        "comparison": comparison(read, packed) if len(read) > 1 else None,
+        "comparison": comparison(read, packed, group_by) if len(read) > 1 else None,
         "series": packed.columns,
     }
 
@@ -120,18 +124,21 @@ class PackedSeries:
         self.columns: list[Json] = []
         self._ids: dict[tuple[str, SeriesKey], int] = {}
 
-    def ref(self, run: str, key: SeriesKey, series: Series) -> int:
-        """The index of ``run``'s series ``key``, packed the first time it is asked for."""
-        at = self._ids.get((run, key))
+    def ref(self, owner: str, key: SeriesKey, line: Line) -> int:
+        """The index of ``owner``'s (a run's, a group's) series ``key`` drawn as ``line``,
+        packed the first time it is asked for (a group's with its band's low and high)."""
+        at = self._ids.get((owner, key))
         if at is None:
-            at = self._ids[(run, key)] = len(self.columns)
-            self.columns.append(
-                {
-                    "steps": packed(series.steps()),
-                    "values": packed(series.values()),
-                    "times": packed(series.times(slice(None))),
-                }
-            )
+            at = self._ids[(owner, key)] = len(self.columns)
+            series = line.series
+            columns = {
+                "steps": packed(series.steps()),
+                "values": packed(series.values()),
+                "times": packed(series.times(slice(None))),
+            }
+            if line.band is not None:
+                columns |= {"low": packed(line.band[0]), "high": packed(line.band[1])}
+            self.columns.append(columns)
         return at
 
 
@@ -172,32 +179,36 @@ def run_content(run: ApiRun, packed: PackedSeries) -> tuple[Json, RunData | None
             f"{folding.series:,} series"
         )
     for spec, lines, keys in windows:
-        refs = {
-            label: packed.ref(run.name, keys[label], line.series) for label, line in lines.items()
-        }
+        refs = {label: packed.ref(run.name, keys[label], line) for label, line in lines.items()}
         tags = {label: tag_of(*keys[label]) for label in lines}
         out["windows"].append(window_content(spec, lines, (refs, tags), series_colors(lines)))
     return out, data
 
 
-def comparison(runs: list[RunData], packed: PackedSeries) -> Json:
-    """The comparison: a window a series (the first MAX_WINDOWS), a line a run in its color."""
-    names = sorted(run.name for run in runs)
-    colors = {name: run_color(index) for index, name in enumerate(names)}
-    by_key = compare_lines(sorted(runs, key=lambda run: run.name))
+def comparison(runs: list[RunData], packed: PackedSeries, group_by: str) -> Json:
+    """The comparison: a window a series (the first MAX_WINDOWS), a line a run in its color,
+    or a group's mean and band in its first run's."""
+    ordered = sorted(runs, key=lambda run: run.name)
+    run_colors = {run.name: run_color(index) for index, run in enumerate(ordered)}
+    groups = group_runs(ordered, group_by)
+    colors = {group.label: run_colors[group.runs[0]] for group in groups}
+    by_key = GroupCurves().lines(compare_lines(ordered), groups, {run.name: run for run in ordered})
     specs = {key: window_spec(key, len(lines)) for key, lines in by_key.items()}
-    ordered = sorted(by_key, key=lambda key: (specs[key].order, key))
-    windows, left_out = cap(ordered)
+    keys, left_out = cap(sorted(by_key, key=lambda key: (specs[key].order, key)))
     out = []
-    for key in windows:
+    for key in keys:
         lines = by_key[key]
-        refs = {name: packed.ref(name, key, line.series) for name, line in lines.items()}
+        # A group's curve is its own series: its label can not be a run's (group_runs).
+        refs = {label: packed.ref(label, key, line) for label, line in lines.items()}
         tags = dict.fromkeys(lines, tag_of(*key))
         crowded = len(lines) > SMOOTHED_RUNS
         points = COMPARE_WINDOW_POINTS // (2 if crowded else 1)
         shown = window_content(specs[key], lines, (refs, tags), colors)
         out.append(shown | {"windowPoints": points, "crowded": crowded})
-    return {"windows": out, "leftOut": left_out}
+    together = [
+        {"label": group.label, "runs": list(group.runs)} for group in groups if len(group.runs) > 1
+    ]
+    return {"windows": out, "leftOut": left_out, "groups": together}
 
 
 def window_content(
@@ -227,6 +238,7 @@ def window_content(
                 "faint": faint(colors[label]),
                 "origin": line.origin,
                 "series": refs[0][label],
+                "band": faint(colors[label], BAND_ALPHA) if line.band is not None else None,
             }
             for label, line in lines.items()
         ],

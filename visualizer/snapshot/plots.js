@@ -30,11 +30,12 @@ const decoded = new Map(); // a series' columns, decoded once for every line tha
 
 async function decodeLine(line, packed) {
   if (!decoded.has(line.series)) {
-    const { steps, values, times } = packed[line.series];
-    decoded.set(line.series, Promise.all([steps, values, times].map(decodeColumn)));
+    const columns = packed[line.series];
+    const names = ["steps", "values", "times", ...(columns.low ? ["low", "high"] : [])];
+    decoded.set(line.series, Promise.all(names.map((name) => decodeColumn(columns[name]))));
   }
-  const [steps, values, times] = await decoded.get(line.series);
-  return { ...line, steps, values, times, xs: {}, smooth: null };
+  const [steps, values, times, low, high] = await decoded.get(line.series);
+  return { ...line, steps, values, times, low, high, xs: {}, smooth: null };
 }
 
 function decimateIndices(values, maxPoints) {
@@ -143,6 +144,23 @@ function trace(line, index, x, y, color, legend, markers, size) {
   return t;
 }
 
+// A group's min-max band under its mean, whose hover reads both (traces.py's band_traces
+// and spread): the min as an unseen line, the max filled down to it.
+function banded(line, index, x, mean, hover) {
+  const kept = index.filter((i) => Number.isFinite(x[i]));
+  const finite = (v) => (Number.isFinite(v) ? v : null);
+  const common = {
+    x: mean.x, name: line.label, type: "scatter", mode: "lines", legendgroup: line.label,
+    showlegend: false, hoverinfo: "skip", meta: "band", line: { color: line.color, width: 0 },
+  };
+  return [
+    { ...common, y: kept.map((i) => finite(line.low[i])) },
+    { ...common, y: kept.map((i) => finite(line.high[i])), fill: "tonexty", fillcolor: line.band },
+    { ...mean, customdata: kept.map((i) => [finite(line.low[i]), finite(line.high[i])]),
+      hovertemplate: hover },
+  ];
+}
+
 // A window's traces for the view: each line raw (faint under its smoothed curve when
 // smoothed), at most the viewer's budget of points each, every point of a zoom that fits.
 function windowTraces(win, view, settings) {
@@ -151,7 +169,8 @@ function windowTraces(win, view, settings) {
     : view.maxPoints;
   // A comparison shares its window's points among its traces (plotmessage.trace_budget).
   const count = win.decoded.reduce(
-    (n, line) => n + 1 + (smoothing && line.values.length >= view.sparsePoints ? 1 : 0), 0);
+    (n, line) => n + 1 + (smoothing && line.values.length >= view.sparsePoints ? 1 : 0)
+      + (line.band ? 2 : 0), 0);
   const budget = win.windowPoints === null || count <= 0 ? perTrace
     : Math.max(view.minPoints, Math.min(perTrace, Math.floor(win.windowPoints / count)));
   const traces = [];
@@ -161,8 +180,9 @@ function windowTraces(win, view, settings) {
     const sparse = line.values.length < view.sparsePoints;
     const smooth = smoothing && !sparse;
     const raw = sample(line.values, chosen, budget);
-    traces.push(trace(line, raw, x, line.values, smooth ? line.faint : line.color, !smooth,
-      sparse, view.markerSize));
+    const own = trace(line, raw, x, line.values, smooth ? line.faint : line.color, !smooth,
+      sparse, view.markerSize);
+    traces.push(...(line.band ? banded(line, raw, x, own, view.bandHover) : [own]));
     if (smooth) {
       if (!line.smooth || line.smooth.weight !== settings.smoothing) {
         line.smooth = { weight: settings.smoothing, values: smoothed(line.values, settings.smoothing) };

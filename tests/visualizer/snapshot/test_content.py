@@ -79,6 +79,25 @@ def test_the_comparison_is_the_live_ones_and_shares_the_runs_columns(root):
     assert first["series"] == lines[0]["series"] and windows[0]["windowPoints"] == 60_000
 
 
+def test_seeds_of_one_config_are_compared_as_their_mean_and_band(tmp_path):
+    for seed in range(3):
+        with Recorder(tmp_path / f"s{seed}" / "pickle", name=f"s{seed}",
+                      options={"lr": 0.1, "seed": seed}) as rec:  # fmt: skip
+            for step in range(10):
+                rec.log({"loss": float(seed + step)}, step=step)
+    data = build(str(tmp_path))
+    compared = data["comparison"]
+    assert compared["groups"] == [{"label": "every run (3 runs)", "runs": ["s0", "s1", "s2"]}]
+    (line,) = compared["windows"][0]["lines"]
+    assert line["label"] == "every run (3 runs)" and line["band"] == "rgba(31,119,180,0.2)"
+    columns = data["series"][line["series"]]
+    np.testing.assert_allclose(unpacked(columns["values"]), np.arange(10) + 1.0)
+    np.testing.assert_allclose(unpacked(columns["low"]), np.arange(10))
+    np.testing.assert_allclose(unpacked(columns["high"]), np.arange(10) + 2.0)
+    ungrouped = build(str(tmp_path), group_by="")["comparison"]
+    assert [x["label"] for x in ungrouped["windows"][0]["lines"]] == ["s0", "s1", "s2"]
+
+
 def test_what_plotly_draws_is_escaped(tmp_path):
     with Recorder(tmp_path / "x" / "pickle", name="x") as rec:
         rec.log({"<b>bold</b>": 1.0}, step=0, group="<i>g</i>")

@@ -182,3 +182,27 @@ def test_wall_time_zooms_to_every_stored_point_of_its_range(chromium_driver, pag
 
     WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(drawn)
     assert len(wanted) >= 600  # more than the overview draws in that stretch
+
+
+def test_seeds_are_compared_as_their_mean_and_band(chromium_driver, tmp_path):
+    for seed in range(3):
+        options = {"lr": 0.1, "seed": seed}
+        with Recorder(tmp_path / f"s{seed}" / "pickle", name=f"s{seed}", options=options) as rec:
+            for step in range(200):
+                rec.log({"loss": _loss(step, seed)}, step=step, wall_time=START + step)
+    out = tmp_path / "seeds.html"
+    assert main(["snapshot", "--pickle-dir", str(tmp_path), "--out", str(out)]) == 0
+    chromium_driver.get(out.as_uri())
+    traces_js = (
+        "const div = document.querySelector('#comparison .js-plotly-plot');"
+        "return div && div._fullLayout ? div.data.map(t => [t.meta || '', t.fill || '', "
+        "t.x.length, t.name, !!t.customdata]) : null;"
+    )
+    WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(lambda d: d.execute_script(traces_js))
+    label = "every run (3 runs)"
+    assert chromium_driver.execute_script(traces_js) == [
+        ["band", "", 200, label, False],
+        ["band", "tonexty", 200, label, False],
+        ["", "", 200, label, True],  # the mean, whose hover reads the band
+        ["smoothed", "", 200, label, False],
+    ]
