@@ -53,6 +53,7 @@ from visualizer.patterns import searcher
 from visualizer.sources.catalog import read_error
 
 from .columns import packed
+from .images import image_content
 
 Json = dict[str, Any]
 
@@ -143,8 +144,8 @@ class PackedSeries:
 
 
 def read_run(name: str, source: Any) -> RunData:
-    """The run's store read whole into the viewer's model (its images left out)."""
-    history, _reader, update = read_store(source, images=False)
+    """The run's store read whole into the viewer's model."""
+    history, _reader, update = read_store(source)
     keys = history.keys()
     update.scalars = [(group, tag, *history.series((group, tag))) for group, tag in keys]
     run = RunData(name)
@@ -163,6 +164,8 @@ def run_content(run: ApiRun, packed: PackedSeries) -> tuple[Json, RunData | None
         "config": {k[7:]: json_cell(v) for k, v in row.items() if k.startswith("config.")},
         "summary": {k[8:]: json_cell(v) for k, v in row.items() if k.startswith("summary.")},
         "windows": [],
+        "images": [],
+        "imagesLeftOut": 0,
         "error": None,
         "note": None,
     }
@@ -182,6 +185,7 @@ def run_content(run: ApiRun, packed: PackedSeries) -> tuple[Json, RunData | None
         refs = {label: packed.ref(run.name, keys[label], line) for label, line in lines.items()}
         tags = {label: tag_of(*keys[label]) for label in lines}
         out["windows"].append(window_content(spec, lines, (refs, tags), series_colors(lines)))
+    out["images"], out["imagesLeftOut"] = image_content(data)
     return out, data
 
 

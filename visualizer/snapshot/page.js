@@ -165,6 +165,31 @@ function comparisonSection(comparison) {
   return card;
 }
 
+// The run's newest image of each tag as a thumbnail; a click shows it at its own size.
+function imageStrip(run) {
+  const strip = el("div", null, "images");
+  for (const image of run.images) {
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(image.png)) continue; // base64 of a PNG, nothing else
+    const figure = el("figure", null, "thumb");
+    const img = document.createElement("img");
+    img.src = `data:image/png;base64,${image.png}`;
+    img.alt = image.title;
+    img.width = image.width;
+    img.height = image.height;
+    img.addEventListener("click", () => figure.classList.toggle("whole"));
+    const caption = el("figcaption");
+    caption.append(el("b", image.title), el("span", ` step ${image.step}`, "meta"));
+    if (image.captions.length) caption.appendChild(el("div", image.captions.join(" \u00b7 ")));
+    figure.append(img, caption);
+    strip.appendChild(figure);
+  }
+  if (run.imagesLeftOut) {
+    strip.appendChild(el("div", `${run.imagesLeftOut} more images over the file's size cap: ` +
+      "python -m visualizer export --kind image has them", "note"));
+  }
+  return strip;
+}
+
 function runSection(run, index) {
   const card = el("section", null, "card run");
   card.id = `run-${index}`;
@@ -183,6 +208,7 @@ function runSection(run, index) {
   if (!run.windows.length) plots.appendChild(el("div", "no series logged", "empty"));
   body.append(side, plots);
   card.appendChild(body);
+  if (run.images.length || run.imagesLeftOut) card.appendChild(imageStrip(run));
   return card;
 }
 

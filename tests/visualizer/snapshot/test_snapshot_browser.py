@@ -65,6 +65,8 @@ def page(tmp_path_factory) -> Path:
                 rec.log(values, step=step, wall_time=START + step)  # a step a second
             if not run:
                 rec.log({PAYLOAD_SERIES: 1.0}, step=0)
+                picture = np.full((8, 8, 3), 200, np.uint8)
+                rec.log_image("sample", picture, 5, dataformats="HWC", captions=[PAYLOAD_NAME])
     out = root / "snapshot.html"
     assert main(["snapshot", "--pickle-dir", str(root), "--out", str(out)]) == 0
     return out
@@ -131,7 +133,13 @@ def test_smoothing_and_decimation_are_the_viewers(chromium_driver, page):
 def test_store_text_is_shown_as_text_and_never_runs(chromium_driver, page):
     _open(chromium_driver, page)
     assert chromium_driver.execute_script("return window.__pwned === undefined")
-    assert chromium_driver.execute_script("return document.querySelectorAll('img').length") == 0
+    # The one image is the run's PNG, as a data URL; its caption is text.
+    sources = chromium_driver.execute_script(
+        "return Array.from(document.images).map(i => [i.src.slice(0, 22), i.naturalWidth])"
+    )
+    assert sources == [["data:image/png;base64,", 8]]
+    caption = chromium_driver.find_element(By.CSS_SELECTOR, "#run-0 figcaption").text
+    assert caption.splitlines() == ["sample step 5", PAYLOAD_NAME]
     first_row = chromium_driver.find_element(By.CSS_SELECTOR, "#runs tbody tr td")
     assert first_row.text == PAYLOAD_NAME
     heads = [h.text for h in chromium_driver.find_elements(By.CSS_SELECTOR, ".run-head h2")]
