@@ -60,6 +60,7 @@ class ApiRun:
         self.source = source
         self.path = source.describe("").rstrip("/")
         self.state = summary.state  # finished, failed, stopped, running, or "no status yet"
+        self.run_summary = summary  # as read: the comparison picks runs by it (runset.compared)
         self.config = _run_config(meta, summary)
         #: Each series' count, last step and value, min and max (for a best-value table).
         self.stats: dict[str, SeriesStats] = dict(summary.series)

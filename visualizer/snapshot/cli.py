@@ -1,5 +1,5 @@
-"""``python -m visualizer snapshot --pickle-dir DIR_OR_S3 [--runs REGEX] [--group-by KEY]
-[--out FILE.html]``.
+"""``python -m visualizer snapshot --pickle-dir DIR_OR_S3 [--runs REGEX] [--compare N]
+[--group-by KEY] [--out FILE.html]``.
 
 The file is built whole in memory, then written to a temporary file beside ``--out`` and
 renamed over it (:func:`~visualizer.sources.export_target.export_target`), so a failed
@@ -16,6 +16,7 @@ from run_core.exit_codes import ExitCode
 from visualizer.model.smoothing import DEFAULT_SMOOTHING, check_smoothing
 from visualizer.options import add_source_argument
 from visualizer.options import runs as runs_regex
+from visualizer.panes.compare import DEFAULT_COMPARE, MAX_COMPARE
 from visualizer.panes.groups import DEFAULT_GROUP_BY, parse_group_by
 from visualizer.sources.export_target import ExportWriteError, export_target
 from visualizer.sources.s3 import S3ReadError
@@ -40,6 +41,16 @@ def _group_by(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= MAX_COMPARE:
+        raise argparse.ArgumentTypeError(f"a number of runs from 1 to {MAX_COMPARE}, not {text!r}")
+    return count
+
+
 def parser(prog: str | None = None) -> argparse.ArgumentParser:
     """The snapshot command's options."""
     out = argparse.ArgumentParser(
@@ -62,6 +73,14 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
         default=DEFAULT_OUT,
         metavar="FILE.html",
         help=f"the file to write (default: {DEFAULT_OUT}), whole or not at all",
+    )
+    out.add_argument(
+        "--compare",
+        type=_count,
+        default=DEFAULT_COMPARE,
+        metavar="N",
+        help="the comparison overlays the N most recently updated of the runs, as the live "
+        f"comparison does (default: {DEFAULT_COMPARE}); every run has its own section",
     )
     out.add_argument(
         "--group-by",

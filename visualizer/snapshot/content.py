@@ -39,7 +39,9 @@ from visualizer.model.smoothing import DEFAULT_SMOOTHING, check_smoothing
 from visualizer.model.traces import BAND_ALPHA, BAND_HOVER, MARKER_SIZE, RAW_ALPHA, faint
 from visualizer.panes.compare import (
     COMPARE_WINDOW_POINTS,
+    DEFAULT_COMPARE,
     SMOOTHED_RUNS,
+    Selection,
     compare_lines,
     run_color,
     window_spec,
@@ -50,6 +52,7 @@ from visualizer.panes.groups import DEFAULT_GROUP_BY, GroupCurves, group_runs
 from visualizer.panes.plotmessage import SPARSE_POINTS, Line, plot_layout, series_colors, time_unit
 from visualizer.panes.view import X_AXES, ViewSettings
 from visualizer.patterns import searcher
+from visualizer.runset import compared
 from visualizer.sources.catalog import read_error
 
 from .columns import packed
@@ -65,9 +68,11 @@ def build(
     max_points: int = DEFAULT_MAX_POINTS,
     smoothing: float = DEFAULT_SMOOTHING,
     group_by: str = DEFAULT_GROUP_BY,
+    compare: int = DEFAULT_COMPARE,
 ) -> Json:
-    """The page's data for the runs at ``root`` whose name ``runs`` (a regex; "": all) finds,
-    compared with runs grouped by ``group_by`` ("": no groups).
+    """The page's data for the runs at ``root`` whose name ``runs`` (a regex; "": all) finds;
+    the ``compare`` most recently updated of them compared, grouped by ``group_by`` ("": no
+    groups), as the live comparison picks and groups them.
 
     FileNotFoundError (one line) when ``root`` holds no run or ``runs`` matches none.
     """
@@ -84,7 +89,12 @@ def build(
     columns = runs_columns(chosen)
     packed = PackedSeries()
     sections = [run_content(run, packed) for run in chosen]
-    read = [data for _, data in sections if data is not None]
+    picked = {id(s) for s in compared([run.run_summary for run in chosen], Selection(), compare)}
+    read = [
+        data
+        for run, (_, data) in zip(chosen, sections, strict=True)
+        if data is not None and id(run.run_summary) in picked
+    ]
     return {
         "source": root,
         "made": time.time(),
@@ -103,7 +113,10 @@ def build(
             "rows": [[json_cell(v) for v in row] for row in zip(*columns.values(), strict=True)],
         },
         "runs": [content for content, _ in sections],
-        "comparison": comparison(read, packed, group_by) if len(read) > 1 else None,
+        "comparison": comparison(read, packed, group_by)
+        | {"of": len(chosen), "compared": len(read)}
+        if len(read) > 1
+        else None,
         "series": packed.columns,
     }
 

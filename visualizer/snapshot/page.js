@@ -154,7 +154,9 @@ function comparisonSection(comparison) {
   const card = el("section", null, "card run");
   card.id = "comparison";
   const head = el("div", null, "run-head");
-  head.append(el("h2", "Comparison"), el("span", `${DATA.runs.length} runs`, "meta"));
+  const count = comparison.of > comparison.compared ?
+    `the ${comparison.compared} most recently updated of ${comparison.of} runs` : `${comparison.of} runs`;
+  head.append(el("h2", "Comparison"), el("span", count, "meta"));
   card.appendChild(head);
   if (comparison.leftOut) {
     card.appendChild(el("div", `${comparison.leftOut} more series not drawn here; each run's own windows below have them`, "note"));

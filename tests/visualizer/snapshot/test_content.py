@@ -79,6 +79,14 @@ def test_the_comparison_is_the_live_ones_and_shares_the_runs_columns(root):
     assert first["series"] == lines[0]["series"] and windows[0]["windowPoints"] == 60_000
 
 
+def test_the_comparison_overlays_the_most_recently_updated_runs(root):
+    data = build(str(root), compare=2)
+    compared = data["comparison"]
+    assert (compared["of"], compared["compared"]) == (3, 2)
+    assert [line["label"] for line in compared["windows"][0]["lines"]] == ["run-1", "run-2"]
+    assert len(data["runs"]) == 3  # every run still has its section
+
+
 def test_seeds_of_one_config_are_compared_as_their_mean_and_band(tmp_path):
     for seed in range(3):
         with Recorder(tmp_path / f"s{seed}" / "pickle", name=f"s{seed}",

@@ -84,3 +84,11 @@ def test_an_out_that_is_a_folder_is_one_line_and_leaves_nothing_beside(root, tmp
     assert code == ExitCode.FAILED
     assert str(folder) in _one_line(capsys)
     assert folder.is_dir() and sorted(p.name for p in tmp_path.iterdir()) == ["runs", "taken"]
+
+
+@pytest.mark.parametrize("count", ["0", "x", "501"])
+def test_a_compare_count_out_of_range_is_refused(root, count, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["snapshot", "--pickle-dir", str(root), "--compare", count])
+    assert stop.value.code == ExitCode.USAGE
+    assert "--compare: a number of runs from 1 to 500" in capsys.readouterr().err
