@@ -129,3 +129,16 @@ def test_no_run_or_no_match_is_one_line(tmp_path, root):
 )  # fmt: skip
 def test_a_table_cell_is_what_json_holds(value, shown):
     assert json_cell(value) == shown
+
+
+def test_a_broken_store_is_a_section_of_its_own_and_the_others_are_whole(root):
+    broken = root / "zz" / "pickle"
+    broken.mkdir(parents=True)
+    (broken / "meta.pickle").write_bytes(b"not a pickle")
+    (broken / "status.pickle").write_bytes(b"\x80\x05not either")
+    data = build(str(root))
+    last = data["runs"][-1]
+    # The reader skips both documents with a warning each: a run with nothing to draw.
+    assert last["name"] == "zz" and last["state"] == "no status yet" and last["windows"] == []
+    windows = data["comparison"]["windows"]
+    assert [line["label"] for line in windows[0]["lines"]] == ["run-0", "run-1", "run-2"]
