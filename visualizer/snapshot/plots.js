@@ -26,16 +26,21 @@ async function decodeColumn(column) {
   return column.type === "int64" ? Float64Array.from(typed, Number) : typed;
 }
 
-const decoded = new Map(); // a series' columns, decoded once for every line that draws it
+const decoded = new Map(); // a series' column, decoded once for every line that draws it
 
-async function decodeLine(line, packed) {
-  if (!decoded.has(line.series)) {
-    const columns = packed[line.series];
-    const names = ["steps", "values", "times", ...(columns.low ? ["low", "high"] : [])];
-    decoded.set(line.series, Promise.all(names.map((name) => decodeColumn(columns[name]))));
-  }
-  const [steps, values, times, low, high] = await decoded.get(line.series);
-  return { ...line, steps, values, times, low, high, xs: {}, smooth: null };
+function column(packed, series, name) {
+  const key = `${series}/${name}`;
+  if (!decoded.has(key)) decoded.set(key, decodeColumn(packed[series][name]));
+  return decoded.get(key);
+}
+
+// A line with the columns ``axis`` draws: wall times are decoded once a time axis is chosen.
+async function decodeLine(line, packed, axis) {
+  const names = ["values", axis === "step" ? "steps" : "times"];
+  if (packed[line.series].low) names.push("low", "high");
+  const columns = await Promise.all(names.map((name) => column(packed, line.series, name)));
+  names.forEach((name, i) => { line[name] = columns[i]; });
+  line.xs = line.xs || {};
 }
 
 function decimateIndices(values, maxPoints) {
@@ -218,7 +223,8 @@ function windowLayout(win, settings) {
 const PLOT_CONFIG = { responsive: true, displaylogo: false };
 
 async function drawWindow(win, view, settings, packed) {
-  if (!win.decoded) win.decoded = await Promise.all(win.lines.map((l) => decodeLine(l, packed)));
+  await Promise.all(win.lines.map((line) => decodeLine(line, packed, settings.axis)));
+  win.decoded = win.lines;
   win.drawing = true;
   try {
     await Plotly.react(win.div, windowTraces(win, view, settings), windowLayout(win, settings),
