@@ -6,14 +6,18 @@ The runs are found and listed as the Api and ``export --kind runs`` find them
 each run's store is read whole by the store reader into a
 :class:`~visualizer.model.rundata.RunData` and laid out in windows by the live page's own
 rule (:func:`~visualizer.panes.display.run_windows`, folded by
-:func:`~visualizer.panes.fold.fold_run`), with its colors, time unit and Plotly layouts.
-With more than one run, the comparison too: a window a series, a line a run in the run's
-color (:func:`~visualizer.panes.compare.compare_lines`, :func:`~visualizer.panes.compare.window_spec`,
-:func:`~visualizer.panes.compare.run_color`), runs that differ only by ``--group-by`` (the
-seed, as live) drawn as their mean and min-max band (:class:`~visualizer.panes.groups.GroupCurves`). Every stored point goes in
+:func:`~visualizer.panes.fold.fold_run`), with its colors, time unit and Plotly layouts,
+and its newest images (:mod:`.images`). With more than one run, the comparison too, of
+the runs the live one would pick (:func:`~visualizer.runset.compared`): a window a series,
+a line a run in the run's color (:func:`~visualizer.panes.compare.compare_lines`,
+:func:`~visualizer.panes.compare.window_spec`, :func:`~visualizer.panes.compare.run_color`),
+runs that differ only by ``--group-by`` (the seed, as live) drawn as their mean and
+min-max band (:class:`~visualizer.panes.groups.GroupCurves`). Every stored point goes in
 once (:mod:`.columns`; a run's window and the comparison refer to the same columns); the
-page smooths and decimates them by the viewer's rules (page.js mirrors :mod:`visualizer.model.smoothing` and
-:mod:`visualizer.model.decimate`).
+page smooths and decimates them by the viewer's rules (plots.js mirrors
+:mod:`visualizer.model.smoothing`, :mod:`visualizer.model.decimate` and the zoom's
+:func:`~visualizer.model.zoom.pick` and :func:`~visualizer.model.zoom.sample`; the
+Chromium test holds the two to the same points).
 
 Text from a store reaches the page as JSON data; what Plotly draws (titles, axis titles,
 trace names) is escaped for Plotly, which reads its strings as a little HTML.
