@@ -36,7 +36,7 @@ from visualizer import layout
 from visualizer.api.client import read_runs
 from visualizer.api.run import ApiRun
 from visualizer.api.table import run_row, runs_columns
-from visualizer.markup import escaped
+from visualizer.markup import escaped, plot_strings
 from visualizer.model.decimate import MIN_POINTS, check_max_points
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.smoothing import DEFAULT_SMOOTHING, check_smoothing
@@ -53,6 +53,7 @@ from visualizer.panes.compare import (
 from visualizer.panes.display import DEFAULT_MAX_POINTS, run_windows
 from visualizer.panes.fold import cap, fold_run
 from visualizer.panes.groups import DEFAULT_GROUP_BY, GroupCurves, group_runs
+from visualizer.panes.parcoords import PARCOORDS_SIZE, parcoords_message
 from visualizer.panes.plotmessage import SPARSE_POINTS, Line, plot_layout, series_colors, time_unit
 from visualizer.panes.view import X_AXES, ViewSettings
 from visualizer.patterns import searcher
@@ -229,7 +230,22 @@ def comparison(runs: list[RunData], packed: PackedSeries, group_by: str) -> Json
     together = [
         {"label": group.label, "runs": list(group.runs)} for group in groups if len(group.runs) > 1
     ]
-    return {"windows": out, "leftOut": left_out, "groups": together}
+    return {
+        "windows": out,
+        "leftOut": left_out,
+        "groups": together,
+        "parcoords": parcoords(ordered),
+    }
+
+
+def parcoords(runs: list[RunData]) -> Json | None:
+    """The live comparison's parallel coordinates of ``runs`` (config keys that differ, and
+    the most logged series' last value), its strings escaped for Plotly; None without one."""
+    message = parcoords_message(runs, None, "")
+    if message is None:
+        return None
+    shown = plot_strings(message)
+    return {"data": shown["data"], "layout": shown["layout"] | {"height": PARCOORDS_SIZE[1]}}
 
 
 def window_content(

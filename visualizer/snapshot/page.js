@@ -162,6 +162,10 @@ function comparisonSection(comparison) {
     card.appendChild(el("div", `${comparison.leftOut} more series not drawn here; each run's own windows below have them`, "note"));
   }
   const body = el("div", null, "compare-body");
+  if (comparison.parcoords) {
+    comparison.parcoords.div = el("div", null, "plot parcoords");
+    body.appendChild(comparison.parcoords.div);
+  }
   body.appendChild(plotGrid(comparison.windows));
   card.appendChild(body);
   return card;
@@ -259,6 +263,8 @@ function main() {
   buildControls();
   const sections = document.getElementById("run-sections");
   if (DATA.comparison) sections.appendChild(comparisonSection(DATA.comparison));
+  const parcoords = DATA.comparison && DATA.comparison.parcoords;
+  if (parcoords) Plotly.react(parcoords.div, parcoords.data, parcoords.layout, { displaylogo: false });
   runs.forEach((run, index) => sections.appendChild(runSection(run, index)));
   drawAll();
 }

@@ -79,6 +79,14 @@ def test_the_comparison_is_the_live_ones_and_shares_the_runs_columns(root):
     assert first["series"] == lines[0]["series"] and windows[0]["windowPoints"] == 60_000
 
 
+def test_the_comparison_has_the_live_parallel_coordinates(root):
+    shown = build(str(root))["comparison"]["parcoords"]
+    (trace,) = shown["data"]
+    labels = [dimension["label"] for dimension in trace["dimensions"]]
+    assert trace["type"] == "parcoords" and labels == ["lr", "model", "train/loss (last)"]
+    assert trace["dimensions"][0]["values"] == pytest.approx([0.1, 0.2, 0.3])
+
+
 def test_the_comparison_overlays_the_most_recently_updated_runs(root):
     data = build(str(root), compare=2)
     compared = data["comparison"]

@@ -80,8 +80,9 @@ def _open(driver, page: Path) -> None:
     )
     driver.get(page.as_uri())
     # Every window drawn: losses (the first run's payload series among them) and learning
-    # rate, each run, and the comparison's window for each of the three series.
-    WebDriverWait(driver, BROWSER_WAIT_S).until(lambda d: len(d.execute_script(PLOTS_JS)) == 9)
+    # rate, each run, the comparison's window for each of the three series and its
+    # parallel coordinates.
+    WebDriverWait(driver, BROWSER_WAIT_S).until(lambda d: len(d.execute_script(PLOTS_JS)) == 10)
 
 
 def _plot(driver, title: str, index: int = 0) -> dict:
@@ -202,7 +203,7 @@ def test_seeds_are_compared_as_their_mean_and_band(chromium_driver, tmp_path):
     assert main(["snapshot", "--pickle-dir", str(tmp_path), "--out", str(out)]) == 0
     chromium_driver.get(out.as_uri())
     traces_js = (
-        "const div = document.querySelector('#comparison .js-plotly-plot');"
+        "const div = document.querySelector('#comparison .plots .js-plotly-plot');"
         "return div && div._fullLayout ? div.data.map(t => [t.meta || '', t.fill || '', "
         "t.x.length, t.name, !!t.customdata]) : null;"
     )
