@@ -191,6 +191,10 @@ def _visualizer(args: list[str], tmp_path: Path) -> None:
                               env=dict(os.environ, PYTHONPATH=str(ROOT)),
                               capture_output=True, text=True, timeout=120)  # fmt: skip
         assert done.returncode == 3, done.stderr  # ExitCode.NO_DATA, not 2 (usage)
+    elif args[:1] == ["snapshot"]:
+        from visualizer.snapshot.cli import parser
+
+        parser().parse_args(args[1:])
     else:
         build_parser().parse_args(args[1:] if args[:1] == ["follow"] else args)
 

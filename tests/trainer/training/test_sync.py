@@ -48,7 +48,12 @@ def _sync(cwd: Path, *args: str, mirror: Path) -> subprocess.CompletedProcess:
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    """A run's files as sync sends them: hidden ones (the store's writer lock) stay behind."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    }
 
 
 def test_sync_sends_every_file_of_a_run_and_is_idempotent(tmp_path):

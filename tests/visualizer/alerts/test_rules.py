@@ -50,7 +50,7 @@ def logging_every(recorders: dict[str, Recorder], interval: float = 0.3) -> Iter
         step = 1
         while not done.wait(interval):
             for rec in list(recorders.values()):
-                if rec.is_rank_zero and not rec.closed:
+                if not rec.closed:
                     rec.log({"loss": 1.0 / step}, step=step)
             step += 1
 
