@@ -167,7 +167,10 @@ class VisdomEvents:
     ``IDLE_STOP_S`` (a one-off draw) ends, and the next subscriber starts another.
     """
 
-    IDLE_STOP_S = 10.0
+    # Longer than the follow loop's longest quiet pause, when it renews its subscriptions
+    # (an idle S3 run is polled once a minute, DEFAULT_MAX_IDLE_INTERVAL): at 10 s the
+    # listener was down most of such a minute, and a page's zoom on a quiet run was lost.
+    IDLE_STOP_S = 180.0
     CHECK_S = 1.0  # how often a quiet socket's thread looks whether to stop
 
     def __init__(self, client: VisdomClient) -> None:

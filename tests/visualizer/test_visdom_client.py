@@ -98,3 +98,12 @@ def test_stopping_the_listener_ends_it_without_waiting_for_its_quiet_socket(
     thread = events._thread
     client.close()
     assert thread is not None and not thread.is_alive(), "the listener outlived its stop"
+
+
+def test_the_page_listener_outlives_the_follow_loops_longest_quiet_pause():
+    # The loop renews its subscriptions at each pass; an idle S3 run's passes are up to a
+    # minute apart. A listener that stopped sooner lost a page's zoom on a quiet run.
+    from visualizer.follower import DEFAULT_MAX_IDLE_INTERVAL
+    from visualizer.visdom_client import VisdomEvents
+
+    assert VisdomEvents.IDLE_STOP_S > 2 * DEFAULT_MAX_IDLE_INTERVAL
