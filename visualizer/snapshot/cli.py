@@ -13,11 +13,11 @@ import argparse
 import sys
 
 from run_core.exit_codes import ExitCode
-from visualizer.model.smoothing import DEFAULT_SMOOTHING, check_smoothing
-from visualizer.options import add_source_argument
+from visualizer.model.smoothing import DEFAULT_SMOOTHING
+from visualizer.options import add_source_argument, group_by, smoothing
 from visualizer.options import runs as runs_regex
 from visualizer.panes.compare import DEFAULT_COMPARE, MAX_COMPARE
-from visualizer.panes.groups import DEFAULT_GROUP_BY, parse_group_by
+from visualizer.panes.groups import DEFAULT_GROUP_BY
 from visualizer.sources.export_target import ExportWriteError, export_target
 from visualizer.sources.s3 import S3ReadError
 
@@ -25,20 +25,6 @@ from .content import build
 from .page import AssetMissingError, render
 
 DEFAULT_OUT = "snapshot.html"
-
-
-def _weight(text: str) -> float:
-    try:
-        return check_smoothing(float(text))
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def _group_by(text: str) -> str:
-    try:
-        return parse_group_by(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _count(text: str) -> int:
@@ -84,7 +70,7 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
     )
     out.add_argument(
         "--group-by",
-        type=_group_by,
+        type=group_by,
         default=DEFAULT_GROUP_BY,
         metavar="KEY",
         help="in the comparison, runs whose config differs only by KEY are drawn as their mean "
@@ -93,7 +79,7 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
     )
     out.add_argument(
         "--smoothing",
-        type=_weight,
+        type=smoothing,
         default=DEFAULT_SMOOTHING,
         help=f"the page's smoothing weight when opened, 0 to below 1 (default: {DEFAULT_SMOOTHING})",
     )
