@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 from run_core.run_lock import LOCK_NAME, RunLockError
 from snapshot_store import Recorder, StoreError
 from tests.fixtures.runs.examples import read
-from tests.fixtures.servers.processes import REPO, reap
+from tests.fixtures.servers.processes import holding
 
 
 @pytest.mark.integration
@@ -22,17 +20,8 @@ def test_a_second_processs_recorder_is_refused_naming_the_first_and_writes_nothi
         f"rec = Recorder({str(store)!r}, rank=0); rec.log({{'first': 1.0}}, step=0); "
         "print('held', flush=True); sys.stdin.read(); rec.close()"
     )
-    first = subprocess.Popen(
-        [sys.executable, "-c", code], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    try:
-        assert first.stdout is not None and first.stdout.readline() == "held\n"
-        with pytest.raises(RunLockError) as refused:
-            Recorder(store, rank=0)
-    finally:
-        first.communicate(timeout=60)  # its stdin closes: the first recorder closes
-        reap(first)
+    with holding(code) as first, pytest.raises(RunLockError) as refused:
+        Recorder(store, rank=0)
     message = str(refused.value)
     assert f"{store} is being written by another writer, PID {first.pid} on this host" in message
     assert message.endswith("or give this run another directory") and "\n" not in message

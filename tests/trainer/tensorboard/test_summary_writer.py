@@ -25,7 +25,7 @@ from tests.fixtures.runs.tensorboard import (
     tensorboard_scalars,
 )
 from tests.fixtures.runs.training import clean_env
-from tests.fixtures.servers.processes import reap
+from tests.fixtures.servers.processes import holding, reap
 from visualizer.alerts.rules import Alert, AlertMemory, AlertWatch
 from visualizer.model.rundata import RunData
 from visualizer.model.status import last_activity, status_view
@@ -304,16 +304,8 @@ def test_a_second_process_on_the_log_dir_is_refused_naming_the_first(tmp_path):
         "[writer.add_scalar('first', float(i), i) for i in range(200)]; "
         "print('held', flush=True); sys.stdin.read(); writer.close()"
     )
-    first = subprocess.Popen(
-        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert first.stdout is not None and first.stdout.readline() == "held\n"
-        with pytest.raises(RunLockError) as refused:
-            SummaryWriter(tmp_path)
-    finally:
-        first.communicate(timeout=60)  # its stdin closes: the first writer ends
-        reap(first)
+    with holding(code) as first, pytest.raises(RunLockError) as refused:
+        SummaryWriter(tmp_path)
     message = str(refused.value)
     assert f"{tmp_path} is being written by another writer, PID {first.pid} on this host" in message
     assert message.endswith("or give this writer another log_dir") and "\n" not in message
