@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from snapshot_store.alerting.webhook import WEBHOOK_VAR
 from tests.fixtures.servers.parts import OPTIONAL_MODULES, missing_optional_module, parts_required
-from visualizer.alerts.options import WEBHOOK_VAR
 
 # An xdist worker's __main__ is execnet's bootstrap, with no file: to the code under test it
 # would look like a notebook (trainer.fit would start its workers with fork). The tests see

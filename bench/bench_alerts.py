@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 
 from snapshot_store.alert_rules.language import Threshold, parse_rule
+from snapshot_store.alerting.alert import Alert
+from snapshot_store.alerting.delivery import AlertSender
 from tests.fixtures.curves import (
     BATCH,
     EVERY,
@@ -32,8 +34,7 @@ from tests.fixtures.curves import (
 )
 from tests.fixtures.servers.alerting import Receiver
 from tests.fixtures.servers.net import serving
-from visualizer.alerts.notify import AlertSender
-from visualizer.alerts.rules import Alert, AlertMemory
+from visualizer.alerts.rules import AlertMemory
 
 THRESHOLDS = {
     "train/loss": "train/loss>1.5",
@@ -134,7 +135,7 @@ def run() -> list[dict]:
         serving(receiver.handler) as server,
     ):
         receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-        sender = AlertSender(AlertMemory(Path(tmp) / "sent.json", "bench"))
+        sender = AlertSender(AlertMemory(Path(tmp) / "sent.json", "bench").delivered)
         sender.add_webhook(receiver.url)
         try:
             rows = _faulty_rows(sender, receiver)

@@ -29,6 +29,8 @@ from typing import Any
 
 from run_core.atomic import ensure_writable_dir, write_atomic
 from run_core.redaction import redact
+from snapshot_store.alerting.alert import Alert
+from snapshot_store.alerting.sent import SENT_FIELD, sent_alerts, sent_record
 from snapshot_store.format import frames as fmt
 from snapshot_store.format.summary import SUMMARY_FIELDS
 from snapshot_store.write.summary import SummaryKeeper
@@ -68,6 +70,9 @@ class RunDocuments:
         self._fields: dict[str, Any] = {}
         self._run: dict[str, Any] = {}  # fmt.RUN_FIELDS as meta holds them
         self.summary = SummaryKeeper()
+        # The alerts this run's writer delivered (a resumed run's earlier ones first): replaced
+        # whole by a sender's thread, read by the writer thread, so no lock.
+        self.alerts_sent: list[dict[str, Any]] = []
         self._written_at = 0.0
         self._dirty = True
 
@@ -132,6 +137,7 @@ class RunDocuments:
             pass
         except (OSError, fmt.StoreError) as err:
             problems.append(str(err))
+        self.alerts_sent = sent_alerts(status)
         had_segments = any(self.store_dir.glob(f"{fmt.SCALARS}-*.pickle"))
         problems += self.summary.resume(status, had_segments)
         if problems:
@@ -154,6 +160,21 @@ class RunDocuments:
     def set_fields(self, fields: Mapping[str, Any]) -> None:
         """Add fields to the status document (redacted), written at the next status write."""
         self._fields.update(redact(fields))
+        self._dirty = True
+
+    @property
+    def name(self) -> str:
+        """The run's name, as meta holds it."""
+        return str(self._run.get("name", self.store_dir.name))
+
+    @property
+    def unsaved(self) -> bool:
+        """Whether status has changed since it was last written."""
+        return self._dirty
+
+    def alert_sent(self, alert: Alert) -> None:
+        """Every destination delivered ``alert``: the next status write records it."""
+        self.alerts_sent = [*self.alerts_sent, sent_record(alert)]
         self._dirty = True
 
     def end(self, state: str) -> None:
@@ -199,6 +220,8 @@ class RunDocuments:
             "host": socket.gethostname(),
             "pid": self._pid,
         }
+        if self.alerts_sent:
+            status[SENT_FIELD] = self.alerts_sent
         if unwritten is not None:  # closing: what is still pending now is lost, so counted
             status["unwritten_records"] = unwritten
         data = fmt.encode_document(status)

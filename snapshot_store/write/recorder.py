@@ -16,8 +16,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from run_core.atomic import remove_leftover_tmp_files
 from run_core.endings import ended_state
@@ -32,6 +31,9 @@ from snapshot_store.write.scalar_columns import RECORD_ITEMS, ScalarColumns
 from snapshot_store.write.store_lock import hold_store
 from snapshot_store.write.tensor_values import queued_value
 from snapshot_store.write.writer_thread import Queues, WriterThread
+
+if TYPE_CHECKING:
+    from snapshot_store.alerting.on_writer import AlertSettings
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,9 @@ class Recorder:
             and frames waiting for a full disk may hold together; reaching it raises
             :class:`RecorderError` (the values from then on are not recorded).
         instead: what a second writer of ``store_dir`` is told to do besides waiting.
+        alerts: alert rules judged on the writer thread, and where alerts go
+            (:mod:`snapshot_store.alerting.on_writer`); each one delivered is kept in status,
+            and those still queued at close are given ``close_timeout`` seconds.
 
     Raises :class:`~snapshot_store.format.frames.StoreError` when ``store_dir`` can not be written,
     :class:`~run_core.run_lock.RunLockError` (one line naming the holder's PID) when another
@@ -91,6 +96,7 @@ class Recorder:
         max_pending_bytes: int = 256 << 20,
         name: str | None = None,
         instead: str = "give this run another directory",
+        alerts: AlertSettings | None = None,
     ) -> None:
         self.store_dir = Path(store_dir)
         self.closed = False
@@ -126,6 +132,7 @@ class Recorder:
             epoch=self.last_epoch,
             on_queue_limit=self._set_queue_limit,
             on_fail=self._fail,
+            alerts=alerts,
         )
         # Queue items allowed now; the writer lowers it while frames wait for the disk.
         self._set_queue_limit(self._writer.queue_limit(0))
@@ -266,9 +273,8 @@ class Recorder:
 
     def close(self, state: str = "finished") -> None:
         """Write what is queued, close the segments, mark the run ``state`` (:func:`.ended_state`)
-        and free the store. Later calls do nothing. After a writer failure it still closes
-        the segments and marks the run ``failed`` where it can, then raises RecorderError.
-        """
+        and free the store; later calls do nothing. After a writer failure it still closes
+        the segments and marks the run ``failed`` where it can, then raises RecorderError."""
         if state not in fmt.STATES:
             raise ValueError(f"state must be one of {fmt.STATES}, not {state!r}")
         if os.getpid() != self._pid:
@@ -281,21 +287,15 @@ class Recorder:
         try:
             self._documents.end(state)
             self._writer.stop()
-            if self._error is not None:
-                self._writer.close_after_failure()
-                self._raise_if_failed()
         finally:
+            self._writer.finish(failed=self._error is not None)
             self._lock.release()  # the store is free for the next writer
+        self._raise_if_failed()
 
     def __enter__(self) -> Recorder:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, _type: object, exc: BaseException | None, _tb: object) -> None:
         try:
             self.close(ended_state(exc))
         except RecorderError as err:

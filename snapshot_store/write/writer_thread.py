@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from snapshot_store.format import frames as fmt
 from snapshot_store.format.batches import ImageRecord, encode_image_batch, encode_scalar_batch
@@ -33,6 +33,9 @@ from snapshot_store.write.scalar_columns import (
     ScalarQueue,
     last_wall_time,
 )
+
+if TYPE_CHECKING:  # imported only when a run judges alert rules (its http imports)
+    from snapshot_store.alerting.on_writer import AlertSettings, WriterAlerts
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +68,8 @@ class WriterThread:
             frames wait for a full disk, so the queue and the waiting frames together
             stay under ``max_pending_bytes``.
         on_fail: called with the exception that ended the thread.
+        alerts: the run's alert rules, judged here on each round's points, at each status
+            write and at the end (never on the training thread).
     """
 
     def __init__(
@@ -81,8 +86,14 @@ class WriterThread:
         epoch: Callable[[], float],
         on_queue_limit: Callable[[int], None],
         on_fail: Callable[[BaseException], None],
+        alerts: AlertSettings | None = None,
     ) -> None:
         self.queues = queues
+        self.alerts: WriterAlerts | None = None
+        if alerts is not None:
+            from snapshot_store.alerting.on_writer import WriterAlerts
+
+            self.alerts = WriterAlerts.of_run(alerts, documents)
         self.flush_interval = flush_interval
         self.max_pending_bytes = max_pending_bytes
         self._columns = columns
@@ -167,6 +178,7 @@ class WriterThread:
         now = time.time()
         if self._documents.status_due(now, final):
             self._write_status(now)
+            self._judge_status(now)
         if final:
             self._sink.close()
         else:
@@ -181,6 +193,8 @@ class WriterThread:
         if columns:
             self._sink.add(fmt.SCALARS, encode_scalar_batch(columns))
             self._documents.summary.add(columns)
+            if self.alerts is not None:
+                self.alerts.points(columns)
         self._documents.saw_scalars(last, last_wall_time(queued))
         return failures
 
@@ -197,6 +211,35 @@ class WriterThread:
         if extras:
             self._sink.add(fmt.EXTRAS, encode_extra_batch(extras))
             self._documents.summary.saw_records(extras)
+
+    def rewrite_status(self) -> None:
+        """Write status once more after the thread ended (alerts delivered while closing)."""
+        self._write_status(time.time())
+
+    def finish(self, failed: bool) -> None:
+        """After :meth:`stop`: a ``failed`` run's segments closed and its status marked as far
+        as the failure allows; the alerts still queued delivered, and recorded in status."""
+        if failed:
+            self.close_after_failure()
+        if self.alerts is not None:
+            self.alerts.finish(self._documents, failed, self)
+
+    def _judge_status(self, now: float) -> None:
+        """The alert rules' look at the status just written; the run's end, at its last."""
+        docs, alerts = self._documents, self.alerts
+        if alerts is None:
+            return
+        if docs.state != "running":
+            alerts.ended(docs.state, docs.step, docs.session_started)
+            return
+        status = {
+            "state": docs.state,
+            "step": docs.step,
+            "updated": now,
+            "last_log_time": docs.last_log_time,
+            "heartbeat_seconds": docs.heartbeat_seconds,
+        }
+        alerts.status(status, now)
 
     def _write_status(self, now: float) -> None:
         """Write status (with what is lost, once the run ended); a full disk is reported."""

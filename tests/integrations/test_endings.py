@@ -31,7 +31,8 @@ from torch.utils.data import TensorDataset
 import trainer
 from remote_train_monitor import SummaryWriter
 from snapshot_store import read_store
-from visualizer.alerts.rules import Alert, AlertMemory, AlertWatch
+from snapshot_store.alerting.alert import Alert
+from visualizer.alerts.rules import AlertMemory, AlertWatch
 from visualizer.model.rundata import RunData
 
 STEPS = 3

@@ -19,7 +19,7 @@ from trainer.training.config import OptionError, RunConfig, UsageError
 
 _TRUE = {"1", "true", "t", "yes", "y", "on"}
 _FALSE = {"0", "false", "f", "no", "n", "off"}
-_GROUPS = ("data", "run", "optimisation", "logging")
+_GROUPS = ("data", "run", "optimisation", "logging", "alerts")
 
 
 class Parser(argparse.ArgumentParser):
@@ -84,8 +84,8 @@ def _add_field(group: argparse._ArgumentGroup, f: dataclasses.Field[Any]) -> Non
                 kwargs[key] = meta[key]
         if meta.get("append"):
             kwargs["action"] = "append"
-    if not meta.get("required"):
-        kwargs["default"] = f.default
+    if not meta.get("required"):  # argparse appends to a list default only
+        kwargs["default"] = list(f.default) if isinstance(f.default, tuple) else f.default
     group.add_argument(dashed, **kwargs)
     hidden = {"--" + f.name, *meta.get("aliases", ())} - {dashed}
     for spelling in sorted(hidden):
@@ -120,8 +120,9 @@ def parse_train_args(
 def _build(config: type[Any], values: dict[str, Any]) -> Any:
     names = {f.name for f in dataclasses.fields(config)}
     picked = {k: v for k, v in values.items() if k in names}
-    if picked.get("gpu_ids") is not None:
-        picked["gpu_ids"] = tuple(picked["gpu_ids"])
+    for f in dataclasses.fields(config):
+        if f.metadata.get("append") and picked.get(f.name) is not None:
+            picked[f.name] = tuple(picked[f.name])  # a repeatable option is a tuple in a config
     return config(**picked)
 
 

@@ -9,7 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.training.config import Checked, above, at_least, one_of, option
+from trainer.training.config import Checked, option
+from trainer.training.option_checks import above, at_least, one_of
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,8 @@ class SummaryWriter:
     ``max_queue`` and ``filename_suffix`` change nothing: a step logged again
     replaces the earlier value, the queue is bounded in bytes instead
     (``max_pending_bytes``) and there is no event file. Ours, keyword-only:
-    ``remote_transfer_cmd`` and ``transfer_root`` (see :func:`~.log_dir.log_dir_run`); the
+    ``remote_transfer_cmd`` and ``transfer_root`` (see :func:`~.log_dir.log_dir_run`),
+    ``alert_rules``, ``alert_webhook``, ``alert_cmd`` (:func:`~.log_dir.alerts_of`); the
     rest go to :class:`~snapshot_store.Recorder` (``options``, ``world_size``, ``on_file``...).
     A second process on ``log_dir`` is refused (:class:`~run_core.run_lock.RunLockError`, one
     line naming the first's PID); on a rank other than 0 the writer is a
@@ -66,8 +67,7 @@ class SummaryWriter:
     """
 
     def __new__(cls, *args: Any, rank: int | None = None, **kwargs: Any) -> SummaryWriter:
-        """A SummaryWriter on global rank 0, a NullSummaryWriter (a subclass: imported here)
-        on every other rank."""
+        """A SummaryWriter on global rank 0, a NullSummaryWriter (a subclass) elsewhere."""
         from trainer.tensorboard.null_writer import NullSummaryWriter
 
         return super().__new__(rank_zero_only(cls, NullSummaryWriter, rank))
@@ -101,9 +101,8 @@ class SummaryWriter:
             raise ValueError("give on_file or remote_transfer_cmd, not both")
         self._recorder_kwargs = recorder_kwargs
         self._tags: dict[str, tuple[str, str]] = {}  # tag -> store key, split once
-        self.writing_run = log_dir_run(
-            Path(self.log_dir), self._open_store, remote_transfer_cmd, transfer_root
-        )
+        run_dir, cmd, root = Path(self.log_dir), remote_transfer_cmd, transfer_root
+        self.writing_run = log_dir_run(run_dir, self._open_store, cmd, root, recorder_kwargs)
         say_if_appending(Path(self.log_dir))  # once: a reopen after close() is this run's own
         self.recorder: Recorder = self.writing_run.open().recorder
         close_at_exit(self, self.writing_run.close)

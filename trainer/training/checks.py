@@ -24,6 +24,7 @@ from snapshot_store.write.documents import RESERVE_FILE
 from trainer.ranks.distributed import Devices
 from trainer.training import checkpoint
 from trainer.training.config import RunConfig, UsageError
+from trainer.training.run_alerts import run_alerts
 from trainer.training.sampling import VALID_SPLITS, Datasets
 from transfer_plugins.runner import Hook, resolve_hook, run_preflight
 
@@ -247,6 +248,10 @@ def preflight(config: RunConfig, launch: LaunchEnv, devices: Devices | None = No
         raise UsageError("--amp fp16 needs a GPU; use --amp bf16 or off on the CPU")
     spec = config.remote_transfer_cmd
     hook = resolve_hook(spec) if spec else None  # every rank imports it: a typo fails everywhere
+    try:
+        run_alerts(config.alert_rule, config.alert_cmd)  # resolved again by the session
+    except ValueError as err:  # a rule against a baseline, no destination, a bad plugin
+        raise UsageError(str(err)) from None
     if config.continue_train and not (config.run_dir / checkpoint.LATEST).exists():
         raise UsageError(
             f"--continue-train: no checkpoint {config.run_dir / checkpoint.LATEST} to resume from"

@@ -10,23 +10,29 @@ a default or a check can not differ between entry points.
 from __future__ import annotations
 
 import dataclasses
-import math
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from run_core.redaction import redact_text
+from trainer.training.option_checks import (
+    Check,
+    alert_rules,
+    at_least,
+    gpu_ids,
+    one_of,
+    plain_name,
+    server_without_login,
+    visdom_env_name,
+    whole_number,
+)
 
 AMP_MODES = ("off", "bf16", "fp16")
 MONITOR_MODES = ("min", "max")
 DISK_FULL_MODES = ("stop", "continue")
 # Spellings users bring from the seeds (Catalyst's num_epochs, DeepLIIF's n_epochs).
 ALIASES = {"n_epochs": "num_epochs", "epochs": "num_epochs"}
-
-Check = Callable[[Any], str | None]  # returns what is wrong, or None
 
 
 class UsageError(Exception):
@@ -40,88 +46,6 @@ class OptionError(ValueError):
         self.name, self.value, self.problem = name, value, problem
         # The message is printed and logged: a refused value may hold a password or a token.
         super().__init__(redact_text(f"{name}={value!r}: {problem}"))
-
-
-# --- checks ------------------------------------------------------------------------------------
-
-
-def at_least(low: float) -> Check:
-    """A number that is finite and >= ``low``."""
-
-    def check(value: Any) -> str | None:
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            return "must be a number"
-        if not math.isfinite(value) or value < low:
-            return f"must be a finite number >= {low:g}"
-        return None
-
-    return check
-
-
-def above(low: float) -> Check:
-    """A number that is finite and > ``low``."""
-
-    def check(value: Any) -> str | None:
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            return "must be a number"
-        if not math.isfinite(value) or value <= low:
-            return f"must be a finite number > {low:g}"
-        return None
-
-    return check
-
-
-def whole_number(value: Any) -> str | None:
-    """None or an int: a count, a size or an interval in steps (``fit(batch_size=2.5)``)."""
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-        return None
-    return "must be a whole number"
-
-
-def one_of(*choices: str) -> Check:
-    """One of ``choices``."""
-
-    def check(value: Any) -> str | None:
-        return None if value in choices else f"must be one of {', '.join(choices)}"
-
-    return check
-
-
-def plain_name(value: Any) -> str | None:
-    """A run name usable as one directory name."""
-    if not isinstance(value, str) or value in ("", ".", "..") or "/" in value or "\\" in value:
-        return "must be a plain directory name (no '/', not '.' or '..')"
-    return None
-
-
-def server_without_login(value: Any) -> str | None:
-    """A visdom host or ``http://host[:port]`` without ``user:password@`` (it would be logged)."""
-    if not isinstance(value, str) or not value.strip():
-        return "must be a host or http://host[:port]"
-    if "@" in urlsplit(value if "://" in value else f"http://{value}").netloc:
-        return "carries a login: set VISDOM_USERNAME and VISDOM_PASSWORD instead"
-    return None
-
-
-def _env_name(value: Any) -> str | None:
-    """None (the run's name) or a visdom env name that a URL shows as it is."""
-    if value is None or (isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", value)):
-        return None
-    return "must be letters, digits, '_', '-' or '.'"
-
-
-def gpu_ids(value: Any) -> str | None:
-    """None (automatic), ``(-1,)`` for the CPU, or distinct GPU ids."""
-    if value is None:
-        return None
-    ids = list(value)
-    if any(not isinstance(i, int) or i < -1 for i in ids):
-        return "ids are 0 or more, or -1 for the CPU"
-    if -1 in ids and len(ids) > 1:
-        return "-1 (CPU) can not be mixed with GPU ids"
-    if len(set(ids)) != len(ids):
-        return "an id is repeated"
-    return None
 
 
 def option(default: Any, help: str, check: Check | None = None, **cli: Any) -> Any:
@@ -279,6 +203,23 @@ class RunConfig(Checked):
         group="logging",
         metavar="MODULE.FUNC",
     )
+    alert_rule: tuple[str, ...] = option(
+        (),
+        "judge this rule on the run's writer thread and send each alert once, with no viewer "
+        "running ('val/loss>2.5', 'diverging:train/loss', 'stall:minutes=10': docs/viewer.md); "
+        "sent to --alert-cmd and/or $ALERT_WEBHOOK_URL; repeatable",
+        alert_rules,
+        group="alerts",
+        append=True,
+        metavar="RULE",
+    )
+    alert_cmd: str | None = option(
+        None,
+        "call FUNC(alert) for each alert the run's writer finds (alert: a dict of run, event, "
+        "detail, text, ...), like --remote-transfer-cmd",
+        group="alerts",
+        metavar="MODULE.FUNC",
+    )
     display_server: str = option(
         "127.0.0.1",
         "visdom server for live plots (--remote False); its login comes from VISDOM_USERNAME "
@@ -294,7 +235,7 @@ class RunConfig(Checked):
         kind=int,
     )
     display_env: str | None = option(
-        None, "visdom env for live plots (default: NAME)", _env_name, group="logging"
+        None, "visdom env for live plots (default: NAME)", visdom_env_name, group="logging"
     )
     system_metrics_interval: float = option(
         10.0,
@@ -326,7 +267,8 @@ class RunConfig(Checked):
     @classmethod
     def from_options(cls, options: Mapping[str, Any], base: RunConfig | None = None) -> RunConfig:
         """A config from keyword options (aliases accepted); unknown names raise TypeError."""
-        known = {f.name for f in dataclasses.fields(cls)}
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        known = set(fields)
         values: dict[str, Any] = {}
         for key, value in options.items():
             name = ALIASES.get(key, key)
@@ -336,7 +278,8 @@ class RunConfig(Checked):
                 )
             if name in values:
                 raise TypeError(f"run option {name!r} given twice (as {key!r} too)")
-            values[name] = tuple(value) if name == "gpu_ids" and value is not None else value
+            listed = fields[name].metadata.get("append") and value is not None
+            values[name] = tuple(value) if listed else value
         return dataclasses.replace(base or cls(), **values)
 
     def to_options(self) -> dict[str, Any]:

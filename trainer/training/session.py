@@ -15,7 +15,6 @@ import sys
 from collections.abc import Mapping
 from contextlib import ExitStack, nullcontext
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import torch
@@ -31,6 +30,7 @@ from trainer.training import checkpoint, console
 from trainer.training.config import RunConfig
 from trainer.training.interrupts import Terminated, terminate_later
 from trainer.training.live import LiveView
+from trainer.training.run_alerts import run_alerts
 from trainer.training.sampling import Loaders
 from trainer.training.state import RunState
 from trainer.training.system_metrics import StepTimer, SystemMetrics
@@ -125,10 +125,7 @@ class RunSession:
         return self
 
     def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, _tb: object
     ) -> None:
         error = exc
         try:
@@ -318,6 +315,7 @@ class RunSession:
             rank=0,
             on_file=on_file,
             instead="choose another --name",
+            alerts=run_alerts(self.config.alert_rule, self.config.alert_cmd),
         )
 
     def _start_live_view(self) -> LiveView | None:

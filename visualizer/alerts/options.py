@@ -9,22 +9,16 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from snapshot_store.alert_rules.language import BASELINE_KINDS, KINDS, Rule, parse_rule
+from snapshot_store.alerting.delivery import CLOSE_TIMEOUT_S, AlertSender, check_plugin
+from snapshot_store.alerting.webhook import NTFY_EXAMPLE, WEBHOOK_VAR, check_webhook
 from transfer_plugins.hooks import TransferSpecError, resolve_callable
 from visualizer.follower import Follower
 from visualizer.model.rundata import RunData
 from visualizer.model.summary import SeriesStats
 
-from .notify import AlertSender, check_plugin
 from .rules import DEFAULT_SILENT_AFTER_MINUTES, AlertMemory, AlertWatch
-from .webhook import NTFY_EXAMPLE, check_webhook
 
 log = logging.getLogger(__name__)
-
-# How long a visualizer that is asked to stop still tries to deliver queued alerts.
-CLOSE_TIMEOUT_S = 15.0
-# Where --alert-webhook is read from when not given: a webhook URL is a secret, and
-# a command line is visible to every user of the machine (ps).
-WEBHOOK_VAR = "ALERT_WEBHOOK_URL"
 
 
 def _rule(text: str) -> Rule:
@@ -187,7 +181,7 @@ def alerting(
         yield None
         return
     memory = AlertMemory.for_source(str(follower.runs))
-    sender = AlertSender(memory)
+    sender = AlertSender(memory.delivered)
     if args.alert_cmd is not None:
         try:
             plugin = resolve_callable(args.alert_cmd, "--alert-cmd", "myalerts.notify")

@@ -24,14 +24,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from run_core.tags import tag_of
+from snapshot_store.alert_rules import events
+from snapshot_store.alert_rules.judge import Finding
 from snapshot_store.alert_rules.language import CurveRule, Rule, Threshold
+from snapshot_store.alerting.alert import Alert
+from snapshot_store.alerting.sent import sent_keys
 from snapshot_store.format.frames import ENDED_STATES
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.status import format_duration, last_activity
@@ -43,27 +45,6 @@ from .curves import BaselineRun, CurveWatch
 log = logging.getLogger(__name__)
 
 DEFAULT_SILENT_AFTER_MINUTES = 10.0
-
-
-@dataclass(frozen=True)
-class Alert:
-    """One event of one run: what a webhook or an ``--alert-cmd`` plugin is given."""
-
-    run: str
-    event: str  # failed, stopped, finished, silent, non-finite, rule
-    detail: str  # what happened, in words: "failed at step 120"
-    url: str  # the run's page
-    key: str  # the event's identity, remembered once sent
-    time: float
-
-    @property
-    def text(self) -> str:
-        """One line naming the run, the event and the page."""
-        return f"run {self.run!r} {self.detail} ({self.event}): {self.url}"
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain fields, ``text``, and a short ``title`` (run: event)."""
-        return {**asdict(self), "text": self.text, "title": f"{self.run}: {self.event}"}
 
 
 class AlertMemory:
@@ -97,6 +78,10 @@ class AlertMemory:
         """Whether the event ``key`` of ``run`` was sent."""
         with self._lock:
             return key in self._runs.get(run, ())
+
+    def delivered(self, alert: Alert) -> None:
+        """Record ``alert`` as sent (every destination delivered it)."""
+        self.remember(alert.run, [alert.key])
 
     def remember(self, run: str, keys: Iterable[str] = ()) -> None:
         """Record ``run`` as seen and ``keys`` as sent, on disk at once."""
@@ -155,9 +140,14 @@ class AlertWatch:
                     self.memory.remember(run.name, (a.key for a in alerts))
                     continue
                 self.memory.remember(run.name)
+            by_writer = sent_keys(run.status) if alerts else set()
             for alert in alerts:
                 self._fired.add((run.name, alert.key))
-                if not self.memory.sent(run.name, alert.key):
+                if alert.key in by_writer:  # the run's own writer judged it, and sent it
+                    if not self.memory.sent(run.name, alert.key):
+                        log.info("alert %r of run %r: sent by its writer", alert.event, run.name)
+                        self.memory.remember(run.name, [alert.key])
+                elif not self.memory.sent(run.name, alert.key):
                     log.info("alert: %s", alert.text)
                     self.send(alert)
 
@@ -173,40 +163,31 @@ class AlertWatch:
     def _events(
         self, run: RunData, url: str, now: float, summary: Mapping[str, SeriesStats] | None
     ) -> Iterator[Alert]:
-        def alert(event: str, detail: str, key: str) -> Alert:
-            return Alert(run.name, event, detail, url, key, now)
-
         status = run.status or {}
         state, step = status.get("state"), status.get("step")
-        at_step = f" at step {step}" if isinstance(step, int) else ""
+        found: list[Finding] = []
         if state in ENDED_STATES:
-            verb = "was stopped" if state == "stopped" else state
             # Each session of a resumed run ends on its own; a first session's start is the
             # run's (the same key as before stores said when their session started).
             session = status.get("session_start", status.get("start_time"))
-            yield alert(str(state), f"{verb}{at_step}", f"{state}@{session}")
+            found.append(events.ended(str(state), step, session))
         elif state == "running" and self.silent_after is not None:
             last = last_activity(status)
             if last is not None and now - last >= self.silent_after:
                 quiet = format_duration(now - last)
                 since = f", since step {step}" if isinstance(step, int) else ""
-                yield alert("silent", f"has logged nothing for {quiet}{since}", f"silent@{last}")
-        if summary is None:
-            yield from self._non_finite(run, alert)
-        else:
-            yield from _non_finite_summed(summary, alert)
+                detail = f"has logged nothing for {quiet}{since}"
+                found.append(Finding("silent", detail, f"silent@{last}"))
+        found += self._non_finite(run) if summary is None else _non_finite_summed(summary)
         for rule in self.rules:
-            found = _last_value(run, summary, rule.key)
-            if found is None:
-                continue
-            value, step = found
-            if np.isfinite(value) and rule.holds(value):
-                detail = f"has {tag_of(*rule.key)} = {value:g} at step {step}"
-                yield alert("rule", f"{detail}, and the rule is {rule}", f"rule:{rule}")
-        for finding in self.curves.findings(run, now):
-            yield alert(finding.event, finding.detail, finding.key)
+            last_value = _last_value(run, summary, rule.key)
+            if last_value is not None and np.isfinite(last_value[0]) and rule.holds(last_value[0]):
+                found.append(events.threshold(rule, *last_value))
+        found += self.curves.findings(run, now)
+        for finding in found:
+            yield Alert(run.name, finding.event, finding.detail, url, finding.key, now)
 
-    def _non_finite(self, run: RunData, alert: Callable[[str, str, str], Alert]) -> Iterator[Alert]:
+    def _non_finite(self, run: RunData) -> Iterator[Finding]:
         """The first non-finite value of each series, looking only at points not checked yet."""
         for key, series in run.series.items():
             checked, rewinds = self._checked.get((run.name, key), (0, series.rewinds))
@@ -218,9 +199,7 @@ class AlertWatch:
             if len(bad):
                 index = start + int(bad[0])
                 value = float(series.values(index, index + 1)[0])
-                name = tag_of(*key)
-                detail = f"logged {name} = {value} at step {series.step_at(index)}"
-                yield alert("non-finite", detail, f"non-finite:{name}")
+                yield events.non_finite(tag_of(*key), value, series.step_at(index))
 
 
 def _last_value(
@@ -236,9 +215,7 @@ def _last_value(
     return float(series.values(len(series) - 1)[0]), series.step_at(-1)
 
 
-def _non_finite_summed(
-    summary: Mapping[str, SeriesStats], alert: Callable[[str, str, str], Alert]
-) -> Iterator[Alert]:
+def _non_finite_summed(summary: Mapping[str, SeriesStats]) -> Iterator[Finding]:
     """A non-finite value a summary shows: the last value, or an infinite extreme (a NaN
     between finite values leaves no trace there; a followed run's points are each checked)."""
     for name, stats in summary.items():
@@ -247,5 +224,4 @@ def _non_finite_summed(
             None,
         )
         if bad is not None:
-            detail = f"logged {name} = {bad} (by step {stats.step})"
-            yield alert("non-finite", detail, f"non-finite:{name}")
+            yield events.non_finite(name, bad, stats.step, exact=False)

@@ -17,6 +17,7 @@ from torch.utils.tensorboard import SummaryWriter as TBWriter
 from remote_train_monitor import SummaryWriter
 from run_core.run_lock import RunLockError
 from snapshot_store import read_store
+from snapshot_store.alerting.alert import Alert
 from snapshot_store.format.images import decode_png
 from tests.fixtures.runs.tensorboard import (
     exported_records,
@@ -26,7 +27,7 @@ from tests.fixtures.runs.tensorboard import (
 )
 from tests.fixtures.runs.training import clean_env
 from tests.fixtures.servers.processes import holding, reap
-from visualizer.alerts.rules import Alert, AlertMemory, AlertWatch
+from visualizer.alerts.rules import AlertMemory, AlertWatch
 from visualizer.model.rundata import RunData
 from visualizer.model.status import last_activity, status_view
 from visualizer.model.summary import from_documents, state_shown
@@ -316,3 +317,16 @@ def test_a_second_process_on_the_log_dir_is_refused_naming_the_first(tmp_path):
     assert len(history.series(("", "first"))[3]) == len(history.series(("", "second"))[3]) == 200
     assert set(update.status["series"]) == {"first", "second"}
     assert len(update.meta["sessions"]) == 2  # the refused writer wrote nothing
+
+
+def test_alert_rules_are_judged_by_the_writer_and_sent_once(tmp_path, receiver):
+    """``SummaryWriter(alert_rules=...)``: the trainer's ``--alert-rule``, for people's own loops."""
+    with SummaryWriter(tmp_path / "run", alert_rules=["loss>1"], alert_webhook=receiver.url) as w:
+        for step, loss in enumerate([0.5, 2.0, 3.0]):
+            w.add_scalar("loss", loss, step)
+    assert [a["event"] for _, a in receiver.of("run")] == ["rule", "finished"]
+    with pytest.raises(ValueError, match="judges against a baseline run"):
+        SummaryWriter(
+            tmp_path / "refused", alert_rules="slower:samples_per_s", alert_webhook=receiver.url
+        )
+    assert not (tmp_path / "refused").exists(), "refused before the store is touched"

@@ -13,12 +13,11 @@ import pytest
 
 from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
+from snapshot_store.alerting.webhook import NTFY_EXAMPLE, WEBHOOK_VAR
 from tests.fixtures.servers.alerting import POLL_S, ROOT, SECRET, TIMEOUT, stop, visualizer
 from tests.fixtures.servers.net import free_port
 from tests.fixtures.servers.processes import first_line
 from tests.fixtures.servers.waiting import wait_until
-from visualizer.alerts.options import WEBHOOK_VAR
-from visualizer.alerts.webhook import NTFY_EXAMPLE
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.server.probes import visdom_answers
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from snapshot_store import Recorder
+from snapshot_store.alerting.webhook import WEBHOOK_VAR
 from tests.fixtures.servers.alerting import (
     POLL_S,
     SECRET,
@@ -34,7 +35,6 @@ from tests.fixtures.servers.processes import first_line
 from tests.fixtures.servers.visdom_reading import VisdomReader
 from tests.fixtures.servers.waiting import wait_until
 from tests.visualizer.sources.test_s3 import upload
-from visualizer.alerts.options import WEBHOOK_VAR
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.sources.runs import env_name
 

@@ -23,9 +23,12 @@ from typing import Any
 
 from run_core.redaction import redact_text
 
-from .rules import Alert
+from .alert import Alert
 
 TRY_DEADLINE_S = 10.0
+# Where a webhook URL is read from when no option gives one: the URL is a secret, and a
+# command line is visible to every user of the machine (ps).
+WEBHOOK_VAR = "ALERT_WEBHOOK_URL"
 DISCORD_MAX_CHARS = 2000  # Discord refuses a longer "content"
 NTFY_EXAMPLE = "https://ntfy.sh/TOPIC?tpl=1&t={{.title}}&m={{.text}}"
 

@@ -13,13 +13,19 @@ from dataclasses import replace
 import pytest
 
 from snapshot_store import Recorder
+from snapshot_store.alerting.alert import Alert
+from snapshot_store.alerting.delivery import ATTEMPTS, AlertSender
+from snapshot_store.alerting.webhook import (
+    TRY_DEADLINE_S,
+    describe_webhook,
+    post_webhook,
+    webhook_body,
+)
 from tests.fixtures.servers.alerting import POLL_S, SECRET, TIMEOUT, Receiver, stop, visualizer
 from tests.fixtures.servers.net import free_port
 from tests.fixtures.servers.processes import first_line, reap
 from tests.fixtures.servers.waiting import wait_until
-from visualizer.alerts.notify import ATTEMPTS, AlertSender
-from visualizer.alerts.rules import Alert, AlertMemory
-from visualizer.alerts.webhook import TRY_DEADLINE_S, describe_webhook, post_webhook, webhook_body
+from visualizer.alerts.rules import AlertMemory
 
 
 @pytest.mark.integration
@@ -90,7 +96,7 @@ def memory(tmp_path) -> AlertMemory:
 @contextmanager
 def sending(memory: AlertMemory, *receivers: Receiver) -> Iterator[AlertSender]:
     """An :class:`AlertSender` to ``receivers``' URLs; closed (and its threads ended) after."""
-    sender = AlertSender(memory)
+    sender = AlertSender(memory.delivered)
     for receiver in receivers:
         sender.add_webhook(receiver.url)
     try:

@@ -1,14 +1,14 @@
-"""Delivering alerts off the follow loop: a webhook POST, or a user's ``--alert-cmd`` plugin.
+"""Delivering alerts off the caller's thread (the follow loop, a run's writer thread): a
+webhook POST, or a user's ``--alert-cmd`` plugin.
 
 Each destination has its own worker threads (:data:`SENDS_AT_ONCE`) and queue, so
-a slow or dead one never holds up the follower, nor the other destination, nor
-its own other alerts (a webhook try's deadline: :mod:`~visualizer.alerts.webhook`).
+a slow or dead one never holds up the caller, nor the other destination, nor
+its own other alerts (a webhook try's deadline: :mod:`~.webhook`).
 A failed delivery is logged and retried :data:`ATTEMPTS` times in all, waiting
 ever longer between tries (:data:`FIRST_RETRY_S`, doubling); then it is given
-up, with an error. An alert is remembered as sent
-(:class:`~visualizer.alerts.rules.AlertMemory`) once every destination delivered
-it; one given up, or still queued when the visualizer exits, is sent again by
-the next one.
+up, with an error. An alert every destination delivered is handed to the
+sender's ``on_delivered`` (the viewer's memory of sent alerts, a run's status);
+one given up, or still queued at exit, is not, so whoever judges next sends it.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from collections.abc import Callable
 
 from run_core.redaction import redact_text
 
-from .rules import Alert, AlertMemory
+from .alert import Alert
 from .webhook import describe_webhook, post_webhook
 
 log = logging.getLogger(__name__)
 
 ATTEMPTS = 5
+CLOSE_TIMEOUT_S = 15.0  # how long a closing sender (a viewer, a run) still delivers its queue
 FIRST_RETRY_S = 1.0
 SENDS_AT_ONCE = 8  # alerts one destination delivers at a time, each with its tries
 
@@ -80,7 +81,7 @@ class Destination:
                 if attempt == ATTEMPTS:
                     log.error(
                         "alert %r of run %r to %s not delivered after %d attempts: %s; "
-                        "not remembered as sent, so the next visualizer sends it again",
+                        "not remembered as sent, so it is sent again by whoever judges the run next",
                         alert.event, alert.run, self.name, ATTEMPTS, reason,
                     )  # fmt: skip
                     return False
@@ -95,7 +96,7 @@ class Destination:
                         alert.run,
                         self.name,
                     )
-                    return False  # not remembered: the next visualizer sends it
+                    return False  # not remembered: sent again by whoever judges next
                 delay *= 2
             else:
                 log.info("alert %r of run %r sent to %s", alert.event, alert.run, self.name)
@@ -110,10 +111,10 @@ class Destination:
 
 
 class AlertSender:
-    """Hands each alert to every destination; remembers it once all delivered it."""
+    """Hands each alert to every destination; ``on_delivered(alert)`` once all delivered it."""
 
-    def __init__(self, memory: AlertMemory) -> None:
-        self.memory = memory
+    def __init__(self, on_delivered: Callable[[Alert], None]) -> None:
+        self.on_delivered = on_delivered
         self.destinations: list[Destination] = []
         self._lock = threading.Lock()
         # (run, key) -> (destinations not done with it yet, whether all done delivered it)
@@ -144,12 +145,12 @@ class AlertSender:
                 self._pending[(alert.run, alert.key)] = (left, all_delivered)
                 return
         if all_delivered:
-            self.memory.remember(alert.run, [alert.key])
+            self.on_delivered(alert)
 
     def close(self, timeout: float) -> None:
         """Try what is queued once more (no waits between tries), for ``timeout`` seconds in all.
 
-        What is not delivered by then is not remembered: the next visualizer sends it.
+        What is not delivered by then is not handed to ``on_delivered``.
         """
         deadline = time.monotonic() + timeout
         for destination in self.destinations:
