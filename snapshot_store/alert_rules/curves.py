@@ -32,6 +32,16 @@ class Held:
     words: str
 
 
+def step_rates(steps: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Steps per second between consecutive points, at the later one: ``(steps, rates,
+    times)``, one fewer than given, less the pairs without a wall time or without a step
+    forward in time (a rewritten step, a clock set back)."""
+    steps, times = np.asarray(steps, dtype=np.float64), np.asarray(times, dtype=np.float64)
+    d_steps, d_times = np.diff(steps), np.diff(times)
+    ok = np.isfinite(d_times) & (d_times > 0) & (d_steps > 0)
+    return steps[1:][ok].astype(np.int64), d_steps[ok] / d_times[ok], times[1:][ok]
+
+
 def rolling_median(values: np.ndarray, width: int) -> np.ndarray:
     """The median of each ``width`` consecutive values (``len - width + 1`` of them)."""
     if len(values) < width:

@@ -6,6 +6,7 @@
     spike:train/loss:k=6
     stall:minutes=10              no series: the run's step, beside its heartbeat
     slower:samples_per_s:pct=20   against the baseline run
+    slower:pct=20                 no series: the run's steps per second (STEP_RATE)
     worse:val/acc:margin=0.02     against the baseline run
 
 Every parameter has a default (:data:`KINDS`) that works without tuning; a
@@ -53,6 +54,9 @@ KINDS: dict[str, dict[str, float]] = {
 }
 SERIESLESS = ("stall",)  # kinds that judge the run, not a series
 BASELINE_KINDS = ("slower", "worse")
+# ``slower`` with no series judges this one: a series logged so, else the run's own steps
+# per second (its most logged series' steps over their wall times: every run has that).
+STEP_RATE = "steps/s"
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,8 @@ def parse_rule(text: str) -> Rule:
 def _parse_curve(text: str, kind: str) -> CurveRule:
     parts = [part.strip() for part in text.strip().split(":")][1:]
     tag = None if kind in SERIESLESS or not parts or "=" in parts[0] else parts.pop(0)
+    if kind == "slower" and not tag:
+        tag = STEP_RATE
     example = _example(kind)
     if kind not in SERIESLESS and not tag:
         raise ValueError(f"{text!r}: {kind} needs a series' name as logged ({example})")

@@ -61,6 +61,32 @@ def test_an_ended_run_is_judged_once_more_then_never_again():
     assert watch.findings(run, START) == [] and not watch._judges
 
 
+def _timed(name: str, seconds_per_step: np.ndarray, noise: float = 0.03) -> RunData:
+    """A run logging its loss every 5 steps, each step taking ``seconds_per_step`` (jittered)."""
+    run = _run(name)
+    steps = np.arange(len(seconds_per_step)) * 5
+    jitter = np.random.default_rng(len(name)).normal(1.0, noise, len(steps))
+    times = START + np.cumsum(5 * seconds_per_step * jitter)
+    run.series[LOSS].extend(steps.tolist(), np.ones(len(steps)).tolist(), times.tolist())
+    return run
+
+
+def test_slower_without_a_series_judges_the_runs_steps_per_second_against_the_baseline():
+    """``slower`` alone: the run's own steps/s, from its most logged series, as the baseline's."""
+    rule = parse_rule("slower")
+    assert str(rule) == "slower:steps/s"
+    baseline = _timed("base", np.full(2000, 0.1))
+    watch = CurveWatch([rule], lambda: baseline)
+    same = _timed("same-speed", np.full(2000, 0.1))
+    assert watch.findings(same, START) == [], "as fast as the baseline: nothing"
+    slow = np.where(np.arange(2000) < 1000, 0.1, 0.1 / 0.7)  # 30% fewer steps a second from 1000
+    (found,) = watch.findings(_timed("slowed", slow), START)
+    assert (found.event, found.key) == ("slower", "slower:steps/s")
+    step = int(found.detail.split("at step ")[1].split(":")[0])
+    assert 5000 <= step <= 5000 + 100 * 5, found.detail  # within 100 points of the slow-down
+    assert "has steps/s slower than the baseline" in found.detail
+
+
 @contextmanager
 def _viewing(runs: Path, tmp_path: Path, endpoint: VisdomEndpoint, *options: str) -> Iterator[None]:
     """The visualizer following ``runs`` with ``options`` in the block (its state in
