@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
         if args.baseline is not None:
             baseline.choose(args.baseline)
         follower.screen.baseline = baseline.name
+        follower.screen.remember_baseline = baseline.choose  # one chosen on the page
         with alerting(args, parser, follower):  # a wrong --alert-cmd ends here, before visdom
             if args.once:
                 return _check_then_run(follower, args)

@@ -87,6 +87,14 @@ def test_the_runs_pane_filters_sorts_and_pages_and_a_link_opens_the_run(
         assert names(page) == [f"run-{i:04d}" for i in range(100, 200)]
         _shot(driver, "page_2")
 
+        # The baseline chosen on the page, as --baseline: each value told against it.
+        type_into(driver, "baseline (a run)", "run-0120", pane)
+        page = shown("run-0120 (baseline)", "(last +/- run-0120)")
+        _shot(driver, "baseline")
+        type_into(driver, "baseline (a run)", "", pane)
+        shown("page 2 of 3")
+        wait.until(lambda d: "(baseline)" not in d.execute_script(ROWS_JS, table)["text"])
+
         driver.find_element(By.LINK_TEXT, "run-0150").click()
         wait.until(lambda d: d.current_url.endswith(f"/env/{run_name}_run-0150"))
         plot = wait.until(lambda d: (p := plot_of(d, "train losses")) and p["drawn"] and p)

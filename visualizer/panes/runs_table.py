@@ -44,7 +44,7 @@ INDEX_ENV = "main"
 PAGE_ROWS = 100
 REFRESH_S = 2.0  # rebuilt at most this often; re-sent only when it changed
 _ORDERS = ("descending", "ascending")
-_FILTER_ROW, _STATE_ROW, _SORT_ROW, _ORDER_ROW, _SERIES_ROW, _PAGE_ROW = range(6)
+_FILTER_ROW, _STATE_ROW, _SORT_ROW, _ORDER_ROW, _SERIES_ROW, _PAGE_ROW, _BASELINE_ROW = range(7)
 _CELL = ' style="padding: 1px 12px 1px 0; text-align: left; white-space: nowrap"'
 
 
@@ -63,10 +63,12 @@ class RunsTable:
         self.view = TableView()
         self.compare_env: str | None = None  # linked above the rows
         self.baseline: str | None = None  # the run each value is also told against (--baseline)
+        # Told the baseline a person typed in the runs pane (None: cleared), to remember it.
+        self.on_baseline: Callable[[str | None], None] | None = None
         self.exports: Html | None = None  # the sweep's downloads, above the rows
         self._html: str | None = None
-        self._controls: tuple[TableView, tuple[str, ...]] | None = None
-        self._built: tuple[int, TableView, str | None] | None = None
+        self._controls: tuple[TableView, tuple[str, ...], str | None] | None = None
+        self._built: tuple[int, TableView, str | None, str | None] | None = None
         self._built_at = -math.inf
         self._series: tuple[str, ...] = ()
         self._options: list[str] = []
@@ -89,7 +91,7 @@ class RunsTable:
         """Apply the page's choices and re-send the table if it changed; True when sent."""
         now = time.time() if now is None else now
         self._apply_page_events()
-        built = (state.version, self.view, self.compare_env)
+        built = (state.version, self.view, self.compare_env, self.baseline)
         if not force and now - self._built_at < REFRESH_S and self._html is not None:
             return self._draw_controls()  # 10,000 rows are sorted at most this often
         if self._live_at != state.version:  # a running run's row may fall silent
@@ -199,9 +201,23 @@ class RunsTable:
         events = self.client.events.subscribe(INDEX_ENV, self.controls_win)
         while not events.empty():
             event = events.get_nowait()
-            if event.get("event_type") == "PropertyUpdate":
-                self._controls = None  # show what is in use, also when refused
+            if event.get("event_type") != "PropertyUpdate":
+                continue
+            self._controls = None  # show what is in use, also when refused
+            if event.get("propertyId") == _BASELINE_ROW:
+                self._choose_baseline(event.get("value"))
+            else:
                 self.view = self._changed(event)
+
+    def _choose_baseline(self, value: object) -> None:
+        """The baseline typed in the runs pane (a run's name; empty: none), as --baseline."""
+        name = (str(value).strip()[:200] or None) if isinstance(value, str) else None
+        if name == self.baseline:
+            return
+        log.info("baseline %r chosen from the page", name)
+        self.baseline = name
+        if self.on_baseline is not None:
+            self.on_baseline(name)
 
     def _changed(self, event: dict[str, Any]) -> TableView:
         row, value, view = event.get("propertyId"), event.get("value"), self.view
@@ -227,7 +243,7 @@ class RunsTable:
         return view
 
     def _draw_controls(self) -> bool:
-        drawn = (self.view, self._series)
+        drawn = (self.view, self._series, self.baseline)
         if self._controls == drawn:
             return False
         view, series = self.view, self.series_shown()
@@ -258,6 +274,7 @@ class RunsTable:
                 "values": list(self._series) or ["-"],
             },
             {"type": "number", "name": "page", "value": view.page + 1},
+            {"type": "text", "name": "baseline (a run)", "value": self.baseline or ""},
         ]
         message = {
             "data": [{"content": rows, "type": "properties"}],

@@ -88,13 +88,22 @@ class Screen:
         self.compared: list[str] | None = None  # the runs overlaid (None: every one drawn)
         self.many = False  # more runs than are compared: the runs table is the page to look at
         self.baseline: str | None = None  # the run the others are measured against (--baseline)
+        # Told a baseline chosen on the page (the runs pane), to remember it as --baseline is.
+        self.remember_baseline: Callable[[str | None], None] | None = None
         # In visdom's main env: every run, each linked to its page.
         self.link = link or self._env_link
         self.index = RunsTable(client, index_name, self.link)
+        self.index.on_baseline = self.choose_baseline
         self.index.exports = sweep_links(downloads, index_name)
         self._announced: str | None = None
         self._down_since: float | None = None
         self._retry_at = 0.0
+
+    def choose_baseline(self, name: str | None) -> None:
+        """Measure the runs against run ``name`` from now on (None: no baseline)."""
+        self.baseline = name
+        if self.remember_baseline is not None:
+            self.remember_baseline(name)
 
     def add_run(self, name: str, env: str, store: str) -> None:
         """Draw run ``name`` (read from ``store``) in visdom env ``env`` from now on."""

@@ -164,3 +164,12 @@ def test_the_sweeps_downloads_are_above_the_rows():
     table.exports = markup.link("http://127.0.0.1:1/all/runs.csv", "download the runs table")
     html = table.html(RunsTableState(_summaries(3), 3, 3, 1), 0.0)
     assert html.index("download the runs table") < html.index("<table")
+
+
+def test_a_baseline_typed_in_the_runs_pane_is_told_once_and_a_hostile_value_is_none():
+    table, told = _table(), []
+    table.on_baseline = told.append
+    for value in ["  run-0003 ", "run-0003", "", {"a": 1}, "x" * 10_000]:
+        table._choose_baseline(value)
+    assert told == ["run-0003", None, "x" * 200], "once a change; not a string: none"
+    assert table.baseline == "x" * 200
