@@ -11,6 +11,7 @@ import json
 import os
 import queue
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -62,10 +63,13 @@ def visualizer(
     own visdom.
 
     ``env`` replaces this process's environment; the alert state goes to ``work`` (a
-    user's would be left with 10,000 runs' worth).
+    user's would be left with 10,000 runs' worth). ``$BENCH_VIEWER_FLAGS`` adds options to
+    every suite's viewer, e.g. curve rules: ``--alert-rule diverging:train/loss --alert-cmd
+    builtins.print`` (what judging every running run costs, idle).
     """
     command = [sys.executable, "run_visualizer_local.py", "--pickle-dir", source]
-    command += ["--port", str(free_port()), *flags]
+    extra = shlex.split(os.environ.get("BENCH_VIEWER_FLAGS", ""))
+    command += ["--port", str(free_port()), *flags, *extra]
     env = {**(os.environ if env is None else env), "XDG_STATE_HOME": str(work / "state")}
     with (work / "visualizer.log").open("ab") as err:
         return subprocess.Popen(
