@@ -59,6 +59,15 @@ def _configure_logging(level: str) -> None:
     )
 
 
+def _one_file(source: str) -> bytes:
+    """The runs at ``source`` (a store, or the followed root) as ``python -m visualizer
+    snapshot`` writes them: a page's "as one file" link."""
+    from visualizer.snapshot.content import build  # the snapshot's parts: when a link asks
+    from visualizer.snapshot.page import render
+
+    return render(build(source)).encode()
+
+
 def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None = None) -> int:
     """Follow (or with ``--once``, draw once) ``--pickle-dir`` into visdom; the exit status."""
     parser = parser if parser is not None else build_parser()
@@ -70,6 +79,8 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
         parser.error(f"argument --server: {err}")
     client = VisdomClient(endpoint)
     downloads = None if args.once else CsvDownloads()
+    if downloads is not None:
+        downloads.render_file = _one_file
     # Serving before the follower starts: its pages link the CSVs (and the sweep's) from the first.
     with downloads or nullcontext():
         try:

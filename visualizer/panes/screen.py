@@ -40,7 +40,11 @@ def download_link(downloads: CsvDownloads | None, run: str, store: str) -> marku
         command = export_command(store, run)
         return markup.element("p", "scalars as CSV: ", markup.element("code", command))
     url = downloads.offer(run, store)
-    return markup.element("p", markup.link(url, "download the scalars as CSV", " download"))
+    csv = markup.link(url, "download the scalars as CSV", " download")
+    page = downloads.one_file_url(run)
+    if page is None:
+        return markup.element("p", csv)
+    return markup.element("p", csv, " · ", markup.link(page, "this page as one file", " download"))
 
 
 def sweep_links(downloads: CsvDownloads | None, root: str) -> markup.Html:
@@ -53,9 +57,15 @@ def sweep_links(downloads: CsvDownloads | None, root: str) -> markup.Html:
             "; the runs table: ", markup.element("code", table),
         )  # fmt: skip
     points_url, table_url = downloads.offer_sweep(root)
+    page = downloads.one_file_url()
+    one_file = (
+        ("", "") if page is None else
+        (" · ", markup.link(page, "this page and the comparison as one file", " download"))
+    )  # fmt: skip
     return markup.element(
         "p", markup.link(points_url, "download all runs", " download"), " (every point, CSV) · ",
         markup.link(table_url, "download the runs table", " download"), " (a row a run, CSV)",
+        *one_file,
     )  # fmt: skip
 
 

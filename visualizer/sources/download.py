@@ -6,7 +6,9 @@ the visualizer answers ``GET /runs/<run>.csv`` itself, on 127.0.0.1 and a port
 the system picks, by running the same export as ``python -m visualizer export``
 on that run's store; each run's options pane links there. The runs table links
 to the whole sweep: ``/all/points.csv`` (every run's scalars) and ``/all/runs.csv``
-(the runs table, a row a run: ``export --kind runs``). The link works in a
+(the runs table, a row a run: ``export --kind runs``). With a :attr:`CsvDownloads.render_file`
+(the snapshot's), a page is also one self-contained HTML file: ``/one-file/<run>.html``
+and ``/one-file/all.html`` (the runs table and the comparison). The link works in a
 browser on the machine that runs the visualizer (the usual laptop setup). Like
 our visdom, it answers by :func:`visualizer.origin.refusal`: no other page the
 browser shows can read the runs (DNS rebinding, cross-origin requests).
@@ -37,6 +39,9 @@ _PREFIX, _SUFFIX = "/runs/", ".csv"
 _OPEN = "/open/"  # the runs table's links: read the run, then go to its page
 _ALL = "/all/"  # the whole sweep: /all/<file> -> (export kind, the file's name when saved)
 SWEEP_FILES = {"points.csv": ("scalars", "all-runs.csv"), "runs.csv": ("runs", "runs-table.csv")}
+_ONE_FILE, _SWEEP_FILE = "/one-file/", "all.html"  # a page as one HTML file (the snapshot)
+# A store, or the followed root -> the snapshot file of its runs (python -m visualizer snapshot).
+RenderFile = Callable[[str], bytes]
 OPEN_WAIT_S = 10.0  # how long a link waits for its run's page to be drawn
 # A run's name -> (set once its page is drawn, the page's URL); None: no such run.
 OnOpen = Callable[[str], "tuple[threading.Event, str] | None"]
@@ -58,6 +63,7 @@ class CsvDownloads:
         self.root: str | None = None  # the root followed: the sweep's downloads
         self.s3_client = s3_client
         self.on_open: OnOpen | None = None  # serves /open/<run> when set
+        self.render_file: RenderFile | None = None  # serves /one-file/... when set
         self._server: ThreadingHTTPServer | None = None
 
     def start(self) -> None:
@@ -74,6 +80,8 @@ class CsvDownloads:
                     downloads.open_run(self)
                 elif self.path.startswith(_ALL):
                     downloads.answer_sweep(self)
+                elif self.path.startswith(_ONE_FILE):
+                    downloads.answer_one_file(self)
                 else:
                     downloads.answer(self)
 
@@ -108,6 +116,14 @@ class CsvDownloads:
     def url(self, run: str) -> str:
         """Where run ``run``'s CSV is downloaded."""
         return f"http://{HOST}:{self.port}{_PREFIX}{quote(run, safe='')}{_SUFFIX}"
+
+    def one_file_url(self, run: str | None = None) -> str | None:
+        """Where run ``run``'s page (None: the runs table and the comparison) is one HTML file;
+        None when no snapshot is served."""
+        if self.render_file is None:
+            return None
+        name = _SWEEP_FILE if run is None else f"{quote(run, safe='')}.html"
+        return f"http://{HOST}:{self.port}{_ONE_FILE}{name}"
 
     def open_url(self, run: str) -> str:
         """The link that reads run ``run`` and then shows its page (see :attr:`on_open`)."""
@@ -173,6 +189,25 @@ class CsvDownloads:
             return
         kind, filename = file
         self._export(request, self.root, kind, filename)
+
+    def answer_one_file(self, request: BaseHTTPRequestHandler) -> None:
+        """Send a run's page, or the runs table and comparison, as one HTML file (a download:
+        the browser opens it from disk, never as a page of this origin)."""
+        name = unquote(request.path.split("?", 1)[0][len(_ONE_FILE) :])
+        run = name[: -len(".html")] if name.endswith(".html") else None
+        source = self.root if name == _SWEEP_FILE else self.stores.get(run or "")
+        if source is None or self.render_file is None:
+            self._fail(request, HTTPStatus.NOT_FOUND, "no such page is followed here")
+            return
+        try:
+            body = self.render_file(source)
+        except Exception as err:  # a store, a bucket, the snapshot's assets: one line, never more
+            log.warning("one file %s: can not make it from %s: %s", name, source, err)
+            self._fail(request, HTTPStatus.BAD_GATEWAY, f"can not read {source}: {err}")
+            return
+        filename = "runs.html" if name == _SWEEP_FILE else name
+        disposition = f"attachment; filename*=UTF-8''{quote(filename, safe='')}"
+        self._send(request, HTTPStatus.OK, "text/html", body, disposition)
 
     def _export(self, request: BaseHTTPRequestHandler, store: str, kind: str, name: str) -> None:
         """Run the export of ``kind`` on ``store``; send it as the file ``name``."""

@@ -272,3 +272,34 @@ def test_without_a_followed_location_the_sweep_is_a_404():
         own = {"Host": f"127.0.0.1:{downloads.port}"}
         url = f"http://127.0.0.1:{downloads.port}/all/runs.csv"
         assert http_get(url, own)[:2] == (404, "no such download here\n")
+
+
+def test_a_page_as_one_file_is_the_snapshot_of_its_runs(tmp_path, capfd):
+    """The run page's and the runs table's "as one file" links: the snapshot, as a download."""
+    from visualizer.cli import _one_file
+    from visualizer.panes.screen import download_link, sweep_links
+
+    root = tmp_path / "runs"
+    write_small_runs(root, 2)
+    with CsvDownloads() as downloads:
+        assert downloads.one_file_url("run-0000") is None, "no snapshot served: no link"
+        downloads.render_file = _one_file
+        assert "this page as one file" in download_link(downloads, "run-0000", str(root))
+        assert "as one file" in sweep_links(downloads, str(root))
+        with urllib.request.urlopen(downloads.one_file_url("run-0000"), timeout=60) as answer:
+            page = answer.read().decode()
+            assert answer.headers["Content-Type"].startswith("text/html")
+            assert answer.headers["Content-Disposition"].startswith("attachment;")
+        assert "Content-Security-Policy" in page and '"run-0000"' in page
+        with urllib.request.urlopen(downloads.one_file_url(), timeout=60) as answer:
+            assert '"run-0001"' in answer.read().decode()
+        status, body, _ = http_get(downloads.one_file_url("no-such-run"))
+        assert (status, body) == (404, "no such page is followed here\n")
+
+        def fails(source: str) -> bytes:
+            raise RuntimeError("plotly.js is missing")
+
+        downloads.render_file = fails
+        status, body, _ = http_get(downloads.one_file_url("run-0000"))
+        assert status == 502 and body.endswith("plotly.js is missing\n") and body.count("\n") == 1
+    assert "Traceback" not in capfd.readouterr().err
