@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import os
 import socket
 import threading
 import urllib.parse
@@ -50,6 +51,17 @@ def check_webhook(url: str) -> str:
             "https:// URL (e.g. a Slack or Discord webhook URL, or " + NTFY_EXAMPLE + ")"
         )
     return url
+
+
+def webhook_from_environment() -> str | None:
+    """``$ALERT_WEBHOOK_URL``, checked as an option's URL is; None when it is not set."""
+    url = os.environ.get(WEBHOOK_VAR, "").strip()
+    if not url:
+        return None
+    try:
+        return check_webhook(url)
+    except ValueError as err:
+        raise ValueError(f"${WEBHOOK_VAR}: {err}") from None
 
 
 def webhook_body(alert: Alert) -> dict[str, Any]:

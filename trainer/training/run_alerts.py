@@ -9,12 +9,11 @@ alone turns nothing on: a viewer's users set it too.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 from snapshot_store.alerting.delivery import check_plugin
 from snapshot_store.alerting.on_writer import AlertCommand, AlertSettings, alert_settings
-from snapshot_store.alerting.webhook import WEBHOOK_VAR, check_webhook
+from snapshot_store.alerting.webhook import webhook_from_environment
 from transfer_plugins.hooks import resolve_callable
 
 
@@ -25,19 +24,9 @@ def run_alerts(
     ValueError in one line naming the option when they can not work (checked before training)."""
     if not rules and alert_cmd is None and webhook is None:
         return None
-    url = webhook or _webhook_from_environment()
+    url = webhook or webhook_from_environment()
     command: AlertCommand | None = None
     if alert_cmd is not None:
         command = resolve_callable(alert_cmd, "--alert-cmd", "myalerts.notify")
         check_plugin(command, alert_cmd)
     return alert_settings(rules, url, command, alert_cmd or "alert_cmd")
-
-
-def _webhook_from_environment() -> str | None:
-    url = os.environ.get(WEBHOOK_VAR, "").strip()
-    if not url:
-        return None
-    try:
-        return check_webhook(url)
-    except ValueError as err:
-        raise ValueError(f"${WEBHOOK_VAR}: {err}") from None

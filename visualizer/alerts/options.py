@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from snapshot_store.alert_rules.language import BASELINE_KINDS, KINDS, Rule, parse_rule
 from snapshot_store.alerting.delivery import CLOSE_TIMEOUT_S, AlertSender, check_plugin
-from snapshot_store.alerting.webhook import NTFY_EXAMPLE, WEBHOOK_VAR, check_webhook
+from snapshot_store.alerting.webhook import (
+    NTFY_EXAMPLE,
+    WEBHOOK_VAR,
+    check_webhook,
+    webhook_from_environment,
+)
 from transfer_plugins.hooks import TransferSpecError, resolve_callable
 from visualizer.follower import Follower
 from visualizer.model.rundata import RunData
@@ -91,13 +95,10 @@ def _webhook_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> st
     """``--alert-webhook``, else ``$ALERT_WEBHOOK_URL`` (checked the same way), else None."""
     if args.alert_webhook is not None:
         return args.alert_webhook
-    url = os.environ.get(WEBHOOK_VAR, "").strip()
-    if not url:
-        return None
     try:
-        return check_webhook(url)
+        return webhook_from_environment()
     except ValueError as err:
-        parser.error(f"${WEBHOOK_VAR}: {err}")
+        parser.error(str(err))
 
 
 def _watched(follower: Follower) -> Callable[[], Iterator[tuple[RunData, str]]]:
