@@ -19,10 +19,11 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
+from run_core.tags import tag_of
 from snapshot_store.format.summary import RunSummary
 from snapshot_store.read.store_reader import StoreReader
 from visualizer.model.rundata import RunData
-from visualizer.model.summary import higher_is_better
+from visualizer.model.summary import best_is_highest, best_of
 from visualizer.panes.compare import DEFAULT_COMPARE, Selection
 from visualizer.panes.run_rows import RunsTableState
 from visualizer.panes.screen import Screen
@@ -40,16 +41,17 @@ OPENED_GRACE_S = 5.0  # a run just opened from the page stays, whatever the budg
 
 def compared(summaries: Sequence[RunSummary], selection: Selection, count: int) -> list[RunSummary]:
     """The ``count`` runs to overlay: the best by ``selection.sort_by`` (runs that logged it
-    first), else the most recently updated."""
+    first; "best" as :func:`~visualizer.model.summary.best_of` says, the value the comparison's
+    table shows), else the most recently updated."""
     key = selection.sort_by
     if key is None:
         return sorted(summaries, key=lambda s: (-(s.updated or 0.0), s.name))[:count]
-    tag = f"{key[0]}/{key[1]}" if key[0] else key[1]
-    higher = selection.descending or higher_is_better(tag)
+    tag = tag_of(*key)
+    higher = best_is_highest(tag, selection.descending)
 
     def rank(summary: RunSummary) -> tuple[bool, float, str]:
         stats = summary.series.get(tag)
-        best = stats.best(higher) if stats is not None else None
+        best = best_of(tag, stats.min, stats.max, selection.descending) if stats else None
         if best is None or math.isnan(best):
             return True, 0.0, summary.name
         return False, -best if higher else best, summary.name

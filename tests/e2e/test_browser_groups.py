@@ -55,7 +55,7 @@ def test_seeds_draw_as_a_band_per_group_beside_parallel_coordinates(
         lambda d: (
             (found := [p for p in d.execute_script(DRAWN_JS) if p["fills"] >= 2])
             and (coords := [p for p in d.execute_script(DRAWN_JS) if "parcoords" in p["types"]])
-            and {"lr", "seed", "train/loss (last)"} <= set(coords[0]["axes"])
+            and {"lr", "seed", "train/loss (best)"} <= set(coords[0]["axes"])
             and (found, coords)
         )
     )

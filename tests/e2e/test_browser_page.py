@@ -92,8 +92,8 @@ def test_runs_selects_every_group_is_compared_and_the_table_lists_the_options(
 
     table = wait.until(lambda d: d.find_element(By.XPATH, "//table[.//th[text()='lr']]"))
     rows = [r.text for r in table.find_elements(By.TAG_NAME, "tr")]
-    # Sorted by val/loss's last value: the smaller learning rate has the smaller loss.
-    assert rows[0].split() == ["run", "val/loss", "(last)", "batch_size", "lr"]
+    # Sorted by val/loss's best value: the smaller learning rate has the smaller loss.
+    assert rows[0].split() == ["run", "val/loss", "(best)", "batch_size", "lr"]
     assert rows[1].startswith("lr-0.01") and rows[1].endswith("32 0.01"), rows
     assert rows[2].startswith("lr-0.1") and rows[2].endswith("16 0.1"), rows
     shared = driver.find_element(By.XPATH, "//table[.//th[text()='same in every run']]")

@@ -78,6 +78,33 @@ def _config(meta: dict[str, Any] | None, status: dict[str, Any] | None) -> dict[
     return config
 
 
+def best_is_highest(tag: str, descending: bool = False) -> bool:
+    """Whether series ``tag``'s best value is its largest: an accuracy, F1, AUC... by its logged
+    name, or any series the page orders descending; else (a loss) its smallest. The one rule
+    for "best": the runs table, the runs compared, the comparison's table and its parallel
+    coordinates all judge by it."""
+    return descending or higher_is_better(tag)
+
+
+def best_of(
+    tag: str, lowest: float | None, highest: float | None, descending: bool = False
+) -> float | None:
+    """Series ``tag``'s best value of its ``lowest`` and ``highest`` (:func:`best_is_highest`)."""
+    return highest if best_is_highest(tag, descending) else lowest
+
+
+def run_best(run: RunData, key: tuple[str, str] | None, descending: bool = False) -> float | None:
+    """The best value of ``run``'s series ``key`` (NaN left out); None when it has none."""
+    series = run.series.get(key) if key is not None else None
+    if key is None or series is None or not len(series):
+        return None
+    values = series.values()
+    finite = values[~(values != values)]  # NaN never is the best
+    if not len(finite):
+        return None
+    return best_of(tag_of(*key), float(finite.min()), float(finite.max()), descending)
+
+
 def run_config(run: RunData) -> dict[str, Any]:
     """A run's config: its stored options and hparams, by name."""
     return _config(run.meta, run.status)

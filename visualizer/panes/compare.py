@@ -3,7 +3,7 @@
 A window per series (``group/name``), a trace per run, each run in the same
 color in every window. The runs shown are those whose name matches the
 selection (``--runs``, changeable from the page's *compare* pane); the table
-lists them with the options that differ between them, sorted by the last value
+lists them with the options that differ between them, sorted by the best value
 of a chosen metric (``--sort-by``, also on the page).
 """
 
@@ -208,7 +208,9 @@ class CompareDisplay(EnvDisplay):
         for group in groups:  # a group in its first run's color
             self.group_colors[group.label] = self.run_colors[group.runs[0]]
         windows, left_out = cap(self._windows(chosen, groups))
-        parcoords = parcoords_message(chosen, self.selection.sort_by, self.env)
+        parcoords = parcoords_message(
+            chosen, self.selection.sort_by, self.env, self.selection.descending
+        )
         extra = [PARCOORDS_WIN] if parcoords is not None else []
         shown = [TABLE_WIN, CONTROLS_WIN, SELECT_WIN, *extra, *(spec.win for spec, _ in windows)]
         self._keep_order(shown)

@@ -2,8 +2,8 @@
 
 The options are the ``options`` a run's metadata stores (``meta.pickle``,
 already redacted by the recorder). The comparison table puts the options that
-differ between runs in columns, beside the last value of a chosen metric, and
-sorts the runs by it; the options every run shares are listed once below.
+differ between runs in columns, beside the best value of a chosen metric, and
+sorts the runs by it, the best first; the options every run shares are listed once below.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import posixpath
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from run_core.tags import tag_of
 from visualizer import markup
 from visualizer.markup import Html
 from visualizer.model.rundata import RunData, SeriesKey
-from visualizer.model.summary import dotted
+from visualizer.model.summary import best_is_highest, dotted, run_best
 
 # A value longer than this is cut in a table cell (a path, a long list).
 _MAX_CELL_CHARS = 80
@@ -65,16 +66,18 @@ def last_value(run: RunData, key: SeriesKey | None) -> float | None:
 def sort_runs(
     runs: Sequence[RunData], key: SeriesKey | None, descending: bool = False
 ) -> list[RunData]:
-    """``runs`` by the last value of ``key`` (runs without one last), else by name."""
+    """``runs`` by the best value of ``key``, the best first (runs without one last: the order
+    the runs compared are chosen in, :func:`visualizer.runset.compared`), else by name."""
     by_name = sorted(runs, key=lambda run: run.name)
     if key is None:
         return by_name
+    highest = best_is_highest(tag_of(*key), descending)
 
     def rank(run: RunData) -> tuple[bool, float]:
-        value = last_value(run, key)
+        value = run_best(run, key, descending)
         if value is None or math.isnan(value):
             return True, 0.0
-        return False, -value if descending else value
+        return False, -value if highest else value
 
     return sorted(by_name, key=rank)
 
@@ -129,7 +132,7 @@ def comparison_table(
     links: dict[str, str] | None = None,
     groups: dict[str, str] | None = None,
 ) -> Html:
-    """The compared runs as an HTML table: a row per run, sorted by ``key``'s last value.
+    """The compared runs as an HTML table: a row per run, sorted by ``key``'s best value.
 
     Columns: the run (linked to its env when ``links`` has it), its group's name when
     ``groups`` (run name -> group) is given, the metric, then each option whose value
@@ -143,13 +146,13 @@ def comparison_table(
     shared = [n for n in names if n not in differ]
     more = len(varying) - MAX_COLUMNS
     varying = varying[:MAX_COLUMNS]
-    metric = f"{key[0]}/{key[1]} (last)" if key else None
+    metric = f"{tag_of(*key)} (best)" if key else None
     grouping = ["group"] if groups is not None else []
     head = ["run", *grouping, *([metric] if metric else []), *varying]
 
     def row(run: RunData) -> Html:
         name = markup.link(links[run.name], run.name) if run.name in links else run.name
-        value = last_value(run, key)
+        value = run_best(run, key, descending)
         cells = [name, *([groups.get(run.name, "-")] if groups is not None else [])]
         cells += [("-" if value is None else f"{value:.6g}")] if metric else []
         cells += [options[run.name].get(n, "-") for n in varying]

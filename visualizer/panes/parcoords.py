@@ -1,8 +1,8 @@
 """The comparison's parallel coordinates: which config values go with a good metric.
 
 An axis per config key that differs between the compared runs, and a last one for
-the last value of a metric (the ``--sort-by`` series, else the most logged one); a
-line per run, colored by that metric (the best brightest). A key with a value
+each run's best value of a metric, as the comparison's table shows it (the ``--sort-by``
+series, else the most logged one); a line per run, colored by that metric (the best brightest). A key with a value
 that is not a number is a categorical axis: its values in order, each at a
 whole number, named by ``ticktext``. Values come from a store: names and texts
 reach Plotly as text (visdom's client escapes them, :func:`visualizer.markup.plot_strings`),
@@ -17,10 +17,10 @@ from typing import Any
 
 from run_core.tags import tag_of
 from visualizer.model.rundata import RunData, SeriesKey
-from visualizer.model.summary import higher_is_better, run_config
+from visualizer.model.summary import best_is_highest, run_best, run_config
 
 from .groups import varying_keys
-from .hparams import last_value, options_text
+from .hparams import options_text
 
 PARCOORDS_WIN = "compare_parcoords"
 PARCOORDS_TITLE = "config and {tag} ({runs} runs)"  # the window's, also before it is drawn
@@ -73,7 +73,7 @@ def _category_rank(item: tuple[float | None, str]) -> tuple[int, float, str]:
 
 
 def parcoords_message(
-    runs: Sequence[RunData], sort_by: SeriesKey | None, env: str
+    runs: Sequence[RunData], sort_by: SeriesKey | None, env: str, descending: bool = False
 ) -> dict[str, Any] | None:
     """The parallel-coordinates window's message; None when nothing varies or nothing is logged."""
     metric = metric_of(runs, sort_by)
@@ -83,7 +83,7 @@ def parcoords_message(
         return None
     rows = []
     for run in sorted(runs, key=lambda r: r.name):
-        config, value = configs[run.name], last_value(run, metric)
+        config, value = configs[run.name], run_best(run, metric, descending)
         cells = [config.get(key, _MISSING) for key in keys]
         numbers = [n for n in (_number(c) for c in cells) if n is not None]
         if value is None or not all(math.isfinite(n) for n in [*numbers, value]):
@@ -94,14 +94,14 @@ def parcoords_message(
     tag = tag_of(*metric)
     dimensions = [_axis(key, [r[0][i] for r in rows]) for i, key in enumerate(keys)]
     colors = [value for _, value in rows]
-    dimensions.append({"label": f"{tag} (last)", "values": colors})
+    dimensions.append({"label": f"{tag} (best)", "values": colors})
     trace = {
         "type": "parcoords",
         "dimensions": dimensions,
         "line": {
             "color": colors,
             "colorscale": "Viridis",
-            "reversescale": not higher_is_better(tag),  # the best run is the brightest
+            "reversescale": not best_is_highest(tag, descending),  # the best run is the brightest
             "showscale": True,
             "colorbar": {"title": tag},
         },

@@ -15,7 +15,7 @@ from snapshot_store.format.frames import STATES
 from snapshot_store.format.summary import RunSummary, SeriesStats
 from visualizer import markup
 from visualizer.model.status import format_duration
-from visualizer.model.summary import dotted, higher_is_better, state_shown
+from visualizer.model.summary import best_of, dotted, state_shown
 from visualizer.patterns import searcher
 
 MAX_CONFIG_COLUMNS = 8
@@ -128,7 +128,7 @@ def select(
     """The runs ``view``'s filter keeps, in its order; those without a value to sort by last."""
     matches = matcher(view.filter)
     kept = [s for s in summaries if matches(s.name) and view.state in (ANY_STATE, s.state)]
-    key = _sort_key(view.sort, tag, tag is not None and higher_is_better(tag), now)
+    key = _sort_key(view.sort, tag, now)
     by_name = sorted(kept, key=lambda s: s.name)
     known = [s for s in by_name if key(s) is not None]
     unknown = [s for s in by_name if key(s) is None]
@@ -155,14 +155,13 @@ def cells(
         when(summary.updated),
     ]
     if tag is not None:
-        stats, higher = summary.series.get(tag), higher_is_better(tag)
+        stats = summary.series.get(tag)
         base = (
             baseline.series.get(tag) if baseline is not None and baseline is not summary else None
         )
-        best = stats.best(higher) if stats is not None else None
         row += [
             _against(stats.last if stats else None, base.last if base else None),
-            _against(best, base.best(higher) if base else None),
+            _against(_value(stats, tag, False), _value(base, tag, False)),
         ]
     options, summary_keys = columns
     row += [cell(summary.config[key]) if key in summary.config else "-" for key in options]
@@ -170,17 +169,20 @@ def cells(
     return row + [cell(values[key]) if key in values else "-" for key in summary_keys]
 
 
-def _value(stats: SeriesStats | None, higher: bool, last: bool) -> float | None:
-    """A series' last or best value to sort by; None (listed last) when absent or NaN."""
-    value = None if stats is None else stats.last if last else stats.best(higher)
+def _value(stats: SeriesStats | None, tag: str, last: bool) -> float | None:
+    """Series ``tag``'s last or best value (:func:`~visualizer.model.summary.best_of`); None
+    (listed last) when absent or NaN."""
+    if stats is None:
+        return None
+    value = stats.last if last else best_of(tag, stats.min, stats.max)
     return None if value is None or math.isnan(value) else value
 
 
-def _sort_key(sort: str, tag: str | None, higher: bool, now: float) -> Callable[[RunSummary], Any]:
+def _sort_key(sort: str, tag: str | None, now: float) -> Callable[[RunSummary], Any]:
     """The value a column sorts by (None: no value, listed last)."""
     if sort in ("last value", "best value"):
         last = sort == "last value"
-        return lambda s: _value(s.series.get(tag) if tag else None, higher, last)
+        return lambda s: _value(s.series.get(tag), tag, last) if tag else None
     keys: dict[str, Callable[[RunSummary], Any]] = {
         "run": lambda s: s.name.lower(),
         "state": lambda s: state_shown(s, now),

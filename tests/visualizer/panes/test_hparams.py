@@ -7,6 +7,8 @@ import re
 
 from snapshot_store.read.store_reader import Update
 from visualizer.model.rundata import RunData
+from visualizer.model.summary import from_run
+from visualizer.panes.compare import Selection
 from visualizer.panes.hparams import (
     MAX_COLUMNS,
     PANE_CHARS,
@@ -16,6 +18,7 @@ from visualizer.panes.hparams import (
     run_table,
     sort_runs,
 )
+from visualizer.runset import compared
 
 
 def run(name: str, options: dict | None, loss: list[float] | None = None) -> RunData:
@@ -65,22 +68,34 @@ def test_one_path_spelled_two_ways_is_not_a_difference():
     assert re.search(r"<td[^>]*>checkpoints_dir</td><td[^>]*>checkpoints</td>", shared), shared
 
 
-def test_runs_sort_by_the_last_value_of_a_series_missing_and_nan_last():
+def test_runs_sort_by_the_best_value_of_a_series_best_first_missing_and_nan_last():
     runs = [
         run("a", {}, [1.0, 0.5]),
         run("b", {}, [0.9, 0.2]),
         run("c", {}),
         run("d", {}, [math.nan]),
-        run("e", {}, [0.1, 0.7]),
+        run("e", {}, [0.1, 0.7]),  # the best loss, though not the best last one
     ]
     key = ("val", "loss")
     assert last_value(runs[1], key) == 0.2 and last_value(runs[2], key) is None
-    assert [r.name for r in sort_runs(runs, key)] == ["b", "a", "e", "c", "d"]
-    assert [r.name for r in sort_runs(runs, key, descending=True)] == ["e", "a", "b", "c", "d"]
+    assert [r.name for r in sort_runs(runs, key)] == ["e", "b", "a", "c", "d"]
+    assert [r.name for r in sort_runs(runs, key, descending=True)] == ["a", "b", "e", "c", "d"]
     assert [r.name for r in sort_runs(runs, None)] == ["a", "b", "c", "d", "e"]
     table = comparison_table(runs, key, links={"b": "http://h/env/b"})
-    assert table.index('<a href="http://h/env/b">b</a>') < table.index(">a<")
-    assert "val/loss (last)" in table
+    assert table.index(">e<") < table.index('<a href="http://h/env/b">b</a>') < table.index(">a<")
+    assert "val/loss (best)" in table and ">0.1<" in table
+
+
+def test_the_runs_compared_are_the_best_the_comparisons_table_lists_first():
+    """Issue 48: the choice (by each run's best) and the table (by the last) disagreed."""
+    losses = {f"r{i}": [0.05 + i / 100, 0.5 - i / 100] for i in range(10)}  # best != last
+    runs = [run(name, {}, loss) for name, loss in losses.items()]
+    for key, descending in ((("val", "loss"), False), (("val", "loss"), True)):
+        selection = Selection(sort_by=key, descending=descending)
+        chosen = [s.name for s in compared([from_run(r) for r in runs], selection, 3)]
+        table = comparison_table(runs, key, descending)
+        listed = re.findall(r"<td[^>]*>(r\d)</td>", table)
+        assert chosen == listed[:3]
 
 
 # --- a pane's byte budget: 12,000 options made panes of 4 MB and a stop of 13.5 s ----------

@@ -29,7 +29,7 @@ def test_an_axis_per_varying_key_and_the_metric_a_line_per_run_colored_by_it():
     assert trace["type"] == "parcoords"
     assert [(d["label"], d["values"]) for d in trace["dimensions"]] == [
         ("lr", [0.1, 0.01]),
-        ("val/loss (last)", [0.5, 0.25]),
+        ("val/loss (best)", [0.5, 0.25]),
     ]
     assert trace["line"]["color"] == [0.5, 0.25]
     assert trace["line"]["reversescale"] is True, "a loss: the smallest is the brightest"
@@ -82,3 +82,13 @@ def test_the_metric_is_the_sort_series_else_the_most_logged():
     assert metric_of([a, b], None) == ("train", "loss")
     assert metric_of([a, b], ("val", "loss")) == ("val", "loss")
     assert metric_of([a, b], ("val", "absent")) == ("train", "loss")
+
+
+def test_the_metric_axis_is_each_runs_best_value_as_the_comparisons_table_shows():
+    runs = [run("a", {"lr": 0.1}, 0.5), run("b", {"lr": 0.01}, 0.25)]
+    runs[0].series[("val", "loss")].extend([3, 4], [0.125, 0.75])  # best 0.125, last 0.75
+    (trace,) = parcoords_message(runs, None, "env")["data"]
+    assert trace["dimensions"][-1] == {"label": "val/loss (best)", "values": [0.125, 0.25]}
+    higher = parcoords_message(runs, ("val", "loss"), "env", descending=True)["data"][0]
+    assert higher["dimensions"][-1]["values"] == [0.75, 0.25]
+    assert higher["line"]["reversescale"] is False, "descending: the largest is the brightest"

@@ -83,7 +83,7 @@ def test_the_comparison_has_the_live_parallel_coordinates(root):
     shown = build(str(root))["comparison"]["parcoords"]
     (trace,) = shown["data"]
     labels = [dimension["label"] for dimension in trace["dimensions"]]
-    assert trace["type"] == "parcoords" and labels == ["lr", "model", "train/loss (last)"]
+    assert trace["type"] == "parcoords" and labels == ["lr", "model", "train/loss (best)"]
     assert trace["dimensions"][0]["values"] == pytest.approx([0.1, 0.2, 0.3])
 
 
