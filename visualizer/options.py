@@ -234,14 +234,15 @@ def _add_selection_options(parser: argparse.ArgumentParser) -> None:
         type=sort_by,
         default=None,
         metavar="NAME",
-        help="sort the comparison's runs table by the last value of this series, named as "
-        "logged, e.g. val/loss or train_loss "
-        "(--sort-descending for the largest first; default: by run name)",
+        help="sort the runs table and the comparison's table by each run's best value of this "
+        "series, named as logged, e.g. val/loss or train_loss, the best first (a loss's "
+        "smallest, an accuracy's largest); the N best are compared "
+        "(default: the runs table by last update, the comparison's by run name)",
     )
     parser.add_argument(
         "--sort-descending",
         action="store_true",
-        help="with --sort-by: the largest last value first (accuracy) instead of the smallest",
+        help="with --sort-by: a series' largest value is its best, whatever its name says",
     )
     parser.add_argument(
         "--baseline",
@@ -270,8 +271,9 @@ def _add_scale_options(parser: argparse.ArgumentParser) -> None:
         type=count,
         default=DEFAULT_COMPARE,
         metavar="N",
-        help="runs overlaid on the comparison page: the N most recent, or the N best by "
-        "--sort-by; with more runs than N only those are read whole until one is opened "
+        help="runs overlaid on the comparison page: the N best by --sort-by; without it, of a "
+        "finished sweep the N best by its most logged series, of a live one the N most "
+        "recent; with more runs than N only those are read whole until one is opened "
         "from the runs table (default %(default)s)",
     )
     parser.add_argument(

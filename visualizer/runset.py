@@ -3,7 +3,8 @@
 Every run under the root is known by its summary (:mod:`visualizer.sources.catalog`)
 and listed in the runs table. With up to ``compare`` runs, every run is followed.
 With more, the followed runs are the compared ones (the ``compare`` most recent,
-or the best by ``--sort-by`` or the comparison page's sort series) and those
+or the best by ``--sort-by`` or the comparison page's sort series; of a finished sweep
+the best by the runs table's first series) and those
 opened from the runs table. The runs opened from the page leave memory again,
 least recently opened first, once the followed runs hold more than the memory
 budget; they are read back from the store when opened again.
@@ -19,13 +20,13 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
-from run_core.tags import tag_of
+from run_core.tags import key_of, tag_of
 from snapshot_store.format.summary import RunSummary
 from snapshot_store.read.store_reader import StoreReader
 from visualizer.model.rundata import RunData
 from visualizer.model.summary import best_is_highest, best_of
 from visualizer.panes.compare import DEFAULT_COMPARE, Selection
-from visualizer.panes.run_rows import RunsTableState
+from visualizer.panes.run_rows import RunsTableState, opening_view, series_choices
 from visualizer.panes.screen import Screen
 from visualizer.sources.catalog import Catalog, Entry
 
@@ -42,8 +43,12 @@ OPENED_GRACE_S = 5.0  # a run just opened from the page stays, whatever the budg
 def compared(summaries: Sequence[RunSummary], selection: Selection, count: int) -> list[RunSummary]:
     """The ``count`` runs to overlay: the best by ``selection.sort_by`` (runs that logged it
     first; "best" as :func:`~visualizer.model.summary.best_of` says, the value the comparison's
-    table shows), else the most recently updated."""
+    table shows); without it, while a run is running the most recently updated, else (a
+    finished sweep) the best by the series the runs table shows first, the most logged."""
     key = selection.sort_by
+    live = any(s.state == "running" for s in summaries)
+    if key is None and not live:  # a finished sweep: the best by the runs table's series
+        key = next((key_of(tag) for tag in series_choices(summaries)), None)
     if key is None:
         return sorted(summaries, key=lambda s: (-(s.updated or 0.0), s.name))[:count]
     tag = tag_of(*key)
@@ -91,6 +96,8 @@ class RunSet:
         self.catalog = catalog
         self.screen = screen
         self.selection = selection  # --runs: the others are left out
+        # The runs table opens sorted by --sort-by, as the runs compared are chosen.
+        screen.index.view = opening_view(selection.sort_by, selection.descending)
         self.env_of = env_of
         self.schedule = schedule  # a new feed's poll schedule, by whether it is remote
         self.compare = compare

@@ -12,7 +12,11 @@ from tests.fixtures.runs.small_runs import write_small_runs
 from tests.fixtures.servers.visdom_reading import following
 from tests.fixtures.servers.waiting import wait_until
 from visualizer.panes.compare import Selection
-from visualizer.runset import compared, over_budget
+from visualizer.panes.run_rows import opening_view, select
+from visualizer.panes.screen import Screen
+from visualizer.runset import RunSet, compared, over_budget
+from visualizer.server.endpoint import VisdomEndpoint
+from visualizer.visdom_client import VisdomClient
 
 
 def _summary(name, updated, loss=None, acc=None):
@@ -40,6 +44,28 @@ def test_with_sort_by_the_best_runs_are_compared_those_without_it_last():
     assert [s.name for s in by_loss] == ["b", "a", "c", "d"]
     by_acc = compared(runs, Selection(sort_by=("val", "acc")), 2)
     assert [s.name for s in by_acc] == ["b", "a"], "accuracy: the largest is best"
+
+
+def test_a_finished_sweep_without_sort_by_compares_the_best_by_the_tables_series():
+    """Issue 48: a finished sweep compared its most recently updated runs, the worst there."""
+    runs = [_summary(f"r{i}", updated=float(i), loss=float(i)) for i in range(10)]
+    for run in runs:
+        run.state = "finished"
+    assert [s.name for s in compared(runs, Selection(), 3)] == ["r0", "r1", "r2"]
+    runs[5].state = "running"  # a live sweep: the most recent
+    assert [s.name for s in compared(runs, Selection(), 3)] == ["r9", "r8", "r7"]
+
+
+def test_the_runs_table_opens_sorted_by_sort_by_the_best_first():
+    screen = Screen(VisdomClient(VisdomEndpoint()), "runs", max_points=10)
+    assert screen.index.view.sort == "last update", "without --sort-by: by last update"
+    selection = Selection(sort_by=("val", "acc"))
+    RunSet(None, screen, selection, env_of=str, schedule=lambda remote: None)  # type: ignore[arg-type]
+    view = screen.index.view
+    assert (view.sort, view.series, view.descending) == ("best value", "val/acc", True)
+    runs = [_summary("a", 1, acc=0.5), _summary("b", 2, acc=0.9), _summary("c", 3)]
+    assert [s.name for s in select(runs, view, "val/acc", 0.0)] == ["b", "a", "c"]
+    assert opening_view(("val", "loss")).descending is False, "a loss: the smallest first"
 
 
 @dataclass

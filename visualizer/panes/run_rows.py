@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from run_core.tags import tag_of
 from snapshot_store.format.frames import STATES
 from snapshot_store.format.summary import RunSummary, SeriesStats
 from visualizer import markup
 from visualizer.model.status import format_duration
-from visualizer.model.summary import best_of, dotted, state_shown
+from visualizer.model.summary import best_is_highest, best_of, dotted, state_shown
 from visualizer.patterns import searcher
 
 MAX_CONFIG_COLUMNS = 8
@@ -49,6 +50,15 @@ class TableView:
     descending: bool = True
     series: str | None = None  # None: the most logged series
     page: int = 0
+
+
+def opening_view(sort_by: tuple[str, str] | None, descending: bool = False) -> TableView:
+    """The table's choices as the page opens: sorted by ``--sort-by``'s best value, the best
+    first (``--sort-descending``: the largest), else by last update."""
+    if sort_by is None:
+        return TableView()
+    tag = tag_of(*sort_by)
+    return TableView(sort="best value", descending=best_is_highest(tag, descending), series=tag)
 
 
 def when(stamp: float | None) -> str:
