@@ -19,6 +19,8 @@ from visualizer.markup import Html
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.summary import best_is_highest, dotted, run_best
 
+from .values import full_text, value_cell, value_text
+
 # A value longer than this is cut in a table cell (a path, a long list).
 _MAX_CELL_CHARS = 80
 # A pane's table stops at this many characters, its first rows then a row that says how many
@@ -30,17 +32,26 @@ FULL_DATA = "all of them: the runs table's CSV, or python -m visualizer export -
 _CELL = ' style="padding: 1px 12px 1px 0; text-align: left; white-space: nowrap"'
 
 
-def options_of(run: RunData) -> dict[str, str]:
-    """The run's stored options as text, by name; empty when it stored none."""
+def _options(run: RunData) -> dict[str, Any]:
+    """The run's stored options, by name (sorted); empty when it stored none."""
     options = (run.meta or {}).get("options")
     if not isinstance(options, dict):
         return {}
-    return options_text(dict(sorted(options.items(), key=lambda kv: str(kv[0]))))
+    return {str(k): v for k, v in sorted(options.items(), key=lambda kv: str(kv[0]))}
+
+
+def options_of(run: RunData) -> dict[str, str]:
+    """The run's stored options as text, by name; empty when it stored none."""
+    return options_text(_options(run))
 
 
 def options_text(options: dict[str, Any]) -> dict[str, str]:
-    """Config values as a table cell shows them (cut past _MAX_CELL_CHARS), by name."""
-    return {str(key): _text(value) for key, value in options.items()}
+    """Config values as the page prints them (:func:`.values.value_text`), by name."""
+    return {str(key): value_text(value, _MAX_CELL_CHARS) for key, value in options.items()}
+
+
+def _cell(value: Any) -> Html:
+    return value_cell(value, _MAX_CELL_CHARS)
 
 
 def _compared(text: str | None) -> str | None:
@@ -48,11 +59,6 @@ def _compared(text: str | None) -> str | None:
     if text is None or not ("/" in text or text.startswith(".")):
         return text
     return posixpath.normpath(text)
-
-
-def _text(value: Any) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= _MAX_CELL_CHARS else text[: _MAX_CELL_CHARS - 1] + "…"
 
 
 def last_value(run: RunData, key: SeriesKey | None) -> float | None:
@@ -102,25 +108,27 @@ def budgeted(rows: Iterable[Html], count: int, what: str, where: str = FULL_DATA
     return kept
 
 
-def summary_rows(run: RunData) -> dict[str, str]:
-    """The summary the run set (a W&B-style run's, in its status) as text, nested keys
-    dotted as table rows; empty when it set none."""
+def summary_rows(run: RunData) -> dict[str, Any]:
+    """The summary the run set (a W&B-style run's, in its status), nested keys dotted as
+    table rows; empty when it set none."""
     summary = (run.status or {}).get("summary")
     rows: dict[str, Any] = {}
     for key, value in summary.items() if isinstance(summary, dict) else ():
         dotted(str(key), value, rows)
-    return options_text(rows)
+    return rows
 
 
 def run_table(run: RunData) -> Html:
     """One run's options as an HTML table (name, value), then its summary if it set one."""
-    options, summary = options_of(run), summary_rows(run)
+    options, summary = _options(run), summary_rows(run)
     parts: list[object] = [markup.element("p", "this run stored no options")]
     if options:
-        rows = budgeted((table_row([k, v]) for k, v in options.items()), len(options), "options")
+        pairs = (table_row([k, _cell(v)]) for k, v in options.items())
+        rows = budgeted(pairs, len(options), "options")
         parts = [markup.element("table", table_row(["option", "value"], "th"), *rows)]
     if summary:
-        rows = budgeted((table_row([k, v]) for k, v in summary.items()), len(summary), "values")
+        pairs = (table_row([k, _cell(v)]) for k, v in summary.items())
+        rows = budgeted(pairs, len(summary), "values")
         parts.append(markup.element("table", table_row(["summary", "value"], "th"), *rows))
     return markup.join(*parts)
 
@@ -139,9 +147,10 @@ def comparison_table(
     is not the same in every run.
     """
     links = links or {}
-    options = {run.name: options_of(run) for run in runs}
+    options = {run.name: _options(run) for run in runs}
     names = sorted({name for opts in options.values() for name in opts})
-    varying = [n for n in names if len({_compared(opts.get(n)) for opts in options.values()}) > 1]
+    texts = [{k: _compared(full_text(v)) for k, v in opts.items()} for opts in options.values()]
+    varying = [n for n in names if len({text.get(n) for text in texts}) > 1]
     differ = set(varying)
     shared = [n for n in names if n not in differ]
     more = len(varying) - MAX_COLUMNS
@@ -155,7 +164,7 @@ def comparison_table(
         value = run_best(run, key, descending)
         cells = [name, *([groups.get(run.name, "-")] if groups is not None else [])]
         cells += [("-" if value is None else f"{value:.6g}")] if metric else []
-        cells += [options[run.name].get(n, "-") for n in varying]
+        cells += [_cell(options[run.name][n]) if n in options[run.name] else "-" for n in varying]
         return table_row(cells)
 
     rows = budgeted(map(row, sort_runs(runs, key, descending)), len(runs), "runs")
@@ -164,7 +173,8 @@ def comparison_table(
     table = markup.element("table", table_row(head, "th"), *rows)
     if shared:  # a table of their own under it, an option a row
         first = options[runs[0].name] if runs else {}
-        same = budgeted((table_row([n, first.get(n, "-")]) for n in shared), len(shared), "options")
+        pairs = (table_row([n, _cell(first[n]) if n in first else "-"]) for n in shared)
+        same = budgeted(pairs, len(shared), "options")
         table = markup.join(
             table,
             markup.element(

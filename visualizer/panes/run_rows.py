@@ -19,6 +19,8 @@ from visualizer.model.status import format_duration
 from visualizer.model.summary import best_is_highest, best_of, dotted, state_shown
 from visualizer.patterns import searcher
 
+from .values import value_cell
+
 MAX_CONFIG_COLUMNS = 8
 MAX_SUMMARY_COLUMNS = 4
 MAX_SERIES_CHOICES = 200
@@ -80,9 +82,9 @@ def _against(value: float | None, baseline: float | None) -> str:
     return f"{value:.6g} ({value - baseline:+.3g})"
 
 
-def cell(value: Any) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= MAX_CELL_CHARS else text[: MAX_CELL_CHARS - 1] + "…"
+def cell(value: Any) -> markup.Html:
+    """A config or summary value's cell: the page's number format, the whole on hover."""
+    return value_cell(value, MAX_CELL_CHARS)
 
 
 def matcher(text: str) -> Callable[[str], bool]:

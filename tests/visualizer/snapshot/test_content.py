@@ -87,11 +87,12 @@ def test_the_comparison_has_the_live_parallel_coordinates(root):
     assert trace["dimensions"][0]["values"] == pytest.approx([0.1, 0.2, 0.3])
 
 
-def test_the_comparison_overlays_the_most_recently_updated_runs(root):
+def test_the_comparison_overlays_the_runs_the_live_page_compares(root):
     data = build(str(root), compare=2)
     compared = data["comparison"]
     assert (compared["of"], compared["compared"]) == (3, 2)
-    assert [line["label"] for line in compared["windows"][0]["lines"]] == ["run-1", "run-2"]
+    # A finished sweep: the best by its most logged series (issue 48), here tied: by name.
+    assert [line["label"] for line in compared["windows"][0]["lines"]] == ["run-0", "run-1"]
     assert len(data["runs"]) == 3  # every run still has its section
 
 
