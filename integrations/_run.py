@@ -124,9 +124,10 @@ class MonitorRun:
             self._warned.add(key)
             log.warning("%s: %s", key, problem)
 
-    def set_options(self, options: Mapping[str, Any]) -> None:
-        """Make ``options`` the run's options in the store's metadata, after it opened."""
-        self.recorder.set_options(options)
+    def set_options(self, options: Mapping[str, Any] | None, name: str = "") -> None:
+        """Make ``options`` the run's options (None: as they are) and, given one, ``name`` its
+        shown name (W&B's ``run.name = ...``; the store's folder stays) in its metadata."""
+        self.recorder.set_options(options, name)
 
     def send(self, paths: list[Path]) -> None:
         """Hand finished files (checkpoints) to the transfer hook, if one is set."""

@@ -16,9 +16,8 @@ import math
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import timedelta
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from . import wandb_watch
 from ._run import MonitorRun
 from .wandb_config import Config, Summary
 from .wandb_media import AlertLevel, flatten, number, store_value, summary_document
+from .wandb_metrics import Metrics
 
 log_ = logging.getLogger(__name__)
 
@@ -38,12 +38,6 @@ DEFAULT_ALERT_WAIT = timedelta(minutes=1)  # W&B's: one alert per title per minu
 # The summary reaches the status document with the logging at most this often: the status
 # is itself rewritten at most once a second, so sending it more often would be lost work.
 SUMMARY_EVERY_S = 1.0
-_SUMMARY_OPS: dict[str, Callable[[float, float], float]] = {
-    "min": min,
-    "max": max,
-    "last": lambda old, new: new,
-    "first": lambda old, new: old,
-}
 
 
 class Run:
@@ -53,7 +47,7 @@ class Run:
         self, monitor: MonitorRun | None, name: str, project: str, store_dir: Path
     ) -> None:
         self._monitor = monitor
-        self.name = self.id = name
+        self._name = self.id = name
         self.project = project
         # W&B's run.dir: where a script puts files for the run (a model it saves, say).
         files = store_dir.parent / "files" if monitor is not None else Path(tempfile.mkdtemp())
@@ -69,7 +63,7 @@ class Run:
         self.summary = Summary()
         self._summary_sent_at = -math.inf  # time.monotonic() of the last one sent
         self.step = 0
-        self._metrics: list[tuple[str, list[str]]] = []  # define_metric(name, summary=...)
+        self._metrics = Metrics()  # define_metric's summary kinds
         self._alerts_at: dict[str, float] = {}
         self.finished = False
         if monitor is not None:
@@ -78,6 +72,18 @@ class Run:
     @property
     def _writer(self) -> Any:
         return None if self._monitor is None or self.finished else self._monitor.writer
+
+    @property
+    def name(self) -> str:
+        """The run's shown name; set it (W&B's ``run.name = ...``) and the runs table, the Api
+        and the export list the run under it; its folder and :attr:`id` stay."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = str(value)
+        if self._writer is not None:
+            self._monitor.set_options(None, self._name)  # type: ignore[union-attr]
 
     def _store_config(self) -> None:
         if self._writer is not None:  # a writer only where wandb.init opened one (rank 0)
@@ -145,28 +151,30 @@ class Run:
         self._watched.clear()
 
     def _summarize(self, key: str, value: Any, new: float | None) -> None:
-        ops = None
-        if self._metrics:
-            ops = next((ops for pattern, ops in self._metrics if fnmatch(key, pattern)), None)
-        if key in self.summary._explicit or ops == ["none"]:
+        if key in self.summary._explicit:
             return
-        if ops is None or new is None:
+        kinds = self._metrics.kinds_for(key)
+        if kinds is not None and "none" in kinds:
+            return
+        if not kinds or new is None:
             self.summary._items[key] = new if new is not None else value
             return
         old = self.summary._items.get(key)
-        old = old if isinstance(old, dict) else {}
-        self.summary._items[key] = {
-            op: new if op not in old else _SUMMARY_OPS.get(op, _SUMMARY_OPS["last"])(old[op], new)
-            for op in ops
-        }
+        self.summary._items[key] = self._metrics.summarize(key, kinds, old, new)
 
     def define_metric(
-        self, name: str, step_metric: str | None = None, summary: str | None = None, **kwargs: Any
+        self,
+        name: str,
+        step_metric: Any = None,
+        step_sync: bool | None = None,
+        hidden: bool | None = None,
+        summary: str | None = None,
+        overwrite: bool | None = None,
     ) -> None:
-        """Keep ``summary`` (``min``, ``max``, ``first``, ``last``, ``none``, comma-separated)
-        for keys matching ``name``; the chart's x axis (``step_metric``) is the viewer's choice."""
-        if summary:
-            self._metrics.append((name, [op.strip() for op in summary.split(",")]))
+        """Keep ``summary``'s kinds (``min``, ``max``, ``mean``, ``last``, ``first``, ``copy``,
+        ``none``; comma-separated, added to the name's earlier ones) for keys matching
+        ``name`` (:mod:`.wandb_metrics`); the chart's x axis (``step_metric``) is the viewer's."""
+        self._metrics.define(name, summary, overwrite)
 
     def watch(self, models: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
         """Store histograms of ``models``' gradients (or parameters), as W&B (wandb_watch.py)."""

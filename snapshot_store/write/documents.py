@@ -149,12 +149,16 @@ class RunDocuments:
                 problems[0],
             )
 
-    def set_options(self, options: Mapping[str, Any]) -> None:
-        """Replace the options in meta.pickle (redacted)."""
+    def set_options(self, options: Mapping[str, Any] | None, name: str = "") -> None:
+        """Replace the options in meta.pickle (redacted; None keeps them) and, given one, the
+        run's name (its shown name: the folder stays); status repeats both."""
         meta = fmt.decode_document(self.meta_path.read_bytes(), self.meta_path)
-        meta["options"] = redact(options)
+        if options is not None:
+            meta["options"] = redact(options)
+        if name:
+            meta["name"] = str(name)
         write_atomic(self.meta_path, fmt.encode_document(meta))
-        self._run["options"] = meta["options"]
+        self._run = {key: meta[key] for key in fmt.RUN_FIELDS}
         self._dirty = True
 
     def set_fields(self, fields: Mapping[str, Any]) -> None:

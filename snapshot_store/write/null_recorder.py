@@ -41,7 +41,7 @@ class NullRecorder(Recorder):
     def set_status(self, **fields: Any) -> None:
         """Records nothing."""
 
-    def set_options(self, options: Mapping[str, Any]) -> None:
+    def set_options(self, options: Mapping[str, Any] | None, name: str = "") -> None:
         """Records nothing."""
 
     def flush(self, timeout: float = 10.0) -> bool:

@@ -304,12 +304,12 @@ class Recorder:
             # The body's own exception (a Ctrl-C, a training error) must propagate unchanged.
             log.error("%s", err)
 
-    def set_options(self, options: Mapping[str, Any]) -> None:
-        """Replace the run's options in ``meta.pickle`` (redacted), for callers that learn
-        them after the store opened (Lightning logs hyperparameters after its writer exists)."""
+    def set_options(self, options: Mapping[str, Any] | None, name: str = "") -> None:
+        """Replace the run's options (redacted; None keeps them) and, given one, its ``name`` in
+        ``meta.pickle`` after the store opened (Lightning's hparams, W&B's ``run.name =``)."""
         if self._refused():
             return
-        self._documents.set_options(options)
+        self._documents.set_options(options, name)
         self._writer.on_file(self._documents.meta_path, closed=True)
 
     # --- closed and failed -------------------------------------------------------
