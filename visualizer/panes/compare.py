@@ -208,8 +208,9 @@ class CompareDisplay(EnvDisplay):
         for group in groups:  # a group in its first run's color
             self.group_colors[group.label] = self.run_colors[group.runs[0]]
         windows, left_out = cap(self._windows(chosen, groups))
+        selection = self.selection
         parcoords = parcoords_message(
-            chosen, self.selection.sort_by, self.env, self.selection.descending
+            chosen, selection.sort_by, self.env, selection.descending, selection.group_by
         )
         extra = [PARCOORDS_WIN] if parcoords is not None else []
         shown = [TABLE_WIN, CONTROLS_WIN, SELECT_WIN, *extra, *(spec.win for spec, _ in windows)]

@@ -92,3 +92,24 @@ def test_the_metric_axis_is_each_runs_best_value_as_the_comparisons_table_shows(
     higher = parcoords_message(runs, ("val", "loss"), "env", descending=True)["data"][0]
     assert higher["dimensions"][-1]["values"] == [0.75, 0.25]
     assert higher["line"]["reversescale"] is False, "descending: the largest is the brightest"
+
+
+def test_an_axis_spanning_two_decades_is_logarithmic_named_by_its_powers_of_ten():
+    """Issue 48: lr on a linear axis put 7 of 10 values in its bottom 15%."""
+    rates = [0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.05, 0.1, 0.3, 0.0005]
+    runs = [run(f"r{i}", {"lr": lr, "width": 64 + i}, 1.0 + i) for i, lr in enumerate(rates)]
+    lr, width, _ = parcoords_message(runs, None, "env")["data"][0]["dimensions"]
+    assert lr["label"] == "lr (log)" and lr["values"][2] == math.log10(0.001)
+    assert lr["tickvals"] == [-4, -3, -2, -1, 0]
+    assert lr["ticktext"] == ["0.0001", "0.001", "0.01", "0.1", "1"]
+    assert width == {"label": "width", "values": [64.0 + i for i in range(10)]}, "linear"
+
+
+def test_the_group_by_keys_axis_is_left_out():
+    runs = [run(f"r{i}", {"lr": 0.1 * (i % 2 + 1), "seed": i}, 1.0) for i in range(4)]
+    labels = [d["label"] for d in parcoords_message(runs, None, "e")["data"][0]["dimensions"]]
+    assert labels == ["lr", "seed", "val/loss (best)"]
+    grouped = parcoords_message(runs, None, "e", group_by="seed")["data"][0]["dimensions"]
+    assert [d["label"] for d in grouped] == ["lr", "val/loss (best)"]
+    only_seed = [run(f"r{i}", {"seed": i}, 1.0) for i in range(3)]
+    assert parcoords_message(only_seed, None, "e", group_by="seed") is None
