@@ -21,6 +21,9 @@ MARKER_SIZE = 6
 # The baseline run's color in the comparison (--baseline), no other run's (compare.run_color):
 # its lines are dashed too, so that it reads as the reference in every window.
 BASELINE_COLOR = "#000000"
+# The colors a line is drawn dashed or dotted in: the baseline's, and the comparison's past
+# its ten solid ones (:mod:`visualizer.panes.palette` adds those).
+LINE_DASHES: dict[str, str] = {BASELINE_COLOR: "dash"}
 
 
 def local_ms(times: np.ndarray) -> np.ndarray:
@@ -74,8 +77,8 @@ def line(
         "showlegend": legend,
         "line": {"color": color, "width": 1.5 if legend else 1.0},
     }
-    if color == BASELINE_COLOR:
-        trace["line"]["dash"] = "dash"
+    if (dash := LINE_DASHES.get(color)) is not None:
+        trace["line"]["dash"] = dash
     if markers:  # a single point draws no line at all
         trace |= {"mode": "lines+markers", "marker": {"color": color, "size": MARKER_SIZE}}
     return trace

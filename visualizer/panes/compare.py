@@ -9,7 +9,6 @@ of a chosen metric (``--sort-by``, also on the page).
 
 from __future__ import annotations
 
-import colorsys
 import logging
 import math
 import time
@@ -31,8 +30,10 @@ from .extra_windows import plotted_series
 from .fold import MAX_WINDOWS, cap
 from .groups import DEFAULT_GROUP_BY, Group, GroupCurves, group_runs, varying_keys
 from .hparams import comparison_table
+from .palette import assign_colors
+from .palette import run_color as run_color  # the snapshot colors its runs alike
 from .parcoords import PARCOORDS_WIN, parcoords_message
-from .plotmessage import PALETTE, Line
+from .plotmessage import Line
 from .view import CONTROLS_WIN, ViewSettings
 
 log = logging.getLogger(__name__)
@@ -95,15 +96,6 @@ class Selection:
         return f"no run at {where} matches --runs {self.runs!r} (found: {found})"
 
 
-def run_color(index: int) -> str:
-    """The color of the ``index``-th run: Plotly's ten, then hues spread by the golden angle."""
-    if index < len(PALETTE):
-        return PALETTE[index]
-    hue = (index * 0.618033988749895) % 1.0
-    r, g, b = colorsys.hls_to_rgb(hue, 0.45, 0.65)
-    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
-
-
 def window_spec(key: SeriesKey, runs: int) -> layout.WindowSpec:
     """The comparison window of series ``key`` for ``runs`` runs: after its group's place in a
     run's env, taller as its legend (under the plot, a few runs a row) grows, titled as the
@@ -158,9 +150,9 @@ class CompareDisplay(EnvDisplay):
         links: dict[str, str] | None = None,
     ) -> None:
         super().__init__(client, env, max_points, self.SENTINEL, view)
-        self.run_colors: dict[str, str] = {}  # run name -> color, the same in every window
-        self.group_colors: dict[str, str] = {}  # a group's label -> its first run's color
-        # Trace label (a run's, a group's) -> color: the windows keep this very dict.
+        # Trace label (a run's, a group's) -> color, the same in every window, which keep
+        # this very dict (:func:`~visualizer.panes.palette.assign_colors`).
+        self.group_colors: dict[str, str] = {}
         self.colors = self.group_colors
         self.window_points = COMPARE_WINDOW_POINTS
         self.smoothed_lines = SMOOTHED_RUNS
@@ -194,30 +186,32 @@ class CompareDisplay(EnvDisplay):
         """Overlay the selected runs' series; True if anything was sent."""
         now = time.time() if now is None else now
         runs = sorted(runs, key=lambda r: r.name)
-        for run in runs:  # by name, as found: a run keeps its color when others come
-            self.run_colors.setdefault(run.name, run_color(len(self.run_colors)))
-        if self.baseline in self.run_colors:
-            self.run_colors[self.baseline] = BASELINE_COLOR
         versions = [(run.name, run.version) for run in runs]
         if self._idle(versions, now, CONTROLS_WIN, SELECT_WIN):
             return False  # no news from any run or the page
         self._apply_page_events()
         chosen = [r for r in runs if self.selection.matches(r.name) or r.name == self.baseline]
         keys = tuple(sorted({key for run in runs for key in run.series}))
-        groups = group_runs(chosen, self.selection.group_by)
-        for group in groups:  # a group in its first run's color
-            self.group_colors[group.label] = self.run_colors[group.runs[0]]
+        groups = group_runs(chosen, self.selection.group_by)  # in their config's order
+        fixed = {g.label: BASELINE_COLOR for g in groups if g.runs == (self.baseline,)}
+        assign_colors([group.label for group in groups], self.group_colors, fixed)
         windows, left_out = cap(self._windows(chosen, groups))
+        # A group column only where runs are grouped: groups of one say nothing; where they
+        # are, the parallel coordinates draw each run in its group's color.
+        together = any(len(group.runs) > 1 for group in groups)
+        grouped = {n: g.label for g in groups for n in g.runs} if together else None
         selection = self.selection
         parcoords = parcoords_message(
-            chosen, selection.sort_by, self.env, selection.descending, selection.group_by
+            chosen,
+            selection.sort_by,
+            self.env,
+            selection.descending,
+            selection.group_by,
+            {n: self.group_colors[label] for n, label in grouped.items()} if grouped else None,
         )
         extra = [PARCOORDS_WIN] if parcoords is not None else []
         shown = [TABLE_WIN, CONTROLS_WIN, SELECT_WIN, *extra, *(spec.win for spec, _ in windows)]
         self._keep_order(shown)
-        # A group column only where runs are grouped: groups of one say nothing.
-        together = any(len(group.runs) > 1 for group in groups)
-        grouped = {n: g.label for g in groups for n in g.runs} if together else None
         sent = self._draw_table(chosen, left_out, grouped)
         sent |= self._draw_controls()
         sent |= self._draw_select(keys, varying_keys([run_config(run) for run in runs]))

@@ -9,6 +9,7 @@ run, and a run that stored no config, are drawn as the run.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -82,7 +83,23 @@ def group_runs(runs: Sequence[RunData], key: str) -> list[Group]:
             label += "'"
         labels.add(label)
         groups.append(Group(label, tuple(members)))
-    return groups
+    order = [k for k in named if k != key]
+    return sorted(groups, key=lambda g: _config_rank(configs[g.runs[0]], order, g.label))
+
+
+def _config_rank(config: dict[str, Any], keys: list[str], label: str) -> tuple[Any, ...]:
+    """Where a group stands in legends and colors: by its values of ``keys`` in turn, numbers
+    by value (``lr=0.0001`` before ``lr=0.001`` and ``lr=0.01``), texts after them, a value
+    it lacks last; then by its label."""
+    ranks: list[tuple[int, float, str]] = []
+    for key in keys:
+        value = config.get(key, _NO_KEY)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if value is _NO_KEY or (number and math.isnan(value)):
+            ranks.append((2, 0.0, ""))
+        else:
+            ranks.append((0, float(value), "") if number else (1, 0.0, repr(value)))
+    return (not config, *ranks, label)
 
 
 def group_line(runs: Sequence[RunData], lines: dict[str, Line], version: int) -> Line:

@@ -84,6 +84,19 @@ def _numeric_axis(label: str, numbers: list[float]) -> dict[str, Any]:
     }
 
 
+def _in_colors(names: list[str], run_colors: dict[str, str]) -> dict[str, Any]:
+    """A parcoords ``line`` drawing each of runs ``names`` in its color: a value per color on a
+    colorscale with a stop at each (Plotly's lines take a number, not a color)."""
+    palette = list(dict.fromkeys(run_colors.get(name, "#7f7f7f") for name in names))
+    at = {color: i for i, color in enumerate(palette)}
+    top = max(len(palette) - 1, 1)
+    scale = [[i / top, color] for i, color in enumerate(palette)]
+    if len(palette) == 1:
+        scale.append([1.0, palette[0]])
+    color = [at[run_colors.get(name, "#7f7f7f")] for name in names]
+    return {"color": color, "colorscale": scale, "cmin": 0, "cmax": top, "showscale": False}
+
+
 def _category_rank(item: tuple[float | None, str]) -> tuple[int, float, str]:
     """Numbers first, by value; then texts; a missing value last."""
     number, text = item
@@ -98,9 +111,12 @@ def parcoords_message(
     env: str,
     descending: bool = False,
     group_by: str = "",
+    run_colors: dict[str, str] | None = None,
 ) -> dict[str, Any] | None:
     """The parallel-coordinates window's message; None when nothing varies or nothing is logged.
-    The ``group_by`` key has no axis: the runs of a group differ by it alone (a seed)."""
+    The ``group_by`` key has no axis: the runs of a group differ by it alone (a seed). With
+    ``run_colors`` (run name -> its group's color in the line plots) a line is in its run's
+    color, else colored by the metric."""
     metric = metric_of(runs, sort_by)
     configs = {run.name: run_config(run) for run in runs}
     keys = [key for key in varying_keys(list(configs.values())) if key != group_by]
@@ -113,24 +129,22 @@ def parcoords_message(
         numbers = [n for n in (_number(c) for c in cells) if n is not None]
         if value is None or not all(math.isfinite(n) for n in [*numbers, value]):
             continue  # NaN or inf: this run has no place on some axis
-        rows.append((cells, value))
+        rows.append((cells, value, run.name))
     if not rows:
         return None
     tag = tag_of(*metric)
     dimensions = [_axis(key, [r[0][i] for r in rows]) for i, key in enumerate(keys)]
-    colors = [value for _, value in rows]
-    dimensions.append({"label": f"{tag} (best)", "values": colors})
-    trace = {
-        "type": "parcoords",
-        "dimensions": dimensions,
-        "line": {
-            "color": colors,
-            "colorscale": "Viridis",
-            "reversescale": not best_is_highest(tag, descending),  # the best run is the brightest
-            "showscale": True,
-            "colorbar": {"title": tag},
-        },
+    values = [value for _, value, _ in rows]
+    dimensions.append({"label": f"{tag} (best)", "values": values})
+    by_metric = {
+        "color": values,
+        "colorscale": "Viridis",
+        "reversescale": not best_is_highest(tag, descending),  # the best run is the brightest
+        "showscale": True,
+        "colorbar": {"title": tag},
     }
+    line = _in_colors([name for *_, name in rows], run_colors) if run_colors else by_metric
+    trace = {"type": "parcoords", "dimensions": dimensions, "line": line}
     title = PARCOORDS_TITLE.format(tag=tag, runs=len(rows))
     return {
         "data": [trace],
