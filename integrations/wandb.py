@@ -36,15 +36,29 @@ from .wandb_config import (
     Summary,
     as_dict,
     before_init,
-    login,
 )
 from .wandb_media import AlertLevel, Histogram, Image, Table
+from .wandb_offline import (
+    CommError,
+    NotOffline,
+    WandbUsageError,
+    ensure_configured,
+    login,
+    require,
+    setup,
+    termerror,
+    termlog,
+    termsetup,
+    termwarn,
+)
 from .wandb_run import Run
 
 __all__ = [
-    "AlertLevel", "Config", "ConfigError", "Error", "Histogram", "Image", "Run", "Settings",
-    "Summary", "Table", "alert", "define_metric", "finish", "init", "log", "login", "save",
-    "teardown", "watch",
+    "AlertLevel", "CommError", "Config", "ConfigError", "Error", "Histogram", "Image", "Run",
+    "Settings", "Summary", "Table", "alert", "define_metric", "ensure_configured",
+    "finish", "init", "log", "login", "mark_preempting", "patched", "pin_config_keys",
+    "require", "save", "setup", "teardown", "termerror", "termlog", "termsetup", "termwarn",
+    "unwatch", "watch",
 ]  # fmt: skip
 
 log_ = logging.getLogger(__name__)
@@ -57,6 +71,8 @@ _PRE_INIT = {
     "summary": PreInitObject("wandb.summary", Summary),
 }
 
+# W&B's record of the libraries its integrations patched: none here.
+patched: dict[str, list[Any]] = {"tensorboard": [], "keras": [], "gym": []}
 _global_run: Run | None = None  # the run wandb.run names (init's, unless reinit="create_new")
 _active: list[Run] = []  # runs started and maybe not finished yet, oldest first
 
@@ -222,17 +238,40 @@ def watch(models: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
     return _current("wandb.watch()").watch(models, *args, **kwargs)
 
 
+def unwatch(models: Any = None) -> None:
+    """``run.unwatch`` of the current run."""
+    _current("wandb.unwatch()").unwatch(models)
+
+
+def mark_preempting() -> None:
+    """``run.mark_preempting`` of the current run."""
+    _current("wandb.mark_preempting()").mark_preempting()
+
+
+def pin_config_keys(keys: Any = ()) -> None:
+    """``run.pin_config_keys`` of the current run."""
+    _current("wandb.pin_config_keys()").pin_config_keys(keys)
+
+
+# W&B's names this module spells otherwise (the project's own UsageError and join are others).
+_WANDB_SPELLINGS: dict[str, Any] = {"join": finish, "UsageError": WandbUsageError}
+
+
 def __getattr__(name: str) -> Any:
     """``wandb.run``, and ``wandb.config`` and ``wandb.summary``: the current run's, else
     W&B's pre-init objects (so ``from wandb import config`` before ``init`` keeps one, as
-    with W&B)."""
+    with W&B); ``join`` and ``UsageError``; for another of W&B's names, :class:`NotOffline`."""
     if name == "run":
         return _current_run()
+    if name in _WANDB_SPELLINGS:
+        return _WANDB_SPELLINGS[name]
     if name in _PRE_INIT:
         run = _current_run()
         return _PRE_INIT[name] if run is None else getattr(run, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name.startswith("_"):  # what import machinery and tools probe for: plainly absent
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise NotOffline(name)  # one of W&B's names, maybe: the error names it and the table
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), "run", *_PRE_INIT})
+    return sorted({*globals(), "run", *_PRE_INIT, *_WANDB_SPELLINGS})

@@ -153,11 +153,6 @@ class Summary(_Items):
         self._explicit.add(key)
 
 
-def login(*args: Any, **kwargs: Any) -> bool:
-    """True: no account is needed (W&B's ``login`` arguments are accepted)."""
-    return True
-
-
 class Settings:
     """``wandb.Settings(...)``, accepted for ``init(settings=...)``; nothing in it applies."""
 

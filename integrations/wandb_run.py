@@ -186,6 +186,12 @@ class Run:
             hook.remove()
         self._hooks.clear()
 
+    def mark_preempting(self) -> None:
+        """W&B's: tells its server the run is about to be preempted; nothing to tell offline."""
+
+    def pin_config_keys(self, keys: Any = ()) -> None:
+        """W&B's: config keys its run page shows first; the config is stored as it is."""
+
     def _histogram(self, tag: str, tensor: Any) -> None:
         """Keep ``tensor`` (a copy: training changes it) as ``tag``'s histogram of this step."""
         if self._writer is not None:

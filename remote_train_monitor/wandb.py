@@ -18,4 +18,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*__all__, "run", "config", "summary"})
+    return sorted({*__all__, "run", "config", "summary", "join", "UsageError"})

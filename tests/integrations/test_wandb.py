@@ -155,7 +155,7 @@ def test_saved_files_and_the_store_go_through_the_transfer_hook(wandb, tmp_path,
     shared = tmp_path / "shared"
     shared.mkdir()
     monkeypatch.setenv("TRANSFER_LOCAL_DIR", str(shared))
-    assert wandb.login(key="not needed") is True
+    assert wandb.login(key="not needed") is False  # as W&B offline: no login verified
     run = wandb.init(
         project="p",
         name="n",
