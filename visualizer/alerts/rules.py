@@ -54,6 +54,7 @@ class AlertMemory:
         self.path, self.source = path, source
         self._lock = threading.Lock()
         self._runs: dict[str, set[str]] = {}
+        self._unsaved = False
         try:
             saved = json.loads(path.read_text())
             self._runs = {run: set(keys) for run, keys in saved["runs"].items()}
@@ -83,10 +84,22 @@ class AlertMemory:
         """Record ``alert`` as sent (every destination delivered it)."""
         self.remember(alert.run, [alert.key])
 
-    def remember(self, run: str, keys: Iterable[str] = ()) -> None:
-        """Record ``run`` as seen and ``keys`` as sent, on disk at once."""
+    def remember(self, run: str, keys: Iterable[str] = (), save: bool = True) -> None:
+        """Record ``run`` as seen and ``keys`` as sent; on disk at once, or with ``save=False``
+        at the next :meth:`save` (a pass over 10,000 new runs writes the file once, not
+        10,000 times: each write is the whole file)."""
         with self._lock:
             self._runs.setdefault(run, set()).update(keys)
+            self._unsaved = True
+        if save:
+            self.save()
+
+    def save(self) -> None:
+        """Write what is remembered, when it changed since the last write."""
+        with self._lock:
+            if not self._unsaved:
+                return
+            self._unsaved = False
             document = {
                 "source": self.source,
                 "runs": {name: sorted(sent) for name, sent in sorted(self._runs.items())},
@@ -117,6 +130,9 @@ class AlertWatch:
         self._fired: set[tuple[str, str]] = set()
         # (run, series) -> (points checked for non-finite values, the series' rewinds then)
         self._checked: dict[tuple[str, SeriesKey], tuple[int, int]] = {}
+        # An ended run judged whole: (its status document, its points then). Nothing new can
+        # come of it while both stay: 10,000 finished runs cost a look-up each on a pass.
+        self._judged: dict[str, tuple[object, int]] = {}
 
     def check(
         self,
@@ -127,7 +143,15 @@ class AlertWatch:
         """Send each new event of ``runs``, given as (data, page URL) pairs. A run whose series
         are not read (not followed) is judged by ``summary_of(name)``, its summary's series
         (tag -> stats), where it has one."""
+        history: list[str] = []
         for run, url in runs:
+            status = run.status or {}
+            seen = (status, sum(len(series) for series in run.series.values()))
+            judged = self._judged.get(run.name)
+            if judged is not None and judged[0] is seen[0] and judged[1] == seen[1]:
+                continue
+            if status.get("state") in ENDED_STATES:
+                self._judged[run.name] = seen
             summary = summary_of(run.name) if not run.series else None
             alerts = [
                 a
@@ -136,20 +160,25 @@ class AlertWatch:
             ]
             if not self.memory.knows(run.name):
                 if self._ended_before_start(run):
-                    log.info("run %r had ended before alerts watched it: no alert", run.name)
-                    self.memory.remember(run.name, (a.key for a in alerts))
+                    history.append(run.name)
+                    self.memory.remember(run.name, (a.key for a in alerts), save=False)
                     continue
-                self.memory.remember(run.name)
+                self.memory.remember(run.name, save=False)
             by_writer = sent_keys(run.status) if alerts else set()
             for alert in alerts:
                 self._fired.add((run.name, alert.key))
                 if alert.key in by_writer:  # the run's own writer judged it, and sent it
                     if not self.memory.sent(run.name, alert.key):
                         log.info("alert %r of run %r: sent by its writer", alert.event, run.name)
-                        self.memory.remember(run.name, [alert.key])
+                        self.memory.remember(run.name, [alert.key], save=False)
                 elif not self.memory.sent(run.name, alert.key):
                     log.info("alert: %s", alert.text)
                     self.send(alert)
+        if history:  # one line, not one a run: yesterday's sweep may be 10,000 runs
+            shown = ", ".join(map(repr, history[:3])) + (", ..." if len(history) > 3 else "")
+            log.info("%d runs had ended before alerts watched them: no alert (%s)",
+                     len(history), shown)  # fmt: skip
+        self.memory.save()
 
     def _ended_before_start(self, run: RunData) -> bool:
         status = run.status or {}

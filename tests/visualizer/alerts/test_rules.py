@@ -191,7 +191,10 @@ def test_a_run_that_ended_before_alerts_watched_it_is_history_not_news(
             rec.log({"loss": math.nan}, step=0)
     once(runs, visdom_server.endpoint, tmp_path / "state", log, "--alert-webhook", receiver.url)
     assert receiver.alerts() == []
-    assert "run 'old-1' had ended before alerts watched it: no alert" in log.read_text()
+    assert (
+        "2 runs had ended before alerts watched them: no alert ('old-1', 'old-2')"
+        in log.read_text()
+    )
     (memory,) = (tmp_path / "state" / "remote-train-monitor" / "alerts").glob("*.json")
     saved = json.loads(memory.read_text())
     assert saved["source"] == str(runs)
