@@ -160,6 +160,7 @@ class CompareDisplay(EnvDisplay):
         self.selection = selection if selection is not None else Selection()
         self.links = links if links is not None else {}  # run name -> its env's URL
         self.baseline: str | None = None  # drawn black and dashed, whatever the page selects
+        self.exports: markup.Html | None = None  # "this page as one file", under the runs compared
         self._table: str | None = None
         self._select_drawn: tuple[Selection, tuple[SeriesKey, ...], tuple[str, ...]] | None = None
         self._select_keys: tuple[SeriesKey, ...] = ()  # the sort choices the page shows
@@ -239,6 +240,8 @@ class CompareDisplay(EnvDisplay):
         if left_out:  # too many series for one page: say so where the runs are listed
             note = f"{left_out:,} more series are not overlaid here (at most {MAX_WINDOWS})."
             table = markup.join(table, markup.element("p", note, attrs=" style='color:#9a6700'"))
+        if self.exports is not None:
+            table = markup.join(table, self.exports)
         if table == self._table:
             return False
         title = f"runs compared ({len(runs)})"

@@ -155,6 +155,10 @@ class Screen:
         self.compare = CompareDisplay(
             self.client, env, self.max_points, self.view, self.selection, links
         )
+        page = self.downloads.one_file_url() if self.downloads is not None else None
+        if page is not None:  # the sweep's file opens on its comparison too
+            link = markup.link(page, "this page and the runs table as one file", " download")
+            self.compare.exports = markup.element("p", link)
         log.info("comparing the runs in visdom env %r", env)
 
     @property

@@ -69,3 +69,17 @@ def test_with_the_download_server_the_sweep_is_offered_and_linked() -> None:
         assert "/all/runs.csv" in html and "download the runs table" in html
         screen = Screen(VisdomClient(VisdomEndpoint()), "/runs", max_points=10, downloads=downloads)
         assert screen.index.exports is not None and "/all/runs.csv" in screen.index.exports
+
+
+def test_with_a_snapshot_served_the_comparison_links_the_sweep_as_one_file() -> None:
+    with CsvDownloads() as downloads:
+        screen = Screen(VisdomClient(VisdomEndpoint()), "/runs", max_points=10, downloads=downloads)
+        screen.add_comparison("runs_compare")
+        assert screen.compare is not None and screen.compare.exports is None, "none served"
+        downloads.render_file = lambda source: b""
+        screen.add_comparison("runs_compare")
+        assert screen.compare is not None and screen.compare.exports is not None
+        assert (
+            "/one-file/all.html" in screen.compare.exports
+            and "as one file" in screen.compare.exports
+        )
