@@ -1,7 +1,7 @@
 """A Hugging Face ``TrainerCallback`` writing the snapshot store: ``callbacks=[MonitorCallback()]``.
 
 The store is ``<output_dir>/pickle`` (the run's ``TrainingArguments`` are its
-options); checkpoints the Trainer saves go to the transfer hook, with paths
+options; ``run_name``, when set, its shown name); checkpoints the Trainer saves go to the transfer hook, with paths
 relative to ``output_dir``'s parent as the trainer's are (``<run>/pickle/...``,
 ``<run>/checkpoint-500/...``). Only the world process zero writes.
 
@@ -111,6 +111,7 @@ class MonitorCallback(TrainerCallback):
             options=args.to_dict(),
             transfer_spec=self.remote_transfer_cmd,
             world_size=args.world_size,
+            name=args.run_name or None,  # the run's shown name, as W&B's callback names it
         )
         return self.run
 

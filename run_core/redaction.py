@@ -15,10 +15,16 @@ from typing import Any
 from run_core.values import plain
 
 REDACTED = "***"
-# Matched against a name in snake case (camelCase split first): a word or part of one.
+# Matched against a name in snake case (camelCase split first): a word or part of one, or
+# the last word for the words that also name counts and settings. ``token`` and ``key`` name
+# a secret as the name's last word (``hub_token``, ``api_key``, ``X-Amz-Security-Token``),
+# not before another (``pad_token_id``, ``num_key_value_heads``) nor in the plural
+# (``average_tokens_across_devices``, ``max_tokens``); a tokenizer's special tokens
+# (``pad_token``, ``eos_token``) are text, not secrets.
 _SECRET_NAME = re.compile(
-    r"passw|secret|token|credential|auth(?!ors?(?:[^a-z]|$))|cookie|signature|"
-    r"(?:^|[^a-z])(?:pwd|key|keys|apikey|accesskey)(?:[^a-z]|$)|(?:api|access|private)_?key"
+    r"passw|secret|credential|auth(?!ors?(?:[^a-z]|$))|cookie|signature|"
+    r"(?<!pad_|bos_|eos_|unk_|sep_|cls_)(?<!mask_)token$|"
+    r"(?:^|[^a-z])(?:pwd|key|apikey|accesskey)$|(?:api|access|private)_?key"
 )
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 # scheme://userinfo@ : the greedy userinfo ends at the authority's last '@'.
@@ -34,8 +40,10 @@ _ASSIGNMENT = re.compile(
 
 def is_secret_name(name: str) -> bool:
     """True for a key, parameter or variable name that says it holds a secret
-    (``password``, ``api_key``, ``apiKey``, ``AWS_SECRET_ACCESS_KEY``, ``token``, ``auth``, ...)."""
-    return bool(_SECRET_NAME.search(_CAMEL.sub(r"\1_\2", name).lower()))
+    (``password``, ``api_key``, ``apiKey``, ``AWS_SECRET_ACCESS_KEY``, ``token``, ``hub_token``,
+    ``auth``, ...); False for names that merely contain one of those words
+    (``average_tokens_across_devices``, ``pad_token_id``, ``num_key_value_heads``)."""
+    return bool(_SECRET_NAME.search(_CAMEL.sub(r"\1_\2", name).lower().replace("-", "_")))
 
 
 def redact(options: Mapping[Any, Any]) -> dict[str, Any]:
