@@ -18,12 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import Version
-
 from run_core.tags import key_of
 from trainer import SummaryWriter
-from trainer.ranks.distributed import settle_collectives_at_exit
 from transfer_plugins.runner import resolve_hook
 
 log = logging.getLogger(__name__)
@@ -35,6 +31,11 @@ class UnsupportedVersionError(ImportError):
 
 def require_version(adapter: str, package: str, installed: str, supported: str) -> None:
     """Raise :class:`UnsupportedVersionError` unless ``installed`` is in ``supported``."""
+    # Here, not at the top: the W&B-style module imports this one on laptops without the
+    # frameworks' extras, which bring ``packaging``.
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
     if not SpecifierSet(supported).contains(Version(installed), prereleases=True):
         raise UnsupportedVersionError(
             f"{adapter} supports {package} {supported}; {package} {installed} is installed. "
@@ -47,6 +48,8 @@ def check_adapter(
 ) -> None:
     """What every adapter checks at construction, on every process, before training starts:
     the framework's version, and that the transfer hook (if any) imports."""
+    from trainer.ranks.distributed import settle_collectives_at_exit  # torch: the adapters'
+
     require_version(type(adapter).__name__, package, installed, supported)
     settle_collectives_at_exit()  # the framework may run DDP in this process
     if transfer_spec:
