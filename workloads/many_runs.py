@@ -86,8 +86,9 @@ def run_spec(index: int, series: int = 3, points: int = 1000) -> RunSpec:
     return RunSpec(run_name(index), options, state, steps, points, series_names(series), index)
 
 
-def series_columns(spec: RunSpec, started: float) -> list[SeriesColumns]:
-    """The run's series as packed columns (int64 steps, float64 the rest), as the writer holds them."""
+def series_columns(spec: RunSpec, started: float, float32: bool = False) -> list[SeriesColumns]:
+    """The run's series as packed columns (int64 steps, float64 the rest), as the writer holds them;
+    ``float32``: each value a float32 number, as a float32 tensor's ``.item()`` logs it."""
     rng = np.random.default_rng(spec.seed)
     steps = np.arange(spec.steps, dtype=np.int64)
     epochs = steps / 100.0
@@ -98,6 +99,8 @@ def series_columns(spec: RunSpec, started: float) -> list[SeriesColumns]:
     for i, (group, name) in enumerate(spec.series):
         curve = floor + (2.0 - floor) * np.exp(-rate * steps) + rng.normal(0, 0.02, spec.steps)
         values = 1.0 - curve / 2.0 if name == "accuracy" else curve + 0.1 * i
+        if float32:
+            values = values.astype(np.float32).astype(np.float64)
         out.append((group, name, *_packed(steps, epochs, walls, values)))
     return out
 
@@ -111,12 +114,13 @@ def _packed(*columns: np.ndarray) -> tuple[array, array, array, array]:
     return steps, epochs, walls, values
 
 
-def write_run(store: Path, spec: RunSpec, started: float) -> None:
-    """One finished store: meta, one scalar segment, the final status with its summary."""
+def write_run(store: Path, spec: RunSpec, started: float, float32: bool = False) -> None:
+    """One finished store: meta, one scalar segment, the final status with its summary
+    (``float32``: values as a float32 tensor logs them, :func:`series_columns`)."""
     documents = RunDocuments(store, heartbeat_seconds=5.0)
     documents.open(spec.options, world_size=1, hosts=None)
     documents.set_fields({"total_steps": spec.total_steps})
-    columns = series_columns(spec, started)
+    columns = series_columns(spec, started, float32)
     documents.summary.add(columns)  # the run summary the writer thread keeps in status
     segments = SegmentWriter(store, fmt.SCALARS, max_bytes=1 << 20, max_age=math.inf)
     segments.append(encode_scalar_batch(columns))

@@ -2,7 +2,10 @@
 // The snapshot page: the runs table, a section a run (config, summary, plot windows) and
 // the view controls. Every text from the store goes in through textContent, never as markup.
 
+// The page marks its milestones (performance.mark): read, first plot drawn, every plot drawn.
+performance.mark("snapshot:start");
 const DATA = JSON.parse(document.getElementById("snapshot-data").textContent);
+performance.mark("snapshot:parsed");
 const STATES = ["running", "finished", "failed", "crashed", "unreadable"];
 const settings = {
   smoothing: DATA.view.smoothing, axis: "step", logY: false,
@@ -223,8 +226,12 @@ function runSection(run, index) {
 async function drawAll() {
   for (const win of windows) {
     await drawWindow(win, DATA.view, settings, DATA.series);
+    if (!performance.getEntriesByName("snapshot:first-plot").length) {
+      performance.mark("snapshot:first-plot");
+    }
     await new Promise((done) => requestAnimationFrame(done)); // the page stays responsive
   }
+  if (!performance.getEntriesByName("snapshot:drawn").length) performance.mark("snapshot:drawn");
 }
 
 function buildControls() {

@@ -4,26 +4,37 @@
 // decimateIndices is visualizer/model/decimate.py's decimate_indices, smoothed is
 // visualizer/model/smoothing.py's Smoother, pick and sample are visualizer/model/zoom.py's.
 
-const ARRAYS = { int64: BigInt64Array, float64: Float64Array };
+const ARRAYS = { int64: BigInt64Array, float64: Float64Array, int32: Int32Array, float32: Float32Array };
 
 // A packed column (visualizer/snapshot/columns.py) as a Float64Array: base64, then zlib
 // through the browser's own DecompressionStream, then the bytes of each number put back
-// together (the column holds every number's first byte, then every second byte, ...).
+// together (the column holds every number's first byte, then every second byte, ...), then
+// widened: int32 differences summed into steps (delta), float32 numbers added to the
+// column's base (a wall time's first), as columns.py's unpacked does.
 async function decodeColumn(column) {
   const text = atob(column.shuffled);
   const bytes = new Uint8Array(text.length);
   for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
   const shuffled = new Uint8Array(await new Response(stream).arrayBuffer());
-  const n = column.n, width = 8;
+  const n = column.n, Typed = ARRAYS[column.type], width = Typed.BYTES_PER_ELEMENT;
   if (shuffled.length !== n * width) throw new Error(`a column of ${n} holds ${shuffled.length} bytes`);
   const joined = new Uint8Array(shuffled.length);
   for (let b = 0; b < width; b++) {
     for (let i = 0, at = b * n; i < n; i++) joined[i * width + b] = shuffled[at + i];
   }
-  const typed = new ARRAYS[column.type](joined.buffer);
+  const typed = new Typed(joined.buffer);
   // Steps past 2**53 lose their last digits here, as they do in any plot's float axis.
-  return column.type === "int64" ? Float64Array.from(typed, Number) : typed;
+  if (column.type === "int64") return Float64Array.from(typed, Number);
+  const out = new Float64Array(n);
+  if (column.delta) {
+    for (let i = 0, sum = 0; i < n; i++) { sum += typed[i]; out[i] = sum; }
+  } else if (column.base) {
+    for (let i = 0; i < n; i++) out[i] = column.base + typed[i];
+  } else {
+    out.set(typed);
+  }
+  return out;
 }
 
 const decoded = new Map(); // a series' column, decoded once for every line that draws it

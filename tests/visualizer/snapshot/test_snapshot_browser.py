@@ -21,7 +21,7 @@ from visualizer.model.decimate import decimate_indices
 from visualizer.model.series import Series
 from visualizer.model.smoothing import Smoother
 from visualizer.model.traces import local_ms
-from visualizer.snapshot.columns import unpacked
+from visualizer.snapshot.columns import packed, unpacked
 
 POINTS = 10_000
 START = 1_750_000_000.0
@@ -191,6 +191,38 @@ def test_wall_time_zooms_to_every_stored_point_of_its_range(chromium_driver, pag
 
     WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(drawn)
     assert len(wanted) >= 600  # more than the overview draws in that stretch
+
+
+DECODE_JS = """
+const [columns, done] = arguments;
+Promise.all(columns.map(decodeColumn)).then((out) => done(out.map((a) => Array.from(a, (v) =>
+  Number.isNaN(v) ? "nan" : Object.is(v, -0) ? "-0" : Number.isFinite(v) ? v : String(v)))));
+"""
+
+
+def test_the_page_decodes_every_column_type_as_columns_py_does(chromium_driver, page):
+    """float32 (with and without a base), int32 differences, int64 and float64 columns."""
+    chromium_driver.get(page.as_uri())
+    f32 = np.array([0.5, -0.0, np.nan, np.inf, -3.0e38], dtype=np.float32).astype(np.float64)
+    arrays = [
+        f32,
+        1.75e9 + (np.arange(50, dtype=np.float32) * np.float32(0.37)).astype(np.float64),
+        np.arange(7, 7 + 3 * 40, 3, dtype=np.int64),
+        np.array([5, 2**40, -3], dtype=np.int64),
+        np.array([0.1, -0.0, 1e300]),
+    ]
+    columns = [packed(a) for a in arrays]
+    assert [c["type"] for c in columns] == ["float32", "float32", "int32", "int64", "float64"]
+    decoded = chromium_driver.execute_async_script(DECODE_JS, columns)
+
+    def shown(v: float) -> object:
+        if math.isnan(v):
+            return "nan"
+        if v == 0 and math.copysign(1, v) < 0:
+            return "-0"
+        return v if math.isfinite(v) else ("Infinity" if v > 0 else "-Infinity")
+
+    assert decoded == [[shown(float(v)) for v in unpacked(c)] for c in columns]
 
 
 def test_seeds_are_compared_as_their_mean_and_band(chromium_driver, tmp_path):
