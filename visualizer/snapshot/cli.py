@@ -158,7 +158,7 @@ def main(argv: list[str], prog: str = "python -m visualizer snapshot") -> int:
     points = sum(series["values"]["n"] for series in data["series"])
     size = len(text.encode("utf-8"))
     done = "uploaded" if link else "wrote"
-    print(f"{done} {args.out} ({size / 1e6:.1f} MB): {len(data['runs'])} runs, {points:,} points",
+    print(f"{done} {args.out} ({size / 1e6:.1f} MB): {len(data['table']['rows'])} runs, {points:,} points",
           file=sys.stderr)  # fmt: skip
     if link:
         print(f"the link below opens it for {_duration(args.expires)}:", file=sys.stderr)

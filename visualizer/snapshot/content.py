@@ -64,6 +64,10 @@ from .columns import packed
 from .images import image_content
 
 Json = dict[str, Any]
+# A snapshot of at most this many runs gives each its own section; past it (a sweep), only
+# the compared runs have one, the rest are rows of the runs table: every point of 10,000
+# runs would make a file of hundreds of MB.
+SECTIONS_OF_ALL = 100
 
 
 def build(
@@ -93,13 +97,17 @@ def build(
         )
     columns = runs_columns(chosen)
     packed = PackedSeries()
-    sections = [run_content(run, packed) for run in chosen]
     picked = {id(s) for s in compared([run.run_summary for run in chosen], Selection(), compare)}
+    shown = [
+        run for run in chosen if len(chosen) <= SECTIONS_OF_ALL or id(run.run_summary) in picked
+    ]
+    sections = [run_content(run, packed) for run in shown]
     read = [
         data
-        for run, (_, data) in zip(chosen, sections, strict=True)
+        for run, (_, data) in zip(shown, sections, strict=True)
         if data is not None and id(run.run_summary) in picked
     ]
+    at = {id(run): index for index, run in enumerate(shown)}
     return {
         "source": root,
         "made": time.time(),
@@ -116,6 +124,7 @@ def build(
         "table": {
             "columns": list(columns),
             "rows": [[json_cell(v) for v in row] for row in zip(*columns.values(), strict=True)],
+            "sections": [at.get(id(run)) for run in chosen],  # a row's section, else null
         },
         "runs": [content for content, _ in sections],
         "comparison": comparison(read, packed, group_by)

@@ -63,21 +63,22 @@ function buildTable() {
   });
   table.tHead.appendChild(head);
   const body = table.tBodies[0];
-  rows.forEach((row, r) => body.appendChild(tableRow(columns, row, r)));
+  rows.forEach((row, r) => body.appendChild(tableRow(columns, row, DATA.table.sections[r])));
   const filter = document.getElementById("filter");
   filter.addEventListener("input", () => filterRows(body, filter.value));
   filterRows(body, "");
 }
 
-function tableRow(columns, row, index) {
+// ``section``: the index of the run's section, null for a run the file holds no plots of.
+function tableRow(columns, row, section) {
   const tr = document.createElement("tr");
   tr.values = row;
   tr.text = row.map((v, c) => shown(columns[c], v)).join("\u0000").toLowerCase();
   row.forEach((value, c) => {
     const td = el("td", null, typeof value === "number" ? "num" : "");
-    if (c === 0) {
+    if (c === 0 && section !== null) {
       const link = el("a", value);
-      link.href = `#run-${index}`; // the page's own anchor, never the name
+      link.href = `#run-${section}`; // the page's own anchor, never the name
       td.appendChild(link);
     } else {
       td.textContent = shown(columns[c], value);
@@ -260,8 +261,8 @@ function buildControls() {
 }
 
 function main() {
-  const runs = DATA.runs;
-  const title = runs.length === 1 ? runs[0].name : `${runs.length} runs`;
+  const runs = DATA.runs, count = DATA.table.rows.length;
+  const title = count === 1 && runs.length ? runs[0].name : `${count} runs`;
   document.getElementById("title").textContent = `${title} \u00b7 ${DATA.source}`;
   document.title = `${title}: run snapshot`;
   document.getElementById("made").textContent =
@@ -269,6 +270,10 @@ function main() {
   buildTable();
   buildControls();
   const sections = document.getElementById("run-sections");
+  if (runs.length < count) {
+    sections.appendChild(el("div", `${count - runs.length} of the ${count} runs are rows of the ` +
+      "table only: a sweep's file holds the plots of the compared runs (--compare N, --runs REGEX)", "note"));
+  }
   if (DATA.comparison) sections.appendChild(comparisonSection(DATA.comparison));
   const parcoords = DATA.comparison && DATA.comparison.parcoords;
   if (parcoords) Plotly.react(parcoords.div, parcoords.data, parcoords.layout, { displaylogo: false });

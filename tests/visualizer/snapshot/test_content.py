@@ -10,6 +10,7 @@ import pytest
 
 from snapshot_store import Recorder
 from visualizer.panes.display import run_windows
+from visualizer.snapshot import content
 from visualizer.snapshot.columns import unpacked
 from visualizer.snapshot.content import build, json_cell, read_run
 
@@ -94,6 +95,16 @@ def test_the_comparison_overlays_the_runs_the_live_page_compares(root):
     # A finished sweep: the best by its most logged series (issue 48), here tied: by name.
     assert [line["label"] for line in compared["windows"][0]["lines"]] == ["run-0", "run-1"]
     assert len(data["runs"]) == 3  # every run still has its section
+    assert data["table"]["sections"] == [0, 1, 2]
+
+
+def test_past_a_hundred_runs_only_the_compared_have_a_section(root, monkeypatch):
+    monkeypatch.setattr(content, "SECTIONS_OF_ALL", 2)  # a sweep: more runs than that
+    data = build(str(root), compare=2)
+    assert [row[0] for row in data["table"]["rows"]] == ["run-0", "run-1", "run-2"]
+    assert [run["name"] for run in data["runs"]] == ["run-0", "run-1"]
+    assert data["table"]["sections"] == [0, 1, None]  # run-2: a row of the table only
+    assert {unpacked(c["values"])[-1] for c in data["series"]} <= {1.0 / 298, 0.1, 297 / 300.0}
 
 
 def test_seeds_of_one_config_are_compared_as_their_mean_and_band(tmp_path):
