@@ -97,16 +97,7 @@ def build(
         )
     columns = runs_columns(chosen)
     packed = PackedSeries()
-    picked = {id(s) for s in compared([run.run_summary for run in chosen], Selection(), compare)}
-    shown = [
-        run for run in chosen if len(chosen) <= SECTIONS_OF_ALL or id(run.run_summary) in picked
-    ]
-    sections = [run_content(run, packed) for run in shown]
-    read = [
-        data
-        for run, (_, data) in zip(shown, sections, strict=True)
-        if data is not None and id(run.run_summary) in picked
-    ]
+    shown, sections, read = run_sections(chosen, packed, compare)
     at = {id(run): index for index, run in enumerate(shown)}
     return {
         "source": root,
@@ -126,13 +117,31 @@ def build(
             "rows": [[json_cell(v) for v in row] for row in zip(*columns.values(), strict=True)],
             "sections": [at.get(id(run)) for run in chosen],  # a row's section, else null
         },
-        "runs": [content for content, _ in sections],
+        "runs": sections,
         "comparison": comparison(read, packed, group_by)
         | {"of": len(chosen), "compared": len(read)}
         if len(read) > 1
         else None,
         "series": packed.columns,
     }
+
+
+def run_sections(
+    chosen: list[ApiRun], packed: PackedSeries, compare: int
+) -> tuple[list[ApiRun], list[Json], list[RunData]]:
+    """The runs given a section (all, or past :data:`SECTIONS_OF_ALL` the compared ones),
+    their sections, and the ``compare`` runs compared, read (as the live comparison picks)."""
+    picked = {id(s) for s in compared([run.run_summary for run in chosen], Selection(), compare)}
+    shown = [
+        run for run in chosen if len(chosen) <= SECTIONS_OF_ALL or id(run.run_summary) in picked
+    ]
+    sections = [run_content(run, packed) for run in shown]
+    read = [
+        data
+        for run, (_, data) in zip(shown, sections, strict=True)
+        if data is not None and id(run.run_summary) in picked
+    ]
+    return shown, [content for content, _ in sections], read
 
 
 def json_cell(value: Any) -> Any:
