@@ -15,6 +15,7 @@ from snapshot_store.alerting.webhook import (
     check_webhook,
     webhook_from_environment,
 )
+from snapshot_store.format.frames import ENDED_STATES
 from transfer_plugins.hooks import TransferSpecError, resolve_callable
 from visualizer.follower import Follower
 from visualizer.model.rundata import RunData
@@ -103,24 +104,42 @@ def _webhook_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> st
 
 def _watched(follower: Follower) -> Callable[[], Iterator[tuple[RunData, str]]]:
     """Every known run with its page's URL: a followed run's data, else its status alone
-    (its series' rules and non-finite values then come from its summary)."""
+    (its series' rules and non-finite values then come from its summary).
+
+    A run not followed that had ended is given once, by the summary it was judged by:
+    every run is looked at again only when a summary changed (the catalog's version),
+    else only the followed and the running ones (10,000 finished runs cost nothing a pass).
+    """
     endpoint = follower.client.endpoint
-    stubs: dict[str, RunData] = {}
+    stubs: dict[str, tuple[RunData, str]] = {}  # with the page's URL: made once a run
+    ended: dict[str, object] = {}  # run -> the summary it ended by, as judged
+    live: set[str] = set()  # the runs not followed that are not known to have ended
+    seen: list[object] = [None]  # the catalog's version last looked at whole
 
     def runs() -> Iterator[tuple[RunData, str]]:
-        for name, entry in follower.known.items():
-            feed = follower.feeds.get(name)
+        known, feeds = follower.known, follower.feeds
+        version = follower.catalog.version
+        names = list(known) if version != seen[0] else [*feeds, *live]
+        seen[0] = version
+        for name in names:
+            feed, entry = feeds.get(name), known.get(name)
             if feed is not None:
                 yield feed.data, endpoint.env_url(feed.env)
                 continue
-            status = entry.summary.status if entry.summary is not None else None
-            if status is None:
+            summary = entry.summary if entry is not None else None
+            if summary is None or summary.status is None or ended.get(name) is summary:
+                live.discard(name)
                 continue
             stub = stubs.get(name)
             if stub is None:
-                stub = stubs[name] = RunData(name)
-            stub.status = status
-            yield stub, endpoint.env_url(follower.env_of(name))
+                stub = stubs[name] = (RunData(name), endpoint.env_url(follower.env_of(name)))
+            stub[0].status = summary.status
+            if summary.status.get("state") in ENDED_STATES:
+                ended[name] = summary  # judged once, now
+                live.discard(name)
+            else:
+                live.add(name)
+            yield stub
 
     return runs
 
@@ -206,3 +225,4 @@ def alerting(
         yield sender
     finally:
         sender.close(CLOSE_TIMEOUT_S)
+        memory.save()  # what was delivered since the last pass

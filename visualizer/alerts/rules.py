@@ -53,6 +53,7 @@ class AlertMemory:
     def __init__(self, path: Path, source: str) -> None:
         self.path, self.source = path, source
         self._lock = threading.Lock()
+        self._saving = threading.Lock()
         self._runs: dict[str, set[str]] = {}
         self._unsaved = False
         try:
@@ -81,8 +82,10 @@ class AlertMemory:
             return key in self._runs.get(run, ())
 
     def delivered(self, alert: Alert) -> None:
-        """Record ``alert`` as sent (every destination delivered it)."""
-        self.remember(alert.run, [alert.key])
+        """Record ``alert`` as sent (every destination delivered it); on disk at the next
+        :meth:`save` (the follow loop's next pass, or the close): 10,000 alerts delivered at
+        once wrote the whole file 10,000 times, holding up the loop's every look here."""
+        self.remember(alert.run, [alert.key], save=False)
 
     def remember(self, run: str, keys: Iterable[str] = (), save: bool = True) -> None:
         """Record ``run`` as seen and ``keys`` as sent; on disk at once, or with ``save=False``
@@ -95,15 +98,15 @@ class AlertMemory:
             self.save()
 
     def save(self) -> None:
-        """Write what is remembered, when it changed since the last write."""
-        with self._lock:
-            if not self._unsaved:
-                return
-            self._unsaved = False
-            document = {
-                "source": self.source,
-                "runs": {name: sorted(sent) for name, sent in sorted(self._runs.items())},
-            }
+        """Write what is remembered, when it changed since the last write (one writer at a
+        time; the others look up and remember meanwhile)."""
+        with self._saving:
+            with self._lock:
+                if not self._unsaved:
+                    return
+                self._unsaved = False
+                runs = {name: sorted(sent) for name, sent in sorted(self._runs.items())}
+            document = {"source": self.source, "runs": runs}
             try:
                 write_if_changed(self.path, json.dumps(document, indent=1).encode())
             except OSError as err:  # a full or read-only home: alerts still go out
