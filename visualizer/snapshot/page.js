@@ -44,41 +44,71 @@ function shown(column, value) {
 
 // --- the runs table ----------------------------------------------------------------
 
+// The table shows PAGE_ROWS rows at a time, as the live runs table pages through 100:
+// a sweep's 10,000 rows are sorted and filtered as data, and only a page of them is built.
+const PAGE_ROWS = 100;
+
 function buildTable() {
   const { columns, rows } = DATA.table;
   const table = document.getElementById("runs");
   const head = document.createElement("tr");
-  const order = { column: -1, descending: false };
+  const body = table.tBodies[0];
+  const all = rows.map((values, r) => ({
+    values, section: DATA.table.sections[r], node: null,
+    text: values.map((v, c) => shown(columns[c], v)).join("\u0000").toLowerCase(),
+  }));
+  const view = { rows: all, page: 0, column: -1, descending: false, wanted: "" };
+  const show = () => showRows(body, columns, view);
   columns.forEach((name, c) => {
     const th = el("th", name);
     th.title = name;
     th.addEventListener("click", () => {
-      order.descending = order.column === c ? !order.descending : false;
-      order.column = c;
+      view.descending = view.column === c ? !view.descending : false;
+      view.column = c;
       head.querySelectorAll("th").forEach((cell) => cell.removeAttribute("aria-sort"));
-      th.setAttribute("aria-sort", order.descending ? "descending" : "ascending");
-      sortRows(body, c, order.descending);
+      th.setAttribute("aria-sort", view.descending ? "descending" : "ascending");
+      sortRows(all, c, view.descending);
+      view.rows = all.filter((row) => view.wanted === "" || row.text.includes(view.wanted));
+      show();
     });
     head.appendChild(th);
   });
   table.tHead.appendChild(head);
-  const body = table.tBodies[0];
-  rows.forEach((row, r) => body.appendChild(tableRow(columns, row, DATA.table.sections[r])));
   const filter = document.getElementById("filter");
-  filter.addEventListener("input", () => filterRows(body, filter.value));
-  filterRows(body, "");
+  filter.addEventListener("input", () => {
+    view.wanted = filter.value.trim().toLowerCase();
+    view.rows = all.filter((row) => view.wanted === "" || row.text.includes(view.wanted));
+    view.page = 0;
+    show();
+  });
+  for (const [id, step] of [["previous", -1], ["next", 1]]) {
+    document.getElementById(id).addEventListener("click", () => { view.page += step; show(); });
+  }
+  show();
 }
 
-// ``section``: the index of the run's section, null for a run the file holds no plots of.
-function tableRow(columns, row, section) {
+function showRows(body, columns, view) {
+  const pages = Math.max(1, Math.ceil(view.rows.length / PAGE_ROWS));
+  view.page = Math.min(Math.max(view.page, 0), pages - 1);
+  const first = view.page * PAGE_ROWS, page = view.rows.slice(first, first + PAGE_ROWS);
+  body.replaceChildren(...page.map((row) => row.node || (row.node = tableRow(columns, row))));
+  const total = DATA.table.rows.length;
+  document.getElementById("count").textContent = view.rows.length > PAGE_ROWS ?
+    `${first + 1}-${first + page.length} of ${view.rows.length} (of ${total} runs)` :
+    `${view.rows.length} of ${total} run${total === 1 ? "" : "s"}`;
+  document.getElementById("previous").hidden = document.getElementById("next").hidden = pages === 1;
+  document.getElementById("previous").disabled = view.page === 0;
+  document.getElementById("next").disabled = view.page === pages - 1;
+}
+
+// ``row.section``: the index of the run's section, null for a run the file holds no plots of.
+function tableRow(columns, row) {
   const tr = document.createElement("tr");
-  tr.values = row;
-  tr.text = row.map((v, c) => shown(columns[c], v)).join("\u0000").toLowerCase();
-  row.forEach((value, c) => {
+  row.values.forEach((value, c) => {
     const td = el("td", null, typeof value === "number" ? "num" : "");
-    if (c === 0 && section !== null) {
+    if (c === 0 && row.section !== null) {
       const link = el("a", value);
-      link.href = `#run-${section}`; // the page's own anchor, never the name
+      link.href = `#run-${row.section}`; // the page's own anchor, never the name
       td.appendChild(link);
     } else {
       td.textContent = shown(columns[c], value);
@@ -97,25 +127,12 @@ function compareCells(a, b) {
   return String(a).localeCompare(String(b), undefined, { numeric: true });
 }
 
-function sortRows(body, column, descending) {
-  const rows = Array.from(body.rows);
+function sortRows(rows, column, descending) {
   rows.sort((x, y) => {
     const a = x.values[column], b = y.values[column];
     if (a === null || a === undefined || b === null || b === undefined) return compareCells(a, b);
     return descending ? compareCells(b, a) : compareCells(a, b);
   });
-  rows.forEach((row) => body.appendChild(row));
-}
-
-function filterRows(body, text) {
-  const wanted = text.trim().toLowerCase();
-  let shownRows = 0;
-  for (const row of body.rows) {
-    row.hidden = wanted !== "" && !row.text.includes(wanted);
-    shownRows += row.hidden ? 0 : 1;
-  }
-  document.getElementById("count").textContent =
-    `${shownRows} of ${body.rows.length} run${body.rows.length === 1 ? "" : "s"}`;
 }
 
 // --- a run's section ------------------------------------------------------------------
@@ -224,15 +241,53 @@ function runSection(run, index) {
 
 // --- the view controls ------------------------------------------------------------------
 
-async function drawAll() {
-  for (const win of windows) {
+// Past LAZY_WINDOWS plot windows (a sweep's comparison and a hundred runs' sections), a
+// run's windows are drawn once scrolled near, the comparison's at once.
+const LAZY_WINDOWS = 24;
+let drawing = Promise.resolve(); // one draw at a time, in the order asked for
+
+function queued(task) {
+  drawing = drawing.then(task).catch((err) => console.error(err));
+  return drawing;
+}
+
+function markOnce(name) {
+  if (!performance.getEntriesByName(name).length) performance.mark(name);
+}
+
+async function drawWindows(list) {
+  for (const win of list) {
     await drawWindow(win, DATA.view, settings, DATA.series);
-    if (!performance.getEntriesByName("snapshot:first-plot").length) {
-      performance.mark("snapshot:first-plot");
-    }
+    win.drawn = true;
+    markOnce("snapshot:first-plot");
     await new Promise((done) => requestAnimationFrame(done)); // the page stays responsive
   }
-  if (!performance.getEntriesByName("snapshot:drawn").length) performance.mark("snapshot:drawn");
+}
+
+function drawAll() {
+  return queued(async () => {
+    await drawWindows(windows.filter((win) => win.wanted));
+    markOnce("snapshot:plots-drawn");
+    const parcoords = DATA.comparison && DATA.comparison.parcoords;
+    if (parcoords && !parcoords.drawn) { // WebGL: seconds without a GPU, so after the lines
+      parcoords.drawn = true;
+      await Plotly.react(parcoords.div, parcoords.data, parcoords.layout, { displaylogo: false });
+    }
+    markOnce("snapshot:drawn");
+  });
+}
+
+function drawWhenSeen(lazy) {
+  const seen = new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      if (!entry.isIntersecting) continue;
+      seen.unobserve(entry.target);
+      const win = lazy.find((w) => w.div === entry.target);
+      win.wanted = true;
+      queued(() => drawWindows([win]));
+    }
+  }, { rootMargin: "600px" });
+  lazy.forEach((win) => seen.observe(win.div));
 }
 
 function buildControls() {
@@ -275,10 +330,12 @@ function main() {
       "table only: a sweep's file holds the plots of the compared runs (--compare N, --runs REGEX)", "note"));
   }
   if (DATA.comparison) sections.appendChild(comparisonSection(DATA.comparison));
-  const parcoords = DATA.comparison && DATA.comparison.parcoords;
-  if (parcoords) Plotly.react(parcoords.div, parcoords.data, parcoords.layout, { displaylogo: false });
+  const compared = windows.length;
   runs.forEach((run, index) => sections.appendChild(runSection(run, index)));
+  const lazy = windows.length > LAZY_WINDOWS ? windows.slice(compared) : [];
+  windows.forEach((win) => { win.wanted = !lazy.includes(win); });
   drawAll();
+  drawWhenSeen(lazy);
 }
 
 main();

@@ -247,3 +247,30 @@ def test_seeds_are_compared_as_their_mean_and_band(chromium_driver, tmp_path):
         ["", "", 200, label, True],  # the mean, whose hover reads the band
         ["smoothed", "", 200, label, False],
     ]
+
+
+def test_a_sweeps_table_pages_through_every_run_and_the_compared_have_sections(
+    chromium_driver, tmp_path
+):
+    from workloads.many_runs import write_runs
+
+    write_runs(tmp_path / "sweep", 120, points=20, workers=1)
+    out = tmp_path / "sweep.html"
+    args = ["snapshot", "--pickle-dir", str(tmp_path / "sweep"), "--compare", "2", "--out"]
+    assert main([*args, str(out)]) == 0
+    chromium_driver.get(out.as_uri())
+    count = chromium_driver.find_element(By.ID, "count")
+    WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(lambda d: count.text)
+    assert count.text == "1-100 of 120 (of 120 runs)"
+    rows = chromium_driver.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
+    assert len(rows) == 100
+    links_js = "return Array.from(document.querySelectorAll('#runs tbody a'), a => a.text)"
+    links = chromium_driver.execute_script(links_js)
+    chromium_driver.find_element(By.ID, "next").click()
+    assert count.text == "101-120 of 120 (of 120 runs)"
+    links += chromium_driver.execute_script(links_js)
+    assert len(links) == 2  # the compared runs' sections; the rest are rows only
+    heads = [h.text for h in chromium_driver.find_elements(By.CSS_SELECTOR, ".run-head h2")]
+    assert heads[0] == "Comparison" and sorted(links) == sorted(heads[1:])
+    chromium_driver.find_element(By.ID, "filter").send_keys("run-0011")
+    assert count.text == "10 of 120 runs"
