@@ -11,6 +11,7 @@
     python -m bench many_s3    # 1,000 runs in S3 (SeaweedFS) and 10 live: requests, a live point, a new run
     python -m bench api        # runs as data: 10,000 runs listed, a 1M-point history, Parquet
     python -m bench alerts     # alert rules on labelled curves: label to webhook, false alerts
+    python -m bench snapshot   # one file to send: a 1M-point run and 100 of 10,000 runs, size and draw
 
 These machines are noisy: compare the ratios, not the absolute times.
 Each suite's table is also written into docs/benchmarks.md (bench/tools/doc_tables.py).
@@ -27,7 +28,7 @@ from bench.tools.doc_tables import COLUMNS, PAGE, MarkerError, check_markers, wr
 
 SUITES = (
     "store", "loop", "memory", "transfer", "trainer", "visualizer", "viewer", "zoom",
-    "integrations", "wandb", "gpu", "many", "many_s3", "api", "alerts",
+    "integrations", "wandb", "gpu", "many", "many_s3", "api", "alerts", "snapshot",
 )  # fmt: skip
 
 
