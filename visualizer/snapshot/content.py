@@ -31,6 +31,7 @@ from dataclasses import replace
 from typing import Any
 
 from run_core.tags import tag_of
+from snapshot_store.alerting.sent import sent_alerts
 from snapshot_store.read.store_reader import read_store
 from visualizer import layout
 from visualizer.api.client import read_runs
@@ -199,6 +200,11 @@ def run_content(run: ApiRun, packed: PackedSeries) -> tuple[Json, RunData | None
         "step": run.step,
         "config": {k[7:]: json_cell(v) for k, v in row.items() if k.startswith("config.")},
         "summary": {k[8:]: json_cell(v) for k, v in row.items() if k.startswith("summary.")},
+        # what the run's own writer told people (its rules: docs/viewer.md), as its status keeps it
+        "alerts": [
+            {"event": a["event"], "detail": a["detail"], "time": a["time"]}
+            for a in sent_alerts(run.run_summary.status)
+        ],
         "windows": [],
         "images": [],
         "imagesLeftOut": 0,

@@ -217,6 +217,17 @@ function imageStrip(run) {
   return strip;
 }
 
+// The alerts the run's writer sent (its event, words and when), as text.
+function alertList(alerts) {
+  const box = el("div", null, "alerts");
+  box.appendChild(el("h3", "Alerts sent"));
+  for (const alert of alerts) {
+    const when = new Date(alert.time * 1000).toLocaleString();
+    box.appendChild(el("div", `${when}: ${alert.event}: ${alert.detail}`, "alert"));
+  }
+  return box;
+}
+
 function runSection(run, index) {
   const card = el("section", null, "card run");
   card.id = `run-${index}`;
@@ -231,6 +242,7 @@ function runSection(run, index) {
   const body = el("div", null, "run-body");
   const side = el("div", null, "side");
   side.append(keyValues("Config", run.config), keyValues("Summary", run.summary));
+  if (run.alerts.length) side.appendChild(alertList(run.alerts));
   const plots = plotGrid(run.windows);
   if (!run.windows.length) plots.appendChild(el("div", "no series logged", "empty"));
   body.append(side, plots);

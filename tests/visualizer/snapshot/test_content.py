@@ -162,3 +162,18 @@ def test_a_broken_store_is_a_section_of_its_own_and_the_others_are_whole(root):
     assert last["name"] == "zz" and last["state"] == "no status yet" and last["windows"] == []
     windows = data["comparison"]["windows"]
     assert [line["label"] for line in windows[0]["lines"]] == ["run-0", "run-1", "run-2"]
+
+
+def test_the_alerts_a_runs_writer_sent_are_in_its_section(tmp_path):
+    """What the run told people itself (its rules on the writer thread), as its status keeps it."""
+    from snapshot_store.alerting.on_writer import alert_settings
+
+    told: list[dict] = []
+    settings = alert_settings(["train/loss>1"], command=told.append)
+    with Recorder(tmp_path / "runs" / "a" / "pickle", alerts=settings) as rec:
+        rec.log({"loss": 2.0}, step=3)
+    run = next(r for r in build(str(tmp_path / "runs"))["runs"] if r["name"] == "a")
+    assert [(a["event"], a["detail"]) for a in run["alerts"]] == [
+        (t["event"], t["detail"]) for t in told
+    ]
+    assert [a["event"] for a in run["alerts"]] == ["rule", "finished"]
