@@ -15,6 +15,7 @@ from tests.e2e.test_browser_page import log_run
 from tests.fixtures.servers.pages import BROWSER_WAIT_S, screenshot
 from visualizer.follower import Follower
 from visualizer.layout import PANE_MARGIN, PLOT_SIZE
+from visualizer.panes.values import value_text
 from visualizer.visdom_client import VisdomClient
 
 # Many options, as the trainer's CLI stores (its runs have some forty).
@@ -93,7 +94,7 @@ def test_the_options_all_runs_share_are_a_table_on_the_comparison_page(
     )[0]
     rows = [r.text.split() for r in shared.find_elements(By.TAG_NAME, "tr")]
     assert rows[0] == ["same", "in", "every", "run", "value"]
-    assert rows[1:] == [[name, str(value)] for name, value in MANY_OPTIONS.items()] + [
+    assert rows[1:] == [[name, value_text(value, 100)] for name, value in MANY_OPTIONS.items()] + [
         ["seed", "7"]
     ]
     screenshot(driver, "rows_shared_options")

@@ -21,7 +21,7 @@ from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.summary import best_is_highest, run_best, run_config
 
 from .groups import varying_keys
-from .hparams import options_text
+from .hparams import MAX_COLUMNS, options_text
 from .values import value_text
 
 PARCOORDS_WIN = "compare_parcoords"
@@ -119,7 +119,10 @@ def parcoords_message(
     color, else colored by the metric."""
     metric = metric_of(runs, sort_by)
     configs = {run.name: run_config(run) for run in runs}
-    keys = [key for key in varying_keys(list(configs.values())) if key != group_by]
+    differing = [key for key in varying_keys(list(configs.values())) if key != group_by]
+    # As many axes as the comparison's table has columns: 12,000 differing options made a
+    # 4 MB message no one could read as axes.
+    keys = differing[:MAX_COLUMNS]
     if metric is None or not keys:
         return None
     rows = []
@@ -146,6 +149,8 @@ def parcoords_message(
     line = _in_colors([name for *_, name in rows], run_colors) if run_colors else by_metric
     trace = {"type": "parcoords", "dimensions": dimensions, "line": line}
     title = PARCOORDS_TITLE.format(tag=tag, runs=len(rows))
+    if len(differing) > len(keys):
+        title += f": the first {len(keys)} of {len(differing):,} options that differ"
     return {
         "data": [trace],
         "layout": {
