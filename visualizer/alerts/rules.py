@@ -133,9 +133,6 @@ class AlertWatch:
         self._fired: set[tuple[str, str]] = set()
         # (run, series) -> (points checked for non-finite values, the series' rewinds then)
         self._checked: dict[tuple[str, SeriesKey], tuple[int, int]] = {}
-        # An ended run judged whole: (its status document, its points then). Nothing new can
-        # come of it while both stay: 10,000 finished runs cost a look-up each on a pass.
-        self._judged: dict[str, tuple[object, int]] = {}
 
     def check(
         self,
@@ -148,13 +145,6 @@ class AlertWatch:
         (tag -> stats), where it has one."""
         history: list[str] = []
         for run, url in runs:
-            status = run.status or {}
-            seen = (status, sum(len(series) for series in run.series.values()))
-            judged = self._judged.get(run.name)
-            if judged is not None and judged[0] is seen[0] and judged[1] == seen[1]:
-                continue
-            if status.get("state") in ENDED_STATES:
-                self._judged[run.name] = seen
             summary = summary_of(run.name) if not run.series else None
             alerts = [
                 a
