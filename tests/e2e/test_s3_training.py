@@ -186,11 +186,20 @@ def test_s3_outage_mid_run_training_finishes_and_the_bucket_catches_up(
 def test_run_ending_during_an_outage_lists_the_sync_command_that_completes_the_bucket(
     private_s3_server, private_s3_bucket, s3_uri, small_data, tmp_path
 ):
-    """Server down from the start of training until after the trainer exited (~60 s drain)."""
+    """Server down from the start of training until after the trainer exited (a 10 s drain)."""
     s3_uri(private_s3_bucket)
     checkpoints = tmp_path / "checkpoints"
     run_dir = checkpoints / NAME
-    args = s3_train_args(small_data, checkpoints, "--n-epochs", "4", "--display-freq", "0")
+    args = s3_train_args(
+        small_data,
+        checkpoints,
+        "--n-epochs",
+        "4",
+        "--display-freq",
+        "0",
+        "--remote-transfer-wait",
+        "10",
+    )
     with Training(torchrun_train(*args), tmp_path, s3_env()) as training:
         # meta.pickle is written right after the preflight check passed.
         training.wait_for((run_dir / "pickle" / "meta.pickle").exists, 180, "store metadata")

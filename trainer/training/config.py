@@ -27,6 +27,7 @@ from trainer.training.option_checks import (
     visdom_env_name,
     whole_number,
 )
+from transfer_plugins.runner import TRANSFER_DRAIN_S
 
 AMP_MODES = ("off", "bf16", "fp16")
 MONITOR_MODES = ("min", "max")
@@ -202,6 +203,15 @@ class RunConfig(Checked):
         "with mysave.py in the working directory)",
         group="logging",
         metavar="MODULE.FUNC",
+    )
+    remote_transfer_wait: float = option(
+        TRANSFER_DRAIN_S,
+        "at exit, wait up to this many seconds for the hook to send what is left, then list "
+        "the files not sent with the command that sends them (a job's time limit: lower it)",
+        at_least(0),
+        group="logging",
+        kind=float,
+        metavar="SECONDS",
     )
     alert_rule: tuple[str, ...] = option(
         (),

@@ -303,6 +303,7 @@ class RunSession:
             sync_dir=cfg.run_dir,
             # loss_log.txt is complete at the close: its final copy, after what the drain logs.
             log_file=self.loss_log,
+            drain_s=cfg.remote_transfer_wait,
         )
 
     def _open_store(self, on_file: OnFile | None) -> Recorder:

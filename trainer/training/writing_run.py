@@ -28,7 +28,7 @@ from types import TracebackType
 from run_core.endings import ended_state
 from snapshot_store import Recorder
 from trainer.training.sync import send_remaining
-from transfer_plugins.runner import Hook, TransferRunner
+from transfer_plugins.runner import TRANSFER_DRAIN_S, Hook, TransferRunner
 
 # Opens the run's store, given where its files go (None: nowhere beyond the disk).
 OpenStore = Callable[[Callable[[Path, bool], None] | None], Recorder]
@@ -48,6 +48,7 @@ class WritingRun:
         sync_dir: the dir ``trainer sync`` sends again, named when files are left unsent
             (None: no command is named).
         log_file: the run's text log, sent last when the run closes.
+        drain_s: how long the close waits for the hook to send what is left.
     """
 
     def __init__(
@@ -60,12 +61,14 @@ class WritingRun:
         transfer_root: Path | None = None,
         sync_dir: Path | None = None,
         log_file: Path | None = None,
+        drain_s: float = TRANSFER_DRAIN_S,
     ) -> None:
         self.run_dir = Path(run_dir)
         self._open_store = open_store
         self._hook, self._spec = hook, spec
         self._transfer_root = Path(transfer_root) if transfer_root is not None else self.run_dir
         self._sync_dir, self._log_file = sync_dir, log_file
+        self._drain_s = drain_s
         self.transfer: TransferRunner | None = None
         self._recorder: Recorder | None = None
 
@@ -99,15 +102,17 @@ class WritingRun:
 
     def close(self, state: str = "finished") -> None:
         """Close the store as ``state`` (``finished``, ``stopped`` or ``failed``), which frees
-        it for the next writer, then send what the hook still holds (up to a minute; Ctrl-C
-        skips; what is left is named). Closing a closed run does nothing."""
+        it for the next writer, then send what the hook still holds (up to ``drain_s``, a minute by
+        default; Ctrl-C skips; what is left is named). Closing a closed run does nothing."""
         if self._recorder is None or self._recorder.closed:
             return
         try:
             self._recorder.close(state)
         finally:
             if self.transfer is not None:
-                send_remaining(self.transfer, self._sync_dir, log_file=self._log_file)
+                send_remaining(
+                    self.transfer, self._sync_dir, self._drain_s, log_file=self._log_file
+                )
 
     def __enter__(self) -> WritingRun:
         return self.open()

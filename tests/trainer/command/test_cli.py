@@ -198,6 +198,10 @@ def _bad_input_cases(tmp_path, tiny_dataset):
         ),
         "nothing to continue": (["--dataroot", data, "--continue-train"], "no checkpoint"),
         "bad name": (["--dataroot", data, "--name", "a/b"], "plain directory name"),
+        "negative transfer wait": (
+            ["--dataroot", data, "--remote-transfer-wait", "-1"],
+            "--remote-transfer-wait",
+        ),
     }
     if not torch.cuda.is_available():
         cases["absent gpu"] = (["--dataroot", data, "--gpu-ids", "0"], "no CUDA GPU")

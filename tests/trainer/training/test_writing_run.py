@@ -85,3 +85,19 @@ def test_store_files_and_sent_files_go_through_the_hook(tmp_path):
     run.close("finished")
     assert run.transfer is not None and run.transfer.unsent == []
     assert {str(checkpoint), str(tmp_path / "pickle" / "status.pickle")} <= set(sent)
+
+
+@pytest.mark.timeout(30)  # the default drain would wait 60 s
+def test_the_close_waits_only_drain_s_for_a_hook_that_never_succeeds(tmp_path, caplog):
+    """``--remote-transfer-wait``: a job near its time limit does not wait the default minute."""
+
+    def failing(source_path):
+        raise OSError("the bucket is unreachable")
+
+    open_store, _calls = _store_of(tmp_path)
+    run = WritingRun(tmp_path, open_store, hook=failing, spec="test.failing", drain_s=0.5)
+    run.open()
+    run.close("finished")
+    assert run.transfer is not None
+    assert tmp_path / "pickle" / "status.pickle" in run.transfer.unsent
+    assert "were not transferred by test.failing" in caplog.text
