@@ -1,5 +1,6 @@
-"""Headless Chromium on the runs table of a 250-run sweep (visdom's main env): filtered, sorted
-and paged from its pane as a person would, and a run's link leading to its drawn page."""
+"""Headless Chromium on the runs table of a 250-run sweep (visdom's main env): filtered (by name
+and by an expression over the config), sorted (by a config column too) and paged from its pane
+as a person would, and a run's link leading to its drawn page."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def test_the_runs_pane_filters_sorts_and_pages_and_a_link_opens_the_run(
         assert {"batch", "lr"} <= set(page["rows"][0]), "the options that differ get columns"
         _shot(driver, "first_page")
 
-        type_into(driver, "filter (name)", "run-01", pane)
+        type_into(driver, "filter (name or lr>0.01)", "run-01", pane)
         page = shown("100 match the filter")
         assert len(names(page)) == 100 and all(n.startswith("run-01") for n in names(page))
         choose(driver, "state", "failed", pane)
@@ -79,7 +80,23 @@ def test_the_runs_pane_filters_sorts_and_pages_and_a_link_opens_the_run(
         assert names(page) == sorted(names(page)) and len(names(page)) == 25
         _shot(driver, "filtered")
 
-        type_into(driver, "filter (name)", "", pane)
+        # An expression over the config (issue 48), then a sort by a config column.
+        choose(driver, "state", "any state", pane)
+        type_into(driver, "filter (name or lr>0.01)", "lr<0.05 and batch==32", pane)
+        kept = sum(1 for i in range(RUNS) if i % 3 and i % 2)  # lr 0.01 or 0.001, batch 32
+        page = shown(f"{kept} match the filter")
+        lr, batch = page["rows"][0].index("lr"), page["rows"][0].index("batch")
+        assert {(row[lr], row[batch]) for row in page["rows"][1:]} == {
+            ("0.01", "32"), ("0.001", "32"),
+        }  # fmt: skip
+        choose(driver, "sort by", "config.lr", pane)  # ascending, as chosen above
+        page = wait.until(lambda d: (t := shown(f"{kept} match")) and t["rows"][1][lr] == "0.001")
+        lrs = [float(row[lr]) for row in shown(f"{kept} match")["rows"][1:]]
+        assert lrs == sorted(lrs) and lrs[-1] == 0.01
+        _shot(driver, "expression")
+        choose(driver, "sort by", "run", pane)
+
+        type_into(driver, "filter (name or lr>0.01)", "", pane)
         choose(driver, "state", "any state", pane)
         page = shown(f"{RUNS} runs", "page 1 of 3")
         type_into(driver, "page", "2", pane)

@@ -22,7 +22,7 @@ from visualizer.sources.runs import Found, locate, name_in
 from visualizer.sources.s3 import FETCHES_AT_ONCE, S3ReadError
 from visualizer.sources.summary_read import read_summary
 
-from .filters import compile_filters
+from .filters import compile_filters, ordered
 from .run import ApiRun
 
 log = logging.getLogger(__name__)
@@ -94,17 +94,24 @@ class Api:
     def __init__(self, s3_client: Any = None) -> None:
         self.s3_client = s3_client
 
-    def runs(self, path: str, filters: Mapping[str, Any] | None = None) -> list[ApiRun]:
+    def runs(
+        self,
+        path: str,
+        filters: Mapping[str, Any] | str | None = None,
+        order: str | None = None,
+    ) -> list[ApiRun]:
         """The runs at ``path`` (a store, a directory of runs or an ``s3://`` prefix) that
-        ``filters`` keeps (see :mod:`visualizer.api.filters`), in name order of their folders.
+        ``filters`` keeps (a dict, or the runs table's text: see :mod:`visualizer.api.filters`),
+        in name order of their folders, or in ``order`` (``"+config.lr"``, ``"-summary.loss"``).
 
-        ValueError for a filter it can not take, FileNotFoundError for a path with no run.
+        ValueError for a filter or order it can not take, FileNotFoundError for a path with no run.
         """
         keep = compile_filters(filters)  # refused before anything is read
+        ordered([], [], order)  # an order it can not take too
         runs = read_runs(path, self.s3_client)
-        fields = ({"name": r.name, "state": r.state, "config": r.config,
-                   "summary": r.summary} for r in runs)  # fmt: skip
-        return [run for run, field in zip(runs, fields, strict=True) if keep(field)]
+        fields = [r.fields() for r in runs]
+        kept = [(run, field) for run, field in zip(runs, fields, strict=True) if keep(field)]
+        return ordered([run for run, _f in kept], [field for _r, field in kept], order)
 
     def run(self, path: str) -> ApiRun:
         """The one run at ``path`` (its store or its run directory); ValueError when ``path``

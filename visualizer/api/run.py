@@ -18,8 +18,8 @@ from run_core.tags import tag_of
 from snapshot_store.format.summary import RunSummary, SeriesStats
 from snapshot_store.read.store_reader import Source, read_store
 
-from .filters import MISSING, dig
-from .points import STEP_KEY, TIMESTAMP_KEY, HistoryTable, read_series, table
+from .filters import MISSING, Fields, dig, fields_of, summary_of
+from .points import HistoryTable, read_series, table
 
 
 @dataclass(frozen=True)
@@ -67,16 +67,11 @@ class ApiRun:
         self.start = summary.started  # Unix time, None when unknown
         self.duration = summary.duration  # seconds from the start to the last update
         self.step = summary.step  # the last step the run's status names
-        self.summary: dict[str, Any] = {
-            tag: stats.last for tag, stats in summary.series.items() if stats.last is not None
-        }
-        self.summary.update(summary.values)  # as logged: text, dicts and lists too
-        if summary.step is not None:
-            self.summary[STEP_KEY] = summary.step
-        if summary.updated is not None:
-            self.summary[TIMESTAMP_KEY] = summary.updated
-        if summary.duration is not None:
-            self.summary["_runtime"] = summary.duration
+        self.summary: dict[str, Any] = summary_of(summary)  # values as logged: text, dicts too
+
+    def fields(self) -> Fields:
+        """What a filter or an order looks at of this run (:mod:`.filters`)."""
+        return fields_of(self.run_summary, self.name, self.config, self.summary)
 
     @property
     def id(self) -> str:

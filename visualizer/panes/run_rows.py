@@ -9,12 +9,15 @@ from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from run_core.tags import tag_of
 from snapshot_store.format.frames import STATES
 from snapshot_store.format.summary import RunSummary, SeriesStats
 from visualizer import markup
+from visualizer.api.filters import compile_filters, fields_of, sort_key
+from visualizer.api.query import is_expression
 from visualizer.model.status import format_duration
 from visualizer.model.summary import best_is_highest, best_of, dotted, state_shown
 from visualizer.patterns import searcher
@@ -93,6 +96,30 @@ def matcher(text: str) -> Callable[[str], bool]:
     return searcher(text, ignore_case=True)
 
 
+RowTest = Callable[[RunSummary], bool]
+
+
+@lru_cache(maxsize=16)  # asked at each rebuild of the table
+def row_filter(text: str) -> tuple[RowTest, str | None]:
+    """The runs the filter box keeps, and why its text is refused (None: taken). An expression
+    (:mod:`visualizer.api.query`: ``lr>0.01 and seed==3``) is judged as ``Api().runs(filters=)``
+    judges it, on the same fields; other text, and a refused expression, searches names
+    (:func:`matcher`)."""
+    by_name = matcher(text)
+    if is_expression(text):
+        try:
+            test = compile_filters(text)
+        except ValueError as err:
+            return (lambda s: by_name(s.name)), str(err)
+        return (lambda s: test(fields_of(s))), None
+    return (lambda s: by_name(s.name)), None
+
+
+def sort_choices(options: Sequence[str], summary_keys: Sequence[str]) -> tuple[str, ...]:
+    """The columns the table sorts by: its fixed ones, then each config and summary column."""
+    return (*SORTS, *(f"config.{key}" for key in options), *summary_keys)
+
+
 def varying_options(summaries: Sequence[RunSummary]) -> list[str]:
     """The config keys whose values are not the same in every run (at most a few)."""
     first: dict[str, str] = {}
@@ -138,14 +165,13 @@ def select(
     summaries: Sequence[RunSummary], view: TableView, tag: str | None, now: float
 ) -> list[RunSummary]:
     """The runs ``view``'s filter keeps, in its order; those without a value to sort by last."""
-    matches = matcher(view.filter)
-    kept = [s for s in summaries if matches(s.name) and view.state in (ANY_STATE, s.state)]
+    keeps, _why = row_filter(view.filter)
+    kept = [s for s in summaries if view.state in (ANY_STATE, s.state) and keeps(s)]
     key = _sort_key(view.sort, tag, now)
-    by_name = sorted(kept, key=lambda s: s.name)
-    known = [s for s in by_name if key(s) is not None]
-    unknown = [s for s in by_name if key(s) is None]
-    known.sort(key=key, reverse=view.descending)
-    return known + unknown
+    keyed = [(key(s), s) for s in sorted(kept, key=lambda s: s.name)]
+    known = [(k, s) for k, s in keyed if k is not None]
+    known.sort(key=lambda pair: pair[0], reverse=view.descending)
+    return [s for _k, s in known] + [s for k, s in keyed if k is None]
 
 
 def cells(
@@ -192,6 +218,9 @@ def _value(stats: SeriesStats | None, tag: str, last: bool) -> float | None:
 
 def _sort_key(sort: str, tag: str | None, now: float) -> Callable[[RunSummary], Any]:
     """The value a column sorts by (None: no value, listed last)."""
+    if sort.startswith(("config.", "summary.")):  # a config or summary column
+        key = sort_key(sort)
+        return lambda s: key(fields_of(s))
     if sort in ("last value", "best value"):
         last = sort == "last value"
         return lambda s: _value(s.series.get(tag), tag, last) if tag else None

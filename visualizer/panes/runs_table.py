@@ -4,8 +4,12 @@ A row per run, from its summary (no series read): the run (a link to its page),
 state, step, started, duration, last update, the last and best value of a chosen
 series, the options that differ between runs and the summary values runs set (W&B's
 summary columns, named as the export names them). The page's *runs* pane filters
-by name and state, sorts by any column and pages through :data:`PAGE_ROWS` rows
-at a time, so 10,000 runs cost the page 100 rows. One table per visualizer (its
+by name or by an expression over name, state, config and summary (``lr>0.01 and seed==3``:
+:mod:`visualizer.api.query`, as ``Api().runs(filters=)``) and by state, sorts by any column
+(config and summary columns too) and pages through :data:`PAGE_ROWS` rows at a time, so
+10,000 runs cost the page 100 rows. Every browser on the page sees the one filter, sort
+and page the viewer keeps (a visdom env's windows are the same for every page on it). One
+table per visualizer (its
 windows' ids name the followed root, so two visualizers on one server keep
 one each).
 """
@@ -21,19 +25,21 @@ from typing import Any
 
 from snapshot_store.format.summary import RunSummary
 from visualizer import markup
+from visualizer.api.query import MAX_FILTER_CHARS
 from visualizer.layout import TWO_COLUMNS, safe_id
 from visualizer.markup import Html
 from visualizer.visdom_client import VisdomClient
 
 from .run_rows import (
     COMPARED,
-    SORTS,
     STATE_CHOICES,
     RunsTableState,
     TableView,
     cells,
+    row_filter,
     select,
     series_choices,
+    sort_choices,
     summary_columns,
     varying_options,
 )
@@ -67,7 +73,7 @@ class RunsTable:
         self.on_baseline: Callable[[str | None], None] | None = None
         self.exports: Html | None = None  # the sweep's downloads, above the rows
         self._html: str | None = None
-        self._controls: tuple[TableView, tuple[str, ...], str | None] | None = None
+        self._controls: tuple[TableView, tuple[str, ...], str | None, tuple[str, ...]] | None = None
         self._built: tuple[int, TableView, str | None, str | None] | None = None
         self._built_at = -math.inf
         self._series: tuple[str, ...] = ()
@@ -171,6 +177,9 @@ class RunsTable:
         if state.read < state.total:
             counts += f"; reading {state.read:,} of {state.total:,} runs"
         lines: list[object] = [markup.element("p", counts)]
+        _keeps, why = row_filter(self.view.filter)
+        if why is not None:  # one line, as text: the rows are those whose names hold it
+            lines.append(markup.element("p", f"{why} (searched in names instead)"))
         if self.exports is not None:
             lines.append(self.exports)
         if self.compare_env:
@@ -223,11 +232,13 @@ class RunsTable:
         row, value, view = event.get("propertyId"), event.get("value"), self.view
         try:
             if row == _FILTER_ROW:
-                return replace(view, filter=str(value)[:200], page=0)
+                return replace(view, filter=str(value)[:MAX_FILTER_CHARS], page=0)
             if row == _PAGE_ROW:
                 return replace(view, page=max(0, min(10**9, int(float(str(value)))) - 1))
-            choices = {_STATE_ROW: STATE_CHOICES, _SORT_ROW: SORTS, _ORDER_ROW: _ORDERS}
+            choices = {_STATE_ROW: STATE_CHOICES, _SORT_ROW: self.sorts, _ORDER_ROW: _ORDERS}
             index = int(str(value))
+            if index < 0:
+                raise IndexError(index)
             if row == _SERIES_ROW:
                 return replace(view, series=self._series[index])
             chosen = choices[row][index] if isinstance(row, int) and row in choices else None
@@ -242,13 +253,18 @@ class RunsTable:
         log.warning("ignoring the runs pane's change %r of row %r", value, row)
         return view
 
+    @property
+    def sorts(self) -> tuple[str, ...]:
+        """The columns to sort by: the fixed ones, then the config and summary columns."""
+        return sort_choices(self._options, self._summary_keys)
+
     def _draw_controls(self) -> bool:
-        drawn = (self.view, self._series, self.baseline)
+        drawn = (self.view, self._series, self.baseline, self.sorts)
         if self._controls == drawn:
             return False
-        view, series = self.view, self.series_shown()
+        view, series, sorts = self.view, self.series_shown(), self.sorts
         rows = [
-            {"type": "text", "name": "filter (name)", "value": view.filter},
+            {"type": "text", "name": "filter (name or lr>0.01)", "value": view.filter},
             {
                 "type": "select",
                 "name": "state",
@@ -258,8 +274,8 @@ class RunsTable:
             {
                 "type": "select",
                 "name": "sort by",
-                "value": SORTS.index(view.sort),
-                "values": list(SORTS),
+                "value": sorts.index(view.sort) if view.sort in sorts else 0,
+                "values": list(sorts),
             },
             {
                 "type": "select",

@@ -11,6 +11,7 @@ from snapshot_store import Recorder
 from snapshot_store.format.summary import RunSummary, SeriesStats
 from tests.fixtures.servers.visdom_reading import following
 from tests.fixtures.servers.waiting import wait_until
+from visualizer.api.query import MAX_FILTER_CHARS
 from visualizer.follower import Follower
 from visualizer.layout import safe_id
 from visualizer.panes.run_rows import COMPARED, SORTS, STATE_CHOICES, RunsTableState
@@ -121,8 +122,8 @@ def test_hostile_page_events_leave_the_view_sane(event):
     table, state = _table(), RunsTableState(_summaries(3), 3, 3, 1)
     table.rows(state, 0.0)  # the series to choose from are known
     view = table._changed(event)
-    assert view.state in STATE_CHOICES and view.sort in SORTS and view.page >= 0
-    assert len(view.filter) <= 200
+    assert view.state in STATE_CHOICES and view.sort in table.sorts and view.page >= 0
+    assert len(view.filter) <= MAX_FILTER_CHARS
     table.view = view
     table.html(state, 0.0)
 
@@ -173,3 +174,40 @@ def test_a_baseline_typed_in_the_runs_pane_is_told_once_and_a_hostile_value_is_n
         table._choose_baseline(value)
     assert told == ["run-0003", None, "x" * 200], "once a change; not a string: none"
     assert table.baseline == "x" * 200
+
+
+def test_the_filter_box_takes_expressions_over_config_and_summary_and_sorts_by_their_columns():
+    summaries = [
+        RunSummary(
+            f"r{i}",
+            state="finished",
+            series={"val/loss": SeriesStats(3, 2, 1.0 / (i + 1), 0.1, 9.0)},
+            config={"lr": (0.1, 0.01, 0.001)[i % 3], "seed": i % 4},
+            values={"best": {"epoch": 10 - i}},
+        )
+        for i in range(12)
+    ]
+    table, state = _table(), RunsTableState(summaries, 12, 12, 1)
+    table.view = table._changed(_event(0, "lr>0.005 and seed==3"))
+    assert [s.name for s in table.rows(state, 0.0)] == ["r3", "r7"]
+    table.view = table._changed(_event(0, "val/loss<0.2 or not config.lr<0.1"))
+    kept = {s.name for s in table.rows(state, 0.0)}
+    assert kept == {"r0", "r3", "r5", "r6", "r7", "r8", "r9", "r10", "r11"}
+    table.view = table._changed(_event(0, ""))
+    assert "config.lr" in table.sorts and "summary.best.epoch" in table.sorts
+    table.view = table._changed(_event(2, table.sorts.index("config.lr")))
+    table.view = table._changed(_event(3, 1))  # ascending
+    lrs = [s.config["lr"] for s in table.rows(state, 0.0)]
+    assert lrs == sorted(lrs) and lrs[0] == 0.001
+    table.view = table._changed(_event(2, table.sorts.index("summary.best.epoch")))
+    assert [s.name for s in table.rows(state, 0.0)][:2] == ["r11", "r10"]
+
+
+def test_a_bad_expression_is_one_line_on_the_page_and_names_are_searched_instead():
+    table, state = _table(), RunsTableState(_summaries(30), 30, 30, 1)
+    table.view = table._changed(_event(0, 'lr>0.1 and name~"<b>'))
+    html = table.html(state, 0.0)
+    line = next(p for p in html.split("<p>") if "accepted:" in p)
+    assert "(character 17) starts no key" in line and "searched in names instead" in line
+    assert "<b>" not in html and "&lt;b&gt;" in line
+    assert "0 match the filter" in html
