@@ -94,6 +94,9 @@ def test_the_runs_pane_filters_sorts_and_pages_and_a_link_opens_the_run(
         lrs = [float(row[lr]) for row in shown(f"{kept} match")["rows"][1:]]
         assert lrs == sorted(lrs) and lrs[-1] == 0.01
         _shot(driver, "expression")
+        type_into(driver, "filter (name or lr>0.01)", "lr<0.05 and <b>x", pane)
+        page = shown("expected a key at '<' (character 13)", "accepted: KEY OP VALUE")
+        assert "filter 'lr<0.05 and <b>x'" in page["text"], "the text shown as typed, no markup"
         choose(driver, "sort by", "run", pane)
 
         type_into(driver, "filter (name or lr>0.01)", "", pane)
