@@ -22,7 +22,7 @@ import sys
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from run_core.launch_env import read_launch_env
 
@@ -53,9 +53,12 @@ from .wandb_offline import (
 )
 from .wandb_run import Run
 
+if TYPE_CHECKING:
+    from .wandb_api import WandbApi as Api
+
 __all__ = [
-    "AlertLevel", "CommError", "Config", "ConfigError", "Error", "Histogram", "Image", "Run",
-    "Settings", "Summary", "Table", "alert", "define_metric", "ensure_configured",
+    "AlertLevel", "Api", "CommError", "Config", "ConfigError", "Error", "Histogram", "Image",
+    "Run", "Settings", "Summary", "Table", "alert", "define_metric", "ensure_configured",
     "finish", "init", "log", "login", "mark_preempting", "patched", "pin_config_keys",
     "require", "save", "setup", "teardown", "termerror", "termlog", "termsetup", "termwarn",
     "unwatch", "watch",
@@ -263,6 +266,10 @@ def __getattr__(name: str) -> Any:
     with W&B); ``join`` and ``UsageError``; for another of W&B's names, :class:`NotOffline`."""
     if name == "run":
         return _current_run()
+    if name == "Api":  # the reader, imported only when a script reads runs back
+        from .wandb_api import WandbApi as Api
+
+        return Api
     if name in _WANDB_SPELLINGS:
         return _WANDB_SPELLINGS[name]
     if name in _PRE_INIT:

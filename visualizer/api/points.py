@@ -22,6 +22,8 @@ from snapshot_store.read.history import kept_points
 from snapshot_store.read.store_reader import READ_BYTES, Source, StoreReader
 
 STEP_KEY, TIMESTAMP_KEY = "_step", "_timestamp"  # W&B's names of a history row's step and time
+RUNTIME_KEY = "_runtime"  # W&B's: seconds from the run's start
+WHOLE_MAX = 2.0**53  # past it a float64 is whole whatever was logged
 
 
 @dataclass(frozen=True)
@@ -110,23 +112,52 @@ class HistoryTable:
             return self
         return self.take(np.unique(np.linspace(0, len(self) - 1, samples).round().astype(np.intp)))
 
-    def columns(self) -> dict[str, np.ndarray]:
-        """``_step``, a column a series, ``_timestamp``: what a DataFrame is made of."""
-        return {STEP_KEY: self.steps, **self.values, TIMESTAMP_KEY: self.timestamps}
+    def columns(self, start: float | None = None) -> dict[str, np.ndarray]:
+        """``_step``, a column a series, ``_timestamp`` and, given the run's ``start``,
+        ``_runtime``: what a DataFrame is made of. A series of whole numbers at every row is
+        int64, as W&B's rows (JSON, 523.0 written 523) make it."""
+        out: dict[str, np.ndarray] = {STEP_KEY: self.steps}
+        for key, column in self.values.items():
+            mask = self.present[key]
+            every_row = mask is None or bool(mask.all())
+            out[key] = column.astype(np.int64) if every_row and _whole(column) else column
+        out[TIMESTAMP_KEY] = self.timestamps
+        if start is not None:
+            out[RUNTIME_KEY] = self.timestamps - start
+        return out
 
-    def rows(self) -> Iterator[dict[str, Any]]:
-        """A dict a row: ``_step``, ``_timestamp`` and the series that have a point there."""
+    def rows(self, start: float | None = None) -> Iterator[dict[str, Any]]:
+        """A dict a row: ``_step``, the series that have a point there (a series of whole
+        numbers as ints), ``_timestamp`` and, given the run's ``start``, ``_runtime``."""
         steps, stamps = self.steps.tolist(), self.timestamps.tolist()
-        values = {k: v.tolist() for k, v in self.values.items()}
+        values = {key: _listed(column, self.present[key]) for key, column in self.values.items()}
         present = {k: None if m is None else m.tolist() for k, m in self.present.items()}
         for i, step in enumerate(steps):
             row: dict[str, Any] = {STEP_KEY: step}
-            for key, column in values.items():
+            for key, listed in values.items():
                 mask = present[key]
                 if mask is None or mask[i]:
-                    row[key] = column[i]
+                    row[key] = listed[i]
             row[TIMESTAMP_KEY] = stamps[i]
+            if start is not None:
+                row[RUNTIME_KEY] = stamps[i] - start
             yield row
+
+
+def _listed(column: np.ndarray, mask: np.ndarray | None) -> list[Any]:
+    """A series' column as Python numbers, ints when every point is whole (the rows
+    without a point hold NaN: 0 there, never read)."""
+    if _whole(column if mask is None else column[mask]):
+        column = (column if mask is None else np.where(mask, column, 0)).astype(np.int64)
+    return list(column.tolist())
+
+
+def _whole(values: np.ndarray) -> bool:
+    """Whether ``values`` (some) are whole numbers int64 holds exactly: W&B's history keeps
+    such a series as integers."""
+    if not len(values) or values.dtype.kind != "f" or not np.isfinite(values).all():
+        return False
+    return bool((np.abs(values) <= WHOLE_MAX).all() and (values == np.floor(values)).all())
 
 
 def _repeats(steps: np.ndarray) -> np.ndarray | None:

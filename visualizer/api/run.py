@@ -7,9 +7,11 @@ The first five come from the run's small documents (read when the run was listed
 
 from __future__ import annotations
 
+import datetime
 import io
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -19,7 +21,7 @@ from snapshot_store.format.summary import RunSummary, SeriesStats
 from snapshot_store.read.store_reader import Source, read_store
 
 from .filters import MISSING, Fields, dig, fields_of, summary_of
-from .points import HistoryTable, read_series, table
+from .points import WHOLE_MAX, HistoryTable, read_series, table
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,27 @@ class Media:
         from PIL import Image
 
         return Image.open(io.BytesIO(self.data))
+
+
+class RunSummaryDict(dict[str, Any]):
+    """W&B's ``run.summary`` (``wandb.apis.public``'s ``HTTPSummary``): a dict, and its
+    ``_json_dict``, the dict itself as W&B's read snippets take it."""
+
+    @property
+    def _json_dict(self) -> dict[str, Any]:
+        return dict(self)
+
+
+def as_json(value: Any) -> Any:
+    """``value`` as W&B's JSON gives it back: a whole float (523.0) as an int (523), in
+    dicts and lists too."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= WHOLE_MAX:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: as_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [as_json(item) for item in value]
+    return value
 
 
 def _run_config(meta: dict[str, Any] | None, summary: RunSummary) -> dict[str, Any]:
@@ -67,7 +90,9 @@ class ApiRun:
         self.start = summary.started  # Unix time, None when unknown
         self.duration = summary.duration  # seconds from the start to the last update
         self.step = summary.step  # the last step the run's status names
-        self.summary: dict[str, Any] = summary_of(summary)  # values as logged: text, dicts too
+        self.summary = RunSummaryDict(  # values as logged: text, dicts too
+            {key: as_json(value) for key, value in summary_of(summary).items()}
+        )
 
     def fields(self) -> Fields:
         """What a filter or an order looks at of this run (:mod:`.filters`)."""
@@ -75,8 +100,18 @@ class ApiRun:
 
     @property
     def id(self) -> str:
-        """W&B's run id; here the run's name."""
-        return self.name
+        """W&B's run id: here the run's folder (its name unless renamed)."""
+        where = PurePosixPath(self.path)
+        return where.parent.name if where.name == "pickle" else where.name
+
+    @property
+    def created_at(self) -> str | None:
+        """W&B's: when the run started, ISO 8601 in UTC (``2026-01-31T12:00:00Z``); None
+        when unknown."""
+        if self.start is None:
+            return None
+        when = datetime.datetime.fromtimestamp(self.start, datetime.UTC)
+        return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def __repr__(self) -> str:
         return f"<Run {self.name} ({self.state})>"
@@ -91,7 +126,7 @@ class ApiRun:
         self, keys: Sequence[str] | None = None, samples: int | None = None, pandas: bool = True
     ) -> Any:
         """The run's points, a row a step: ``_step``, a column a series (NaN where it has no
-        point), ``_timestamp``. With ``keys``, those series, on the steps all of them have;
+        point; whole numbers as int64, as W&B's), ``_timestamp``, ``_runtime``. With ``keys``, those series, on the steps all of them have;
         with ``samples``, that many rows evenly spaced (W&B samples 500 by default; here
         every row unless asked). A pandas DataFrame when pandas is installed, else (or with
         ``pandas=False``) a list of dicts holding the series each row has."""
@@ -104,8 +139,8 @@ class ApiRun:
             except ImportError:
                 pass
             else:
-                return pd.DataFrame(rows.columns())
-        return list(rows.rows())
+                return pd.DataFrame(rows.columns(self.start))
+        return list(rows.rows(self.start))
 
     def scan_history(
         self,
@@ -114,14 +149,14 @@ class ApiRun:
         min_step: int | None = None,
         max_step: int | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """Every point, a dict a step keyed by series name with ``_step`` and ``_timestamp``
-        (W&B's arguments; ``page_size`` is accepted and unused: the store is read once)."""
+        """Every point, a dict a step keyed by series name with ``_step``, ``_timestamp`` and
+        ``_runtime`` (W&B's arguments; ``page_size`` is accepted and unused: the store is read once)."""
         rows = self._table(keys)
         if min_step is not None or max_step is not None:
             low = rows.steps >= min_step if min_step is not None else True
             high = rows.steps < max_step if max_step is not None else True
             rows = rows.take(np.flatnonzero(low & high))
-        return rows.rows()
+        return rows.rows(self.start)
 
     def _media(self) -> tuple[dict[str, list[Media]], dict[str, list[Media]]]:
         _history, _reader, update = read_store(self.source)

@@ -41,7 +41,7 @@ def test_the_w_and_b_names_read_what_was_logged(store):
 
 def test_history_is_a_dataframe_a_row_a_step(store):
     frame = Api().run(str(store)).history()
-    assert list(frame.columns) == ["_step", "train/loss", "val/loss", "_timestamp"]
+    assert list(frame.columns) == ["_step", "train/loss", "val/loss", "_timestamp", "_runtime"]
     assert frame["train/loss"].tolist() == LOSSES
     assert frame["val/loss"].isna().tolist() == [True, True, True, False]
     assert str(frame["_step"].dtype) == "int64"
@@ -52,7 +52,8 @@ def test_history_keys_samples_and_plain_rows(store):
     assert run.history(keys=["val/loss"])["_step"].tolist() == [3]
     assert run.history(keys="train/loss", samples=2)["train/loss"].tolist() == [2.0, 1.0]
     rows = run.history(pandas=False)
-    assert rows[0] == {"_step": 0, "train/loss": 2.0, "_timestamp": rows[0]["_timestamp"]}
+    stamp, runtime = rows[0]["_timestamp"], rows[0]["_runtime"]
+    assert rows[0] == {"_step": 0, "train/loss": 2.0, "_timestamp": stamp, "_runtime": runtime}
 
 
 def test_history_without_pandas_is_a_list_of_dicts(store, monkeypatch):
