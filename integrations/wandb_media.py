@@ -3,7 +3,7 @@
 :func:`store_value` turns one ``run.log`` entry into the SummaryWriter call that
 stores its nearest plain form under the same key: numbers as scalars, text as
 text, images as images (a list tiled as ``add_images`` tiles), histograms as
-histograms, tables as text, arrays and tensors of several values as histograms
+histograms, tables as tables (images in cells as PNG images), arrays and tensors of several values as histograms
 (W&B makes histograms of them too).
 """
 
@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 
 from run_core.values import plain
-from snapshot_store.format.images import to_numpy
+from snapshot_store.format.images import encode_png, to_numpy
 from trainer import SummaryWriter
 
 log = logging.getLogger(__name__)
 
-TABLE_ROWS_SHOWN = 200  # rows of a Table stored as text; the rest are counted
+MAX_TABLE_ROWS = 10_000  # W&B's Table.MAX_ROWS: a logged table is cut there, with its warning
 # Levels of nested dicts one logged dict may have: protobuf's default nesting limit, far
 # past any real metrics dict and well within Python's stack (W&B 0.31 takes some hundred
 # levels, then ends in RecursionError near Python's 1,000 frames).
@@ -114,7 +114,7 @@ class Histogram:
 
 class Table:
     """A table as ``wandb.Table`` takes it (``columns``, ``data``, ``dataframe``, ``add_data``);
-    stored as text, one line per row."""
+    stored as a ``table`` record (:meth:`record`)."""
 
     def __init__(
         self,
@@ -139,18 +139,40 @@ class Table:
             raise ValueError(f"a row of {len(row)} values for {len(self.columns)} columns")
         self.data.append(list(row))
 
-    def text(self) -> str:
-        """The table as tab-separated text: the header, then the rows."""
-        lines = ["\t".join(map(str, self.columns))]
-        lines += ["\t".join(map(_cell, row)) for row in self.data[:TABLE_ROWS_SHOWN]]
-        if len(self.data) > TABLE_ROWS_SHOWN:
-            lines.append(f"... {len(self.data) - TABLE_ROWS_SHOWN} more rows")
-        return "\n".join(lines)
+    def get_dataframe(self) -> Any:
+        """W&B's: the table as a pandas DataFrame (a column a column, a row a row)."""
+        import pandas as pd
+
+        return pd.DataFrame.from_records(self.data, columns=self.columns)
+
+    def record(self) -> dict[str, Any]:
+        """The store's ``table`` record: the column names and the rows, each cell as W&B's
+        JSON keeps it (:func:`table_cell`); past :data:`MAX_TABLE_ROWS` rows, cut as W&B
+        cuts a logged table, with its warning."""
+        rows = self.data
+        if len(rows) > MAX_TABLE_ROWS:
+            log.warning("Truncating wandb.Table object to %d rows.", MAX_TABLE_ROWS)
+            rows = rows[:MAX_TABLE_ROWS]
+        return {
+            "columns": [str(column) for column in self.columns],
+            "rows": [[table_cell(value) for value in row] for row in rows],
+        }
 
 
-def _cell(value: Any) -> str:
+def table_cell(value: Any) -> Any:
+    """One cell as stored: an ``Image`` as PNG bytes, a one-value array or tensor as its
+    number (``tensor(2)``: 2), a larger one as a list, text, numbers and None as they are,
+    anything else its ``str()``."""
     if isinstance(value, Image):
-        return f"<image {value.pixels.shape[1]}x{value.pixels.shape[0]}>"
+        return encode_png(value.pixels)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return plain(value)
+    if hasattr(value, "tolist") and hasattr(value, "shape"):  # numpy's or torch's
+        listed = (value.detach().cpu() if hasattr(value, "detach") else value).tolist()
+        if isinstance(listed, list):
+            return [v if v is None or isinstance(v, (bool, int, float)) else str(v)
+                    for v in np.ravel(np.asarray(listed, dtype=object)).tolist()]  # fmt: skip
+        return plain(listed)
     return str(value)
 
 
@@ -244,7 +266,7 @@ def store_value(writer: SummaryWriter, key: str, value: Any, step: int) -> bool:
     elif isinstance(value, Histogram):
         writer.add_histogram_raw(key, global_step=step, **value.raw())
     elif isinstance(value, Table):
-        writer.add_text(key, value.text(), step)
+        writer.recorder.log_record("table", key, value.record(), step)
     elif hasattr(value, "shape") and hasattr(value, "dtype"):  # an array or tensor
         writer.add_histogram_raw(key, global_step=step, **Histogram(value, num_bins=32).raw())
     else:

@@ -170,6 +170,19 @@ def _number_dict(value: object) -> bool:
     )
 
 
+def _table_cell(value: object) -> bool:
+    """A W&B Table's cell: a plain value, a PNG image's bytes, or a list of plain values."""
+    if isinstance(value, list):
+        return all(type(v) in _PLAIN for v in value)
+    return type(value) in _PLAIN or type(value) is bytes
+
+
+def _table_rows(value: object) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(row, list) and all(map(_table_cell, row)) for row in value
+    )
+
+
 def _layout(value: object) -> bool:
     """TensorBoard's custom-scalar layout: {category: {title: [chart kind, [tags]]}}."""
     return isinstance(value, dict) and all(
@@ -227,6 +240,9 @@ SCHEMAS: dict[str, dict[str, Callable[[object], bool]]] = {
     "layout": {"layout": _layout},
     # A W&B-style alert (tag: its title): text and level (INFO, WARN or ERROR).
     "alert": {"text": _is(str), "level": _is(str)},
+    # A W&B-style Table: its column names and rows, a cell a plain value, a list of them, or
+    # an image's PNG bytes.
+    "table": {"columns": _strs, "rows": _table_rows},
 }
 # Fields whose lists must have one length, per kind.
 _SAME_LENGTH = {
@@ -265,6 +281,8 @@ def record_problem(item: object) -> str | None:
         return _embedding_problem(tag, data)
     if kind == "mesh":
         return _mesh_problem(tag, data)
+    if kind == "table" and any(len(row) != len(data["columns"]) for row in data["rows"]):
+        return f"{tag}: table rows must have a cell a column ({len(data['columns'])})"
     return None
 
 

@@ -73,8 +73,9 @@ def test_wandbs_step_and_commit_rules_summaries_and_media_are_wandbs(tmp_path):
     assert step == 10 and histogram["counts"] == ref["history"]["weights"][10]["values"]
     assert histogram["limits"] == ref["history"]["weights"][10]["bins"][1:]
     assert extras[("text", "note")] == (11, {"text": ref["history"]["note"][11]})
-    step, table = extras[("text", "predictions")]
-    assert step == 12 and table["text"].splitlines() == ["epoch\taccuracy", "1\t0.5", "2\t0.75"]
+    step, table = extras[("table", "predictions")]
+    assert step == 12 and table == {"columns": ["epoch", "accuracy"], "rows": [[1, 0.5], [2, 0.75]]}
+    assert ref["history"]["predictions"][12]["_type"] == "table-file"
     assert [e[1:] for e in ours["extras"] if e[0] == "alert"] == [
         ("done", 13, {"text": "the loop ended", "level": "WARN"})
     ]  # the second alert of that title came within W&B's minute: not sent

@@ -21,6 +21,7 @@ from snapshot_store.format.summary import RunSummary, SeriesStats
 from snapshot_store.read.store_reader import Source, read_store
 
 from .filters import MISSING, Fields, dig, fields_of, summary_of
+from .logged_table import LoggedTable, tables_of
 from .points import WHOLE_MAX, HistoryTable, read_series, table
 
 
@@ -177,3 +178,7 @@ class ApiRun:
     def texts(self) -> dict[str, list[Media]]:
         """Every logged text by tag, in logged order (``.data``: the string)."""
         return self._media()[1]
+
+    def tables(self) -> dict[str, list[LoggedTable]]:
+        """Every logged W&B Table by key, in logged order (``.get_dataframe()``)."""
+        return tables_of(read_store(self.source)[2].extras)

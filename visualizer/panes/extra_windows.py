@@ -3,7 +3,7 @@
 :class:`ExtraWindows` draws a run's :class:`~visualizer.model.extradata.ExtraData` into its visdom
 env: text panes, a histogram as TensorBoard's distribution view (percentile
 lines over steps), one hparams table, PR curves as lines, embeddings as a
-scatter, meshes as visdom meshes, audio and video as HTML5 panes, and each
+scatter, meshes as visdom meshes, W&B Tables as tables (images as thumbnails), audio and video as HTML5 panes, and each
 custom-scalar chart as a window of the scalars it names. Windows are redrawn
 whole when their data changes: these records are few, unlike scalar points.
 """
@@ -35,6 +35,8 @@ PERCENTILES = (0, 7, 16, 31, 50, 69, 84, 93, 100)
 MAX_HISTOGRAM_STEPS = 500  # drawn per histogram window, evenly spaced over the run
 LAYOUT_REFRESH_SECONDS = 5.0  # custom-scalar charts redraw their scalars whole: not too often
 LAYOUT_MAX_POINTS = 2000  # per trace of a custom-scalar chart
+THUMBNAIL_PX = 64  # a W&B Table's image cells are drawn at most this tall
+TABLE_DATA = "all of them: Api().run(...).tables(), or python -m visualizer export --kind table"
 
 
 def extra_window(kind: str, tag: str) -> str:
@@ -104,6 +106,21 @@ def _table(header: list[str], rows: list[list[Any]], what: str, where: str) -> H
     how many more ``what`` there are and ``where``."""
     body = budgeted((table_row([_cell(v) for v in row]) for row in rows), len(rows), what, where)
     return markup.element("table", table_row(header, "th"), *body)
+
+
+def _table_cell(value: Any) -> object:
+    """A W&B Table's cell: an image (PNG bytes) as a thumbnail, else its text (escaped)."""
+    if isinstance(value, bytes):
+        src = markup.escaped(_data_url("image/png", value))
+        return Html(f"<img src='{src}' style='max-height:{THUMBNAIL_PX}px'>")
+    return "" if value is None else _cell(value)
+
+
+def _wandb_table(data: dict[str, Any]) -> Html:
+    """A logged W&B Table: its columns, then the rows that fit the pane, images as thumbnails."""
+    rows = (table_row([_table_cell(v) for v in row]) for row in data["rows"])
+    body = budgeted(rows, len(data["rows"]), "rows", TABLE_DATA)
+    return markup.element("table", table_row(data["columns"], "th"), *body)
 
 
 class ExtraWindows:
@@ -182,6 +199,8 @@ class ExtraWindows:
         if kind == "alert":  # a W&B-style run.alert(): the latest of this title
             text = markup.element("p", markup.element("b", data["level"]), " ", data["text"])
             return _text_msg(env, win, f"alert: {tag} @ step {step}", text)
+        if kind == "table":  # a W&B Table: the latest logged under this key
+            return _text_msg(env, win, title, _wandb_table(data))
         if kind == "graph":  # the outline; the traced graph is for export
             return _text_msg(env, win, tag, _pre(data["text"]))
         if kind == "tensor":

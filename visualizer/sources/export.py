@@ -152,6 +152,8 @@ def _plain_json(value: Any) -> Any:
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, dict):
         return {k: _plain_json(v) for k, v in value.items()}
+    if isinstance(value, list):  # a table's rows, their image cells bytes
+        return [_plain_json(v) for v in value]
     return value
 
 

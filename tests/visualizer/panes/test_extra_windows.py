@@ -312,3 +312,23 @@ def test_lightnings_hp_metric_placeholder_is_in_the_hparams_table_not_a_window()
 
 
 SCALARS_OF_LIGHTNING = [("", "hp_metric", -1.0), ("", "train_loss", 0.5)]
+
+
+def test_a_wandb_table_is_a_table_with_thumbnails_and_its_cells_are_text():
+    from snapshot_store.format.images import encode_png
+
+    png = encode_png(np.zeros((28, 28, 1), np.uint8))
+    hostile = "<img src=x onerror=alert(1)>"
+    record = {"columns": ["image", hostile], "rows": [[png, hostile], [None, 0.25]]}
+    assert record_problem(("table", "preds", 3, 1.0, record)) is None
+    assert record_problem(("table", "preds", 3, 1.0, {**record, "rows": [[1]]})) is not None
+    run = RunData("r")
+    run.extras.apply([("table", "preds", 3, 1.0, record)])
+    sent: list[dict] = []
+    ExtraWindows(lambda route, msg: sent.append(msg), "r").draw(run, now=0.0)
+    [msg] = [m for m in sent if m["win"] == extra_window("table", "preds")]
+    content = msg["data"][0]["content"]
+    assert msg["opts"]["title"] == "preds @ step 3"
+    assert content.count("<img src='data:image/png;base64,") == 1 and hostile not in content
+    assert content.count(html.escape(hostile, quote=False)) == 2 and ">0.25</td>" in content
+    assert ">None<" not in content  # an empty cell is empty
