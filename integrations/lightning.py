@@ -13,6 +13,7 @@ also becomes the points' epoch).
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import sys
 from argparse import Namespace
@@ -21,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import lightning
+from lightning.fabric.utilities.logger import _convert_params, _flatten_dict, _sanitize_params
 from lightning.pytorch.callbacks import Checkpoint
+from lightning.pytorch.core.saving import save_hparams_to_yaml
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.loggers.logger import rank_zero_experiment
 from lightning.pytorch.loggers.utilities import _scan_checkpoints
@@ -30,6 +33,7 @@ from lightning.pytorch.utilities.rank_zero import rank_zero_only
 
 from run_core.endings import ended_state
 from run_core.exit_codes import ExitCode
+from snapshot_store.format.kinds import OWN_RUN_TAG
 from trainer import SummaryWriter
 from trainer.ranks import distributed
 
@@ -38,6 +42,7 @@ from ._run import MonitorRun, check_adapter
 log = logging.getLogger(__name__)
 
 LIGHTNING_VERSIONS = ">=2.1,<3"
+HPARAMS_FILE = "hparams.yaml"  # TensorBoardLogger's NAME_HPARAMS_FILE, in log_dir
 
 
 class MonitorLogger(Logger):
@@ -119,20 +124,31 @@ class MonitorLogger(Logger):
         self,
         params: Mapping[str, Any] | Namespace,
         metrics: Mapping[str, float] | float | None = None,
+        step: int | None = None,
         *args: Any,
         **kwargs: Any,
     ) -> None:
-        """Make ``params`` (merged with earlier ones) the run's options in the store's metadata;
-        ``metrics`` are logged at step 0 as TensorBoardLogger does (a number as ``hp_metric``;
-        none, ``hp_metric`` = -1 unless ``default_hp_metric`` is off)."""
-        params = vars(params) if isinstance(params, Namespace) else dict(params)
+        """Make ``params`` (merged with earlier ones) the run's options in the store's metadata
+        and ``hparams.yaml``; with ``metrics`` (a number is ``hp_metric``; none, ``hp_metric``
+        = -1 unless ``default_hp_metric`` is off), log them at ``step`` (TensorBoard's 0 for
+        None) and store TensorBoard's hparams records as TensorBoardLogger writes them: a
+        session of ``params`` flattened (``model/depth``) and sanitized as Lightning does,
+        numbers as TensorBoard's floats, and the metrics' tags (their values: the scalars)."""
+        params = _convert_params(params if isinstance(params, Namespace) else dict(params))
         self._hparams.update(params)
         if self._run is not None:
             self._run.set_options(self._hparams)
         if metrics is None and self._default_hp_metric:
             metrics = {"hp_metric": -1}
-        if metrics is not None:
-            self.log_metrics(metrics if isinstance(metrics, Mapping) else {"hp_metric": metrics}, 0)
+        elif metrics is not None and not isinstance(metrics, Mapping):
+            metrics = {"hp_metric": metrics}
+        if metrics:
+            self.log_metrics(metrics, step)
+            session = {
+                k: _tensorboard_value(v) for k, v in _sanitize_params(_flatten_dict(params)).items()
+            }
+            tags = dict.fromkeys(map(str, metrics), math.nan)  # each value: its scalar's
+            self._open().writer.add_hparams_row(session, tags, OWN_RUN_TAG, step or 0)
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
@@ -149,8 +165,19 @@ class MonitorLogger(Logger):
         self._open().send([Path(path) for _mtime, path, _score, _tag in new])
 
     @rank_zero_only
+    def save(self) -> None:
+        """Write ``hparams.yaml`` (the hyperparameters, nested) in :attr:`log_dir` once, as
+        TensorBoardLogger does, when that directory exists."""
+        hparams_file = Path(self.log_dir) / HPARAMS_FILE
+        if hparams_file.parent.is_dir() and not hparams_file.is_file():
+            save_hparams_to_yaml(hparams_file, self._hparams)
+
+    @rank_zero_only
     def finalize(self, status: str) -> None:
-        """Close the store as the run ended (:func:`ended_state`); logging again later reopens it."""
+        """Close the store as the run ended (:func:`ended_state`), after ``hparams.yaml`` when
+        it succeeded (TensorBoardLogger's); logging again later reopens it."""
+        if status == "success":
+            self.save()
         if self._run is not None:
             run, self._run = self._run, None
             run.close(_state_for(status))
@@ -173,6 +200,16 @@ class MonitorLogger(Logger):
         state = self.__dict__.copy()
         state["_run"] = None
         return state
+
+
+def _tensorboard_value(value: Any) -> Any:
+    """A sanitized hyperparameter as TensorBoard's hparams session holds it: text as text,
+    a number, bool or tensor (its first value) as a float."""
+    if isinstance(value, str):
+        return value
+    if hasattr(value, "reshape"):  # a tensor: torch's hparams() takes its first value
+        value = value.reshape(-1)[0].item()
+    return float(value)
 
 
 def _state_for(status: str) -> str:

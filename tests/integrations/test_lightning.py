@@ -125,3 +125,48 @@ def test_the_templates_store_tensorboards_tags_steps_and_values(tmp_path, lit):
     assert {tag: sorted(steps) for tag, steps in images.items()} == {
         "validation/generated_images": [0, 1]
     }
+
+
+def _tensorboard_hparams(logdir: Path) -> tuple[dict, list[str]]:
+    """The hparams plugin's session (name -> value) and metric tags TensorBoard wrote."""
+    from google.protobuf.json_format import MessageToDict
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    [events] = logdir.glob("events.out.tfevents.*")
+    session: dict = {}
+    tags: list[str] = []
+    for event in EventFileLoader(str(events)).Load():
+        for value in event.summary.value:
+            if value.metadata.plugin_data.plugin_name != "hparams":
+                continue
+            data = plugin_data_pb2.HParamsPluginData.FromString(value.metadata.plugin_data.content)
+            if data.HasField("session_start_info"):
+                session = MessageToDict(data.session_start_info)["hparams"]
+            if data.HasField("experiment"):
+                tags = [info.name.tag for info in data.experiment.metric_infos]
+    return session, tags
+
+
+@pytest.mark.integration
+def test_log_hyperparams_with_metrics_stores_tensorboards_hparams_records_and_yaml(tmp_path, lit):
+    params = {"lr": 0.1, "layers": 3, "model": {"depth": 2, "act": "relu"}, "flag": True}
+    params |= {"widths": [8, 16], "none": None}
+    metrics = {"hp/metric_1": 0, "hp/metric_2": 0}
+    loggers = [
+        lit.TensorBoardLogger(tmp_path / "tb", default_hp_metric=False),
+        lit.MonitorLogger(tmp_path / "ours", default_hp_metric=False),
+    ]
+    for logger in loggers:  # Lightning's logging docs: the hparams, then the metrics they name
+        logger.log_hyperparams({"first": 1})  # no metrics, no hp_metric: no session yet
+        logger.log_hyperparams(params, metrics)
+        logger.log_metrics({"hp/metric_1": 0.25, "hp/metric_2": 0.5}, step=5)
+        logger.finalize("success")
+    tensorboard, ours = (Path(logger.log_dir) for logger in loggers)
+    session, tags = _tensorboard_hparams(tensorboard)
+    assert session["model/depth"] == 2.0 and session["widths"] == "[8, 16]"  # flattened, text
+    assert tags == list(metrics)
+    [[row]] = [rows.values() for rows in exported_records(ours / "pickle", "hparams").values()]
+    assert row["hparams"] == session and list(row["metrics"]) == tags
+    assert exported_scalars(ours / "pickle") == tensorboard_scalars(tensorboard)
+    assert (ours / "hparams.yaml").read_text() == (tensorboard / "hparams.yaml").read_text()
