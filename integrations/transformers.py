@@ -16,6 +16,8 @@ as it is: this callback is the one line to add.
 from __future__ import annotations
 
 import logging
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +116,20 @@ class MonitorCallback(TrainerCallback):
             name=args.run_name or None,  # the run's shown name, as W&B's callback names it
         )
         return self.run
+
+
+def replace_wandb() -> None:
+    """Make ``import wandb`` give :mod:`remote_train_monitor.wandb` (call it before the
+    ``Trainer`` is made): ``report_to="wandb"`` then runs Hugging Face's own
+    ``WandbCallback`` over it, so the run is named from ``run_name``, the end-of-training
+    values are summary-only and the config holds the model's config and
+    ``model/num_parameters``, as with W&B; offline, into the snapshot store."""
+    from integrations import wandb
+    from integrations.wandb_config import ConfigError
+
+    config_util = types.ModuleType("wandb.sdk.lib.config_util")  # the one W&B module HF imports
+    config_util.ConfigError = ConfigError  # type: ignore[attr-defined]
+    sys.modules.update({"wandb": wandb, "wandb.sdk.lib.config_util": config_util})
 
 
 def _output_dir(args: TrainingArguments) -> Path:

@@ -192,6 +192,9 @@ class Run:
     def pin_config_keys(self, keys: Any = ()) -> None:
         """W&B's: config keys its run page shows first; the config is stored as it is."""
 
+    def _label(self, **labels: Any) -> None:
+        """W&B's telemetry label (Hugging Face's ``WandbCallback`` sets one): nothing to send."""
+
     def _histogram(self, tag: str, tensor: Any) -> None:
         """Keep ``tensor`` (a copy: training changes it) as ``tag``'s histogram of this step."""
         if self._writer is not None:

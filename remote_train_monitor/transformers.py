@@ -1,5 +1,6 @@
-"""Hugging Face ``Trainer``: ``callbacks=[MonitorCallback()]`` (see :mod:`integrations.transformers`)."""
+"""Hugging Face ``Trainer``: ``callbacks=[MonitorCallback()]``, or ``replace_wandb()`` and
+``report_to="wandb"`` (see :mod:`integrations.transformers`)."""
 
-from integrations.transformers import MonitorCallback
+from integrations.transformers import MonitorCallback, replace_wandb
 
-__all__ = ["MonitorCallback"]
+__all__ = ["MonitorCallback", "replace_wandb"]

@@ -32,6 +32,7 @@ NOT_OURS = {
     "MODULE.py": "a placeholder for a user's alert hook module (docs/viewer.md)",
     "myalerts.py": "a user's alert hook, written out in docs/viewer.md",
     "loss_log.txt": "a run's console log, written by trainer/training/console.py",
+    "hparams.yaml": "Lightning's file in a run's log_dir, written by MonitorLogger.save()",
 }
 
 
