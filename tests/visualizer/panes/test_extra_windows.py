@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from snapshot_store.format.images import encode_png
 from snapshot_store.format.schema import SCHEMAS, record_problem
 from snapshot_store.read.store_reader import Update
 from tests.fixtures.logged.writer_calls import call_every_method
@@ -66,7 +67,11 @@ def test_every_method_with_a_pane_shows_in_visdom(tmp_path, visdom_server, reade
         for step in range(1, 4):
             writer.add_histogram("distribution centers", np.random.random(1000) + step, step)
             writer.add_scalar("twse/0050", float(step), step)
+        png = encode_png(np.zeros((8, 8, 3), np.uint8))  # a W&B-style Table, as wandb.log stores it
+        table = {"columns": ["image", "note"], "rows": [[png, "<b>as text</b>"]]}
+        writer.recorder.log_record("table", "predictions", table, 2)
     wins = {
+        extra_window("table", "predictions"),
         extra_window("text", "lstm"),
         extra_window("graph", "graph"),
         extra_window("text", "onnx_graph"),
@@ -94,6 +99,8 @@ def test_every_method_with_a_pane_shows_in_visdom(tmp_path, visdom_server, reade
     assert median[0] == [1, 2, 3] and median[1][2] > median[1][1] > median[1][0]
     assert "<audio controls>" in _content(reader, run_name, extra_window("audio", "audio"))
     assert "data:image/gif" in _content(reader, run_name, extra_window("video", "video"))
+    table = _content(reader, run_name, extra_window("table", "predictions"))
+    assert "<img src='data:image/png;base64," in table and "&lt;b&gt;as text&lt;/b&gt;" in table
     mesh = json.loads(reader.viz.get_window_data(extra_window("mesh", "my_mesh"), run_name))
     assert mesh["content"]["data"][0]["type"] == "mesh3d"
     chart = reader.traces(run_name, extra_window("layout", "Taiwan_twse"))
@@ -315,8 +322,6 @@ SCALARS_OF_LIGHTNING = [("", "hp_metric", -1.0), ("", "train_loss", 0.5)]
 
 
 def test_a_wandb_table_is_a_table_with_thumbnails_and_its_cells_are_text():
-    from snapshot_store.format.images import encode_png
-
     png = encode_png(np.zeros((28, 28, 1), np.uint8))
     hostile = "<img src=x onerror=alert(1)>"
     record = {"columns": ["image", hostile], "rows": [[png, hostile], [None, 0.25]]}
