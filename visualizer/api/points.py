@@ -23,6 +23,7 @@ from snapshot_store.read.store_reader import READ_BYTES, Source, StoreReader
 
 STEP_KEY, TIMESTAMP_KEY = "_step", "_timestamp"  # W&B's names of a history row's step and time
 RUNTIME_KEY = "_runtime"  # W&B's: seconds from the run's start
+ROW_KEYS = (STEP_KEY, TIMESTAMP_KEY, RUNTIME_KEY)  # every row's own columns, not series
 WHOLE_MAX = 2.0**53  # past it a float64 is whole whatever was logged
 
 

@@ -22,7 +22,7 @@ from snapshot_store.read.store_reader import Source, read_store
 
 from .filters import MISSING, Fields, dig, fields_of, summary_of
 from .logged_table import LoggedTable, tables_of
-from .points import WHOLE_MAX, HistoryTable, read_series, table
+from .points import ROW_KEYS, WHOLE_MAX, HistoryTable, read_series, table
 
 
 @dataclass(frozen=True)
@@ -120,6 +120,8 @@ class ApiRun:
     def _table(self, keys: Sequence[str] | None) -> HistoryTable:
         if isinstance(keys, str):  # history("loss") would otherwise read as l, o, s, s
             keys = [keys]
+        if keys is not None:  # a row's own columns are in every row: W&B takes them as asked
+            keys = [key for key in keys if key not in ROW_KEYS]
         rows = table(read_series(self.source, keys))
         return rows if keys is None else rows.having(list(keys))
 
