@@ -6,7 +6,8 @@
     {"summary.val/loss": {"$lt": 0.3}}       # a last value ("summary_metrics." as W&B)
     {"$and": [{...}, {...}]}, {"$or": [...]}, {"$nor": [...]}
 
-A field is ``name`` (``display_name``), ``state``, ``created_at`` (the start, Unix seconds),
+A field is ``name`` (``display_name``), ``state``, ``created_at`` (the start: compared with
+W&B's ISO 8601 text, ``"2026-01-31T12:00:00Z"`` or ``"2026-01-31"``, in UTC),
 ``config.KEY`` or ``summary.KEY`` (``summary_metrics.KEY``); a condition is a value (equal to
 it) or one dict of ``$eq $ne $in $nin $gt $gte $lt $lte $regex $exists``. Anything else is
 refused at once with a ValueError of one line, before any run is read. A string is the text
@@ -16,6 +17,7 @@ comparison searches names, as the runs table's filter box does. ``order`` sorts 
 
 from __future__ import annotations
 
+import datetime
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -134,6 +136,15 @@ def summary_of(summary: RunSummary) -> dict[str, Any]:
     return values
 
 
+def created_at_text(started: float | None) -> str | None:
+    """W&B's ``created_at`` of a run that started at ``started`` (Unix seconds): ISO 8601 in
+    UTC, ``2026-01-31T12:00:00Z``, which sorts as the times do; None when unknown."""
+    if started is None:
+        return None
+    when = datetime.datetime.fromtimestamp(started, datetime.UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def fields_of(
     summary: RunSummary,
     name: str | None = None,
@@ -209,8 +220,29 @@ def _compiled(filters: object) -> Test:
             continue
         if not isinstance(field, str):
             raise _refuse(field, "a field is a string")
+        if field == "created_at":
+            condition = _in_seconds(condition)
         tests.append(_on_field(_getter(field), _condition(field, condition)))
     return _combined(tests, "$and")
+
+
+def _in_seconds(condition: Any) -> Any:
+    """``created_at``'s condition with W&B's ISO 8601 texts (UTC unless they say) as Unix
+    seconds, the field's own form; ValueError naming a text that is not a time."""
+    if isinstance(condition, Mapping):
+        return {op: _in_seconds(operand) for op, operand in condition.items()}
+    if isinstance(condition, list | tuple):
+        return [_in_seconds(operand) for operand in condition]
+    if not isinstance(condition, str):
+        return condition
+    try:
+        when = datetime.datetime.fromisoformat(condition)
+    except ValueError:
+        why = "created_at is compared with a time, e.g. '2026-01-31T12:00:00Z'"
+        raise _refuse(condition, why) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return when.timestamp()
 
 
 def _combined(tests: list[Test], how: str) -> Test:

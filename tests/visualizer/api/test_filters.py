@@ -9,6 +9,7 @@ from visualizer.api.filters import compile_filters, dig
 RUN = {
     "name": "lr-0.01",
     "state": "finished",
+    "created_at": 1795867200.5,  # 2026-11-28T12:00:00.5Z
     "config": {"lr": 0.01, "model": {"depth": 3}, "tags": ["a"]},
     "summary": {"val/loss": 0.25},
 }
@@ -34,6 +35,9 @@ RUN = {
         ({"$or": [{"state": "failed"}, {"config.lr": 0.01}]}, True),
         ({"$and": [{"state": "finished"}, {"config.lr": 0.1}]}, False),
         ({"config.optimizer": {"$gt": 1}}, False),  # absent: outside any range
+        ({"created_at": {"$gt": "2026-11-28T12:00:00Z"}}, True),  # W&B's ISO text, UTC
+        ({"created_at": {"$lt": "2026-11-28"}}, False),
+        ({"created_at": {"$gte": "2026-11-28T13:00:00+02:00"}}, True),  # 11:00 UTC
     ],
 )
 def test_each_filter_keeps_the_runs_it_names(filters, kept):
@@ -54,6 +58,7 @@ def test_a_string_beside_a_number_is_outside_the_range_not_an_error():
         ({"$or": {"state": "x"}}, "$or takes a list"),
         ({"config.lr": {"$in": 3}}, "$in takes a list"),
         (["state"], "filters are a dict"),
+        ({"created_at": {"$gt": "yesterday"}}, "compared with a time"),
     ],
 )
 def test_a_filter_it_can_not_take_is_refused_in_one_line_naming_it(filters, named):

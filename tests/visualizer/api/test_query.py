@@ -13,7 +13,7 @@ from visualizer.api.query import MAX_FILTER_CHARS, MAX_FILTER_DEPTH, is_expressi
 RUN = {
     "name": "lr-0.01-seed-3",
     "state": "running",
-    "created_at": 1000.0,
+    "created_at": 1795867200.0,  # 2026-11-28T12:00:00Z
     "config": {"lr": 0.01, "seed": 3, "optimizer": "adam", "model": {"depth": 3}, "flag": True},
     "summary": {"seed": 4, "val/loss": 0.25, "note": 'say "hi"'},
 }
@@ -43,7 +43,8 @@ RUN = {
         ("missing<1", False),
         ("missing==null", False),
         ("lr>=1e-2 and lr<=.01 and seed>-1", True),
-        ("created_at>999.5", True),
+        ('created_at>"2026-11-01"', True),
+        ('created_at<"2026-11-28T11:59"', False),
         (r'note=="say \"hi\""', True),
         (r'name~"seed-\d$"', True),  # an escape other than a quote's is kept for the regex
         ("LR>0.001 AND seed==3", False),  # keys are as logged; and/or/not in any case
