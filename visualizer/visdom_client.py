@@ -127,7 +127,20 @@ class VisdomClient:
                 f"visdom at {self.url} answered /{route} with HTTP {response.status_code}: "
                 f"{response.text[:200]}"
             )
+        self._note_env(route, msg)
         return response.text
+
+    def _note_env(self, route: str, msg: dict[str, Any]) -> None:
+        """Keep the env listing true to what this client did since it was taken: a window drawn
+        creates its env, a deleted env is gone. A listing taken a moment before a new env's
+        first draw, trusted for that env, had half of 200 runs opened quickly rebuilt."""
+        env = msg.get("eid")
+        if not isinstance(env, str):
+            return
+        if route in _DRAWING_ROUTES:
+            self._envs.add(env)
+        elif route == "delete_env":
+            self._envs.discard(env)
 
     def env_listed(self, env: str, now: float, max_age: float, not_before: float) -> bool:
         """Whether ``env`` is on the server, from one listing of every env.
