@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 
 INDEX_ENV = "main"
 PAGE_ROWS = 100
-REFRESH_S = 2.0  # rebuilt at most this often; re-sent only when it changed
+REFRESH_S = 2.0  # rebuilt for new data at most this often; re-sent only when it changed
 _ORDERS = ("descending", "ascending")
 _FILTER_ROW, _STATE_ROW, _SORT_ROW, _ORDER_ROW, _SERIES_ROW, _PAGE_ROW, _BASELINE_ROW = range(7)
 _CELL = ' style="padding: 1px 12px 1px 0; text-align: left; white-space: nowrap"'
@@ -98,8 +98,11 @@ class RunsTable:
         now = time.time() if now is None else now
         self._apply_page_events()
         built = (state.version, self.view, self.compare_env, self.baseline)
-        if not force and now - self._built_at < REFRESH_S and self._html is not None:
-            return self._draw_controls()  # 10,000 rows are sorted at most this often
+        # A page's choice (filter, sort, page, baseline) is drawn at once; the data's changes
+        # at most every REFRESH_S (10,000 rows are sorted at most this often for them).
+        chosen = self._built is None or built[1:] != self._built[1:]
+        if not (force or chosen) and now - self._built_at < REFRESH_S and self._html is not None:
+            return self._draw_controls()
         if self._live_at != state.version:  # a running run's row may fall silent
             self._live_at = state.version
             self._live = any(s.state == "running" for s in state.summaries)
