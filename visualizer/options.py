@@ -281,8 +281,9 @@ def _add_scale_options(parser: argparse.ArgumentParser) -> None:
         type=megabytes,
         default=DEFAULT_MEMORY_BUDGET_MB,
         metavar="MB",
-        help="memory the runs opened from the runs table may hold; past it the least "
-        "recently opened leave memory, read back from the store when opened again "
+        help="memory the viewer and the visdom it started may hold (their resident memory); "
+        "past it the runs opened from the runs table leave memory and visdom, least recently "
+        "opened first, read back from the store when opened again "
         "(default %(default)g)",
     )
 

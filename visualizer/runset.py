@@ -31,6 +31,7 @@ from visualizer.panes.screen import Screen
 from visualizer.sources.catalog import Catalog, Entry
 
 from .feeds import Feed, PollSchedule
+from .tree_memory import tree_rss
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ DEFAULT_MEMORY_BUDGET_MB = 300.0
 PROGRESS_LOG_INTERVAL = 5.0  # while many runs are read, a line this often
 READING_TABLE_S = 1.0  # while runs are read, the table's rows are listed again this often
 OPENED_GRACE_S = 5.0  # a run just opened from the page stays, whatever the budget
+TREE_CHECK_S = 1.0  # how often the process tree's memory is measured against the budget
 
 
 def compared(summaries: Sequence[RunSummary], selection: Selection, count: int) -> list[RunSummary]:
@@ -64,16 +66,18 @@ def compared(summaries: Sequence[RunSummary], selection: Selection, count: int) 
     return sorted(summaries, key=rank)[:count]
 
 
-def over_budget(feeds: Iterable[Feed], keep: set[str], budget: int, now: float) -> list[Feed]:
+def over_budget(
+    feeds: Iterable[Feed], keep: set[str], budget: int, now: float, grace: float = OPENED_GRACE_S
+) -> list[Feed]:
     """The feeds to let go so the rest hold at most ``budget`` bytes: never those in ``keep``
-    (by name) or just opened, the least recently opened first."""
+    (by name) or opened in the last ``grace`` seconds, the least recently opened first."""
     feeds = list(feeds)
     held = sum(feed.memory for feed in feeds)
     out: list[Feed] = []
     for feed in sorted(feeds, key=lambda f: f.opened):
         if held <= budget:
             break
-        if feed.spec.name not in keep and feed.opened < now - OPENED_GRACE_S:
+        if feed.spec.name not in keep and feed.opened < now - grace:
             out.append(feed)
             held -= feed.memory
     return out
@@ -102,6 +106,7 @@ class RunSet:
         self.schedule = schedule  # a new feed's poll schedule, by whether it is remote
         self.compare = compare
         self.memory_budget = int(memory_budget_mb * (1 << 20))
+        self._tree_at = -math.inf  # when the tree's memory was last measured
         self.known: dict[str, Entry] = {}  # every named run --runs selects
         self.unmatched: set[str] = set()  # runs found that --runs leaves out
         self.feeds: dict[str, Feed] = {}  # the followed runs
@@ -255,10 +260,30 @@ class RunSet:
             self._drawing.setdefault(name, []).append(drawn)
         keep = set(self.screen.compared if self.screen.compared is not None else self.feeds)
         keep.update(self.running())
-        for feed in over_budget(self.feeds.values(), keep, self.memory_budget, now):
+        if set(self.feeds) <= keep:
+            return  # nothing could leave: the tree is not measured
+        budget = self._series_budget(now)
+        grace = OPENED_GRACE_S
+        if budget < self.memory_budget:  # the tree is past it: a run leaves once drawn
+            keep.update(self._drawing)
+            grace = 0.0
+        for feed in over_budget(self.feeds.values(), keep, budget, now, grace):
             del self.feeds[feed.spec.name]
             self.screen.remove_run(feed.spec.name)
             log.debug("run %r leaves memory (--memory-budget)", feed.spec.name)
+
+    def _series_budget(self, now: float) -> int:
+        """The bytes the runs' series may hold: ``--memory-budget``, less what the process
+        tree (this viewer and the visdom it started) holds past it, measured at most every
+        TREE_CHECK_S (between two measures, and without ``/proc``: the budget itself)."""
+        if now - self._tree_at < TREE_CHECK_S:
+            return self.memory_budget
+        self._tree_at = now
+        rss = tree_rss()
+        if rss is None or rss <= self.memory_budget:
+            return self.memory_budget
+        held = sum(feed.memory for feed in self.feeds.values())
+        return max(0, min(self.memory_budget, held - (rss - self.memory_budget)))
 
     def drawn(self) -> None:
         """After a sync: tell the page's links whose runs are drawn now."""
