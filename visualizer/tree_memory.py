@@ -32,15 +32,20 @@ def _rss(pid: int) -> int:
         return 0
 
 
+def tree(pid: int) -> list[int]:
+    """Process ``pid`` and every descendant still running (as ``/proc`` lists them)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo += _children(current)
+    return found
+
+
 def tree_rss(pid: int | None = None) -> int | None:
     """Resident bytes of process ``pid`` (this one) and every descendant, summed; None where
     ``/proc`` does not tell."""
     root = os.getpid() if pid is None else pid
     if not (_PROC / str(root) / "statm").exists():
         return None
-    total, todo = 0, [root]
-    while todo:
-        current = todo.pop()
-        total += _rss(current)
-        todo += _children(current)
-    return total
+    return sum(_rss(each) for each in tree(root))

@@ -3,6 +3,7 @@ opened from the runs table leave the viewer and their envs leave visdom once pas
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -19,7 +20,7 @@ from tests.fixtures.servers.waiting import wait_until
 from visualizer.layout import safe_id
 from visualizer.panes.runs_table import INDEX_ENV
 from visualizer.server.endpoint import VisdomEndpoint
-from visualizer.tree_memory import tree_rss
+from visualizer.tree_memory import tree, tree_rss
 
 pytestmark = pytest.mark.integration  # starts the visualizer and its visdom
 
@@ -56,8 +57,11 @@ def test_runs_opened_past_a_budget_the_tree_exceeds_leave_visdom_once_drawn(tmp_
             assert status == 303
         # The compared runs' envs, the index, the comparison, and the last opened at most.
         wait_until(lambda: len(reader.envs()) <= COMPARE + 4, timeout=60)
-        proc.send_signal(signal.SIGTERM)
+        below = tree(proc.pid)[1:]
+        assert below, "the visdom server it started"
+        proc.send_signal(signal.SIGTERM)  # the exit after many opens: 0, nothing left behind
         assert proc.wait(timeout=60) == ExitCode.OK, log.read_text()[-3000:]
+        wait_until(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in below), timeout=30)
         assert "Traceback" not in log.read_text()
     finally:
         reap(proc)
