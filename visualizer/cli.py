@@ -223,6 +223,8 @@ def _run(follower: Follower, args: argparse.Namespace) -> int:
             return ExitCode.UNAVAILABLE
         if args.once:
             return _once(follower)
+        if server is not None:  # its memory counts in --memory-budget
+            follower.runset.visdom_pid = server.pid
         follower.run()  # until SIGTERM, or until --parent-pid's process ends
         return ExitCode.OK
     finally:

@@ -281,7 +281,7 @@ def _add_scale_options(parser: argparse.ArgumentParser) -> None:
         type=megabytes,
         default=DEFAULT_MEMORY_BUDGET_MB,
         metavar="MB",
-        help="memory the viewer and the visdom it started may hold (their resident memory); "
+        help="memory the followed runs' series and the visdom server started here may hold; "
         "past it the runs opened from the runs table leave memory and visdom, least recently "
         "opened first, read back from the store when opened again "
         "(default %(default)g)",

@@ -39,7 +39,7 @@ DEFAULT_MEMORY_BUDGET_MB = 300.0
 PROGRESS_LOG_INTERVAL = 5.0  # while many runs are read, a line this often
 READING_TABLE_S = 1.0  # while runs are read, the table's rows are listed again this often
 OPENED_GRACE_S = 5.0  # a run just opened from the page stays, whatever the budget
-TREE_CHECK_S = 1.0  # how often the process tree's memory is measured against the budget
+VISDOM_CHECK_S = 1.0  # how often the visdom server's memory is measured for the budget
 
 
 def compared(summaries: Sequence[RunSummary], selection: Selection, count: int) -> list[RunSummary]:
@@ -106,7 +106,10 @@ class RunSet:
         self.schedule = schedule  # a new feed's poll schedule, by whether it is remote
         self.compare = compare
         self.memory_budget = int(memory_budget_mb * (1 << 20))
-        self._tree_at = -math.inf  # when the tree's memory was last measured
+        # The visdom server this viewer started (its process tree's memory counts in the
+        # budget), and that memory as last measured, when.
+        self.visdom_pid: int | None = None
+        self._visdom_rss, self._visdom_at = 0, -math.inf
         self.known: dict[str, Entry] = {}  # every named run --runs selects
         self.unmatched: set[str] = set()  # runs found that --runs leaves out
         self.feeds: dict[str, Feed] = {}  # the followed runs
@@ -261,29 +264,23 @@ class RunSet:
         keep = set(self.screen.compared if self.screen.compared is not None else self.feeds)
         keep.update(self.running())
         if set(self.feeds) <= keep:
-            return  # nothing could leave: the tree is not measured
-        budget = self._series_budget(now)
+            return  # nothing could leave: visdom is not measured
+        budget = self.memory_budget - self._visdom_memory(now)
         grace = OPENED_GRACE_S
-        if budget < self.memory_budget:  # the tree is past it: a run leaves once drawn
-            keep.update(self._drawing)
+        if budget < sum(feed.memory for feed in self.feeds.values()) and self._visdom_rss:
+            keep.update(self._drawing)  # visdom's share puts the tree past it: leave once drawn
             grace = 0.0
         for feed in over_budget(self.feeds.values(), keep, budget, now, grace):
             del self.feeds[feed.spec.name]
             self.screen.remove_run(feed.spec.name)
             log.debug("run %r leaves memory (--memory-budget)", feed.spec.name)
 
-    def _series_budget(self, now: float) -> int:
-        """The bytes the runs' series may hold: ``--memory-budget``, less what the process
-        tree (this viewer and the visdom it started) holds past it, measured at most every
-        TREE_CHECK_S (between two measures, and without ``/proc``: the budget itself)."""
-        if now - self._tree_at < TREE_CHECK_S:
-            return self.memory_budget
-        self._tree_at = now
-        rss = tree_rss()
-        if rss is None or rss <= self.memory_budget:
-            return self.memory_budget
-        held = sum(feed.memory for feed in self.feeds.values())
-        return max(0, min(self.memory_budget, held - (rss - self.memory_budget)))
+    def _visdom_memory(self, now: float) -> int:
+        """Resident bytes of the visdom server this viewer started (0: none, or no ``/proc``),
+        measured at most every VISDOM_CHECK_S."""
+        if self.visdom_pid is not None and now - self._visdom_at >= VISDOM_CHECK_S:
+            self._visdom_rss, self._visdom_at = tree_rss(self.visdom_pid) or 0, now
+        return self._visdom_rss
 
     def drawn(self) -> None:
         """After a sync: tell the page's links whose runs are drawn now."""

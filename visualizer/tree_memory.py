@@ -1,4 +1,4 @@
-"""The resident memory of this process and its descendants (the visdom server it started).
+"""The resident memory of a process and its descendants (the visdom server a viewer started).
 
 Read from Linux's ``/proc``: where it is absent, :func:`tree_rss` says None and
 ``--memory-budget`` counts the runs' series alone.
@@ -42,10 +42,9 @@ def tree(pid: int) -> list[int]:
     return found
 
 
-def tree_rss(pid: int | None = None) -> int | None:
-    """Resident bytes of process ``pid`` (this one) and every descendant, summed; None where
-    ``/proc`` does not tell."""
-    root = os.getpid() if pid is None else pid
-    if not (_PROC / str(root) / "statm").exists():
+def tree_rss(pid: int) -> int | None:
+    """Resident bytes of process ``pid`` and every descendant, summed; None where ``/proc``
+    does not tell (or ``pid`` ended)."""
+    if not (_PROC / str(pid) / "statm").exists():
         return None
-    return sum(_rss(each) for each in tree(root))
+    return sum(_rss(each) for each in tree(pid))

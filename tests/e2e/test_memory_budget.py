@@ -1,4 +1,4 @@
-"""``--memory-budget`` counts the viewer's process tree, the visdom it started included: runs
+"""``--memory-budget`` counts the visdom server the viewer started beside the runs' series: runs
 opened from the runs table leave the viewer and their envs leave visdom once past it."""
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ OPEN_LINK = re.compile(r'href="(http://127\.0\.0\.1:\d+/open/)[^"]+"')
 
 def test_runs_opened_past_a_budget_the_tree_exceeds_leave_visdom_once_drawn(tmp_path):
     """Issue 48: 200 opens grew visdom's server from 67 to 103 MB outside the budget. A budget
-    below what the viewer and its visdom hold at rest: each run opened leaves once drawn, and
-    visdom keeps the compared runs' envs and a few, not one per run opened."""
+    below what its visdom holds at rest: each run opened leaves once drawn, and visdom keeps
+    the compared runs' envs and a few, not one per run opened."""
     runs = tmp_path / "sweep"
     names = write_small_runs(runs, RUNS)
     log = tmp_path / "visualizer.log"
@@ -51,7 +51,7 @@ def test_runs_opened_past_a_budget_the_tree_exceeds_leave_visdom_once_drawn(tmp_
         found = OPEN_LINK.search(reader.windows(INDEX_ENV)[table]["content"])
         assert found is not None
         rss = tree_rss(proc.pid)
-        assert rss is not None and rss > 20 << 20, "the viewer and its visdom, measured"
+        assert rss is not None and rss > 20 << 20, "the viewer and its visdom, measured in /proc"
         for name in names:  # as the runs table's links open them, one after another
             status, _, _ = http_get(found.group(1) + name, {"Host": found.group(1).split("/")[2]})
             assert status == 303

@@ -98,6 +98,11 @@ class VisdomServer:
         return self.endpoint.url
 
     @property
+    def pid(self) -> int | None:
+        """The server's process id while it was started here and not stopped."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
     def running(self) -> bool:
         """Whether our child process is alive."""
         return self._proc is not None and self._proc.poll() is None
