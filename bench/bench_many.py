@@ -187,6 +187,8 @@ def _exit_row(runs: int, ours: dict, tb: dict | None, pace: Pace) -> dict:
     if ours["left"]:
         text += f"; {len(ours['left'])} child process(es) still running 2 s after it, killed"
     when = "" if ours["url_s"] is not None else " (sent at the start's cap, still starting)"
+    if ours.get("opened"):
+        when = f" after {ours['opened']} runs opened from the table{when}"
     return {
         "benchmark": f"{runs:,} local runs: SIGTERM -> exit{when}",
         "ours": text,

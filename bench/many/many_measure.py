@@ -154,6 +154,7 @@ def measure_visualizer(
                 out["cpu"] = cpu_share(proc.pid, pace.cpu)
                 _sleepuntil(started + pace.memory_idle)
                 out["rss_idle"] = tree_rss(proc.pid)
+                out["opened"] = open_runs(work, runs)  # the exit, after a person's use
     finally:
         out["exit_s"], out["left"] = terminate_tree(proc, pace.exit_cap)
     out["peak"] = peak.peak
@@ -253,6 +254,16 @@ def open_run(work: Path, name: str) -> float | None:
         if err.code != 303:
             return None
     return time.perf_counter() - began
+
+
+OPENED_BEFORE_EXIT = 200  # runs opened from the table's links before SIGTERM (issue 48)
+
+
+def open_runs(work: Path, runs: int) -> int:
+    """Open up to OPENED_BEFORE_EXIT runs one after another through the runs table's links, as
+    a person clicking through them; how many answered."""
+    opened = (open_run(work, run_name(index)) for index in range(min(runs, OPENED_BEFORE_EXIT)))
+    return sum(seconds is not None for seconds in opened)
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

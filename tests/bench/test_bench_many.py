@@ -80,6 +80,7 @@ def test_measures_run_end_to_end_on_five_runs(tmp_path, chromium_driver):
     assert ours["url_s"] is not None, (tmp_path / "work" / "visualizer.log").read_text()
     assert ours["cpu"] is not None and ours["rss_idle"] > 0 and ours["peak"] >= ours["rss_url"]
     assert ours["exit_s"] is not None and not ours["left"]
+    assert ours["opened"] == 5, "every run opened through the table's links before the exit"
     tb = measure_tensorboard(tmp_path / "tb", 5, tmp_path / "tb-work", points=100, pace=QUICK)
     assert None not in (tb["runs_s"], tb["first_s"], tb["last_s"], tb["cpu"]), tb
     assert ours["read_s"] is not None and ours["open_s"] is not None, ours
