@@ -39,6 +39,7 @@ demo: $(DEMO_STAMP)
 # e.g. `pytest tests/trainer` on a bare GPU box, the tests needing one are skipped).
 test: $(STAMP)
 	bash scripts/ensure_chromium.sh
+	bash scripts/ensure_firefox.sh
 	REQUIRE_ALL_PARTS=1 $(BIN)/python -m pytest $(XDIST) --durations=20 $(PYTEST_ARGS)
 
 # The fast half of the suite: no server, browser, torchrun or worker process.

@@ -36,6 +36,7 @@ os.environ.pop(WEBHOOK_VAR, None)
 pytest_plugins = [
     "tests.fixtures.servers.net",
     "tests.fixtures.servers.visdom",
+    "tests.fixtures.servers.firefox",
     "tests.fixtures.servers.s3",
     "tests.fixtures.servers.disk",
     "tests.fixtures.servers.npm",

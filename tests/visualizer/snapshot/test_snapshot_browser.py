@@ -15,6 +15,19 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from snapshot_store import Recorder
+from tests.fixtures.runs.snapshot_pages import (
+    NAMES,
+    PAYLOAD_KEY,
+    PAYLOAD_NAME,
+    PAYLOAD_SERIES,
+    PAYLOAD_VALUE,
+    PLOTS_JS,
+    POINTS,
+    START,
+    ZOOM_JS,
+    loss,
+    payload_snapshot,
+)
 from tests.fixtures.servers.pages import BROWSER_WAIT_S, console_errors, screenshot
 from visualizer.__main__ import main
 from visualizer.model.decimate import decimate_indices
@@ -23,53 +36,14 @@ from visualizer.model.smoothing import Smoother
 from visualizer.model.traces import local_ms
 from visualizer.snapshot.columns import packed, unpacked
 
-POINTS = 10_000
-START = 1_750_000_000.0
-PAYLOAD_NAME = '<img src=x onerror="window.__pwned=1">run'
-PAYLOAD_KEY = "<script>window.__pwned=2</script>"
-PAYLOAD_VALUE = "</script><b onmouseover=alert(1)>x</b>"
-PAYLOAD_SERIES = "<i>slanted</i>\u2028&amp;"  # Plotly reads its strings as a little HTML
-NAMES = [PAYLOAD_NAME, "run-1", "run-2"]
-
-# Each plot: its title and raw traces' x (the smoothed ones carry meta "smoothed").
-PLOTS_JS = """
-return Array.from(document.querySelectorAll('.js-plotly-plot'))
-  .filter(div => div._fullLayout).map(div => ({
-    title: div.layout.title.text,
-    raw: div.data.filter(t => t.meta !== 'smoothed').map(t => ({name: t.name, x: t.x})),
-    smooth: div.data.filter(t => t.meta === 'smoothed').map(t => ({x: t.x, y: t.y})),
-  }));
-"""
-ZOOM_JS = """
-const div = Array.from(document.querySelectorAll('.js-plotly-plot'))
-  .find(d => d.layout.title.text === arguments[0]);
-return Plotly.relayout(div, {'xaxis.range': arguments[1]});
-"""
 AXIS_JS = """
 return document.querySelector('#run-0 .js-plotly-plot')._fullLayout.xaxis.type;
 """
 
 
-def _loss(step: int, run: int) -> float:
-    return 1 / (1 + step / 500) + 0.05 * math.sin(step / 40 + run) + 0.01 * ((step * 7919) % 13)
-
-
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("snapshot")
-    for run, name in enumerate(NAMES):
-        options = {"lr": 0.01 * (run + 1), PAYLOAD_KEY: PAYLOAD_VALUE}
-        with Recorder(root / f"r{run}" / "pickle", name=name, options=options) as rec:
-            for step in range(POINTS):
-                values = {"loss": _loss(step, run), "lr": 0.01 * 0.999**step}
-                rec.log(values, step=step, wall_time=START + step)  # a step a second
-            if not run:
-                rec.log({PAYLOAD_SERIES: 1.0}, step=0)
-                picture = np.full((8, 8, 3), 200, np.uint8)
-                rec.log_image("sample", picture, 5, dataformats="HWC", captions=[PAYLOAD_NAME])
-    out = root / "snapshot.html"
-    assert main(["snapshot", "--pickle-dir", str(root), "--out", str(out)]) == 0
-    return out
+    return payload_snapshot(tmp_path_factory.mktemp("snapshot"))
 
 
 def _open(driver, page: Path) -> None:
@@ -120,7 +94,7 @@ def test_smoothing_and_decimation_are_the_viewers(chromium_driver, page):
     drawn = _plot(chromium_driver, "train losses", 1)  # run-1's
     series = Series()
     steps = list(range(POINTS))
-    series.extend(steps, [_loss(s, 1) for s in steps], [0.0] * POINTS)
+    series.extend(steps, [loss(s, 1) for s in steps], [0.0] * POINTS)
     values = series.values()
     assert drawn["raw"][0]["x"] == decimate_indices(values, 1000).tolist()
     smoother = Smoother(0.6)
@@ -230,7 +204,7 @@ def test_seeds_are_compared_as_their_mean_and_band(chromium_driver, tmp_path):
         options = {"lr": 0.1, "seed": seed}
         with Recorder(tmp_path / f"s{seed}" / "pickle", name=f"s{seed}", options=options) as rec:
             for step in range(200):
-                rec.log({"loss": _loss(step, seed)}, step=step, wall_time=START + step)
+                rec.log({"loss": loss(step, seed)}, step=step, wall_time=START + step)
     out = tmp_path / "seeds.html"
     assert main(["snapshot", "--pickle-dir", str(tmp_path), "--out", str(out)]) == 0
     chromium_driver.get(out.as_uri())
