@@ -17,7 +17,7 @@ from run_core.tags import tag_of
 from visualizer import markup
 from visualizer.markup import Html
 from visualizer.model.rundata import RunData, SeriesKey
-from visualizer.model.summary import best_is_highest, dotted, run_best
+from visualizer.model.summary import best_is_highest, dotted, run_best, run_config
 
 from .values import full_text, value_cell, value_text
 
@@ -33,11 +33,9 @@ _CELL = ' style="padding: 1px 12px 1px 0; text-align: left; white-space: nowrap"
 
 
 def _options(run: RunData) -> dict[str, Any]:
-    """The run's stored options, by name (sorted); empty when it stored none."""
-    options = (run.meta or {}).get("options")
-    if not isinstance(options, dict):
-        return {}
-    return {str(k): v for k, v in sorted(options.items(), key=lambda kv: str(kv[0]))}
+    """The run's config as the runs table shows it (its stored options, and the hparams it
+    logged: :func:`.summary.run_config`), by name (sorted); empty when it stored none."""
+    return dict(sorted(run_config(run).items()))
 
 
 def options_of(run: RunData) -> dict[str, str]:

@@ -37,6 +37,16 @@ def test_a_runs_options_are_listed_escaped_and_cut():
     assert "stored no options" in run_table(run("b", None))
 
 
+def test_a_runs_page_lists_the_hparams_it_logged_as_the_runs_table_does():
+    """add_hparams' lr and seed are in the runs table's row (the run's config): its page too."""
+    data = run("a", None)
+    data.apply(Update(status={"state": "finished", "hparams": {"lr": 0.01, "seed": 3}}))
+    assert from_run(data).config == {"lr": 0.01, "seed": 3}
+    table = run_table(data)
+    assert "stored no options" not in table
+    assert table.index("lr") < table.index("0.01") < table.index("seed")
+
+
 def test_the_summary_a_run_set_follows_its_options_dotted_and_escaped():
     data = run("a", {"lr": 0.1})
     summary = {"best_model": "<img src=x onerror=alert(1)>", "best": {"epoch": 3}, "c": [1, 2]}
