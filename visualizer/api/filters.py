@@ -35,7 +35,7 @@ T = TypeVar("T")
 
 MISSING = object()
 ACCEPTED = (
-    "fields name, state, config.KEY, summary.KEY; a value, or one of "
+    "fields name, state, created_at, config.KEY, summary.KEY; a value, or one of "
     "$eq $ne $in $nin $gt $gte $lt $lte $regex $exists; $and/$or/$nor of such filters"
 )
 _FIELDS = {"name": "name", "display_name": "name", "state": "state", "created_at": "created_at"}
@@ -134,15 +134,6 @@ def summary_of(summary: RunSummary) -> dict[str, Any]:
     if summary.duration is not None:
         values["_runtime"] = summary.duration
     return values
-
-
-def created_at_text(started: float | None) -> str | None:
-    """W&B's ``created_at`` of a run that started at ``started`` (Unix seconds): ISO 8601 in
-    UTC, ``2026-01-31T12:00:00Z``, which sorts as the times do; None when unknown."""
-    if started is None:
-        return None
-    when = datetime.datetime.fromtimestamp(started, datetime.UTC)
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def fields_of(

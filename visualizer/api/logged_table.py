@@ -29,10 +29,15 @@ class LoggedTable:
 
 
 def _cell(value: Any) -> Any:
-    if isinstance(value, bytes):  # the store keeps an image cell as PNG bytes
-        from PIL import Image
+    """A cell as read back: an image cell (the store keeps its PNG bytes) as a Pillow image;
+    bytes that are no image stay bytes, so one hostile cell costs the table nothing else."""
+    if isinstance(value, bytes):
+        from PIL import Image, UnidentifiedImageError
 
-        return Image.open(io.BytesIO(value))
+        try:
+            return Image.open(io.BytesIO(value))
+        except (UnidentifiedImageError, Image.DecompressionBombError, OSError):
+            return value
     return value
 
 

@@ -7,6 +7,7 @@ The first five come from the run's small documents (read when the run was listed
 
 from __future__ import annotations
 
+import datetime
 import io
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from run_core.tags import tag_of
 from snapshot_store.format.summary import RunSummary, SeriesStats
 from snapshot_store.read.store_reader import Source, read_store
 
-from .filters import MISSING, Fields, created_at_text, dig, fields_of, summary_of
+from .filters import MISSING, Fields, dig, fields_of, summary_of
 from .logged_table import LoggedTable, tables_of
 from .points import ROW_KEYS, WHOLE_MAX, HistoryTable, read_series, table
 
@@ -108,7 +109,10 @@ class ApiRun:
     def created_at(self) -> str | None:
         """W&B's: when the run started, ISO 8601 in UTC (``2026-01-31T12:00:00Z``); None
         when unknown."""
-        return created_at_text(self.start)
+        if self.start is None:
+            return None
+        when = datetime.datetime.fromtimestamp(self.start, datetime.UTC)
+        return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def __repr__(self) -> str:
         return f"<Run {self.name} ({self.state})>"
