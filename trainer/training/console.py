@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from run_core.redaction import redact_text
+from trainer.training.interrupts import signals_at_the_end
 from transfer_plugins.common import S3_URI_ENV
 
 _pkg_log = logging.getLogger("trainer")
@@ -112,8 +113,25 @@ def log_through_tqdm() -> Iterator[None]:
         for lg in (logging.getLogger(), _pkg_log)
         if any(_is_console_logging_handler(h) for h in lg.handlers)
     ]
-    with logging_redirect_tqdm(loggers) if loggers else nullcontext():
+    with (
+        logging_redirect_tqdm(loggers, tqdm_class=_tqdm_writing_whole())
+        if loggers
+        else nullcontext()
+    ):
         yield
+
+
+def _tqdm_writing_whole() -> type:
+    """tqdm whose ``write`` (each log line) is not cut by SIGTERM or Ctrl-C inside its lock."""
+    from tqdm import tqdm
+
+    class _WritingWhole(tqdm):
+        @classmethod
+        def write(cls, s: str, file: Any = None, end: str = "\n", nolock: bool = False) -> None:
+            with signals_at_the_end():
+                super().write(s, file=file, end=end, nolock=nolock)
+
+    return _WritingWhole
 
 
 def _thread_lock_only() -> None:

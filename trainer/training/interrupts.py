@@ -86,6 +86,32 @@ def terminate_later() -> Iterator[None]:
         signal.signal(signal.SIGTERM, _raise_terminated)
 
 
+@contextmanager
+def signals_at_the_end() -> Iterator[None]:
+    """SIGTERM and Ctrl-C that arrive in this block are delivered again at its end.
+
+    For code that holds a lock an exception must not cut: a signal raised inside
+    tqdm's write lock leaves it half-taken, and logging prints "--- Logging error ---"
+    with a traceback where one line should be. Main thread only (where handlers run).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    previous = {
+        signum: signal.signal(signum, lambda number, frame: came.append(number))
+        for signum in (signal.SIGINT, signal.SIGTERM)
+        if signal.getsignal(signum) is not None  # None: not set from Python, left as is
+    }
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for number in dict.fromkeys(came):
+            signal.raise_signal(number)  # the restored handler acts on it, here
+
+
 def close_at_exit(owner: object, close: Callable[[str], object]) -> None:
     """Call ``close(state)`` when ``owner`` is collected or the interpreter exits, once.
 
