@@ -31,9 +31,8 @@ from bench.bench_many import scales, seconds
 from bench.many.live_runs import LiveRuns
 from bench.many.many_measure import (
     PACE,
-    READ_ALL,
     Pace,
-    log_text,
+    all_read,
     open_run,
     until,
     visualizer,
@@ -101,8 +100,8 @@ def _kinds(counts: Counter[str]) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in counts.most_common())
 
 
-def measure_s3(server: Any, work: Path, pace: Pace = PACE) -> dict[str, Any]:
-    """With :data:`LIVE` runs training beside the finished ones: requests and seconds until the
+def measure_s3(server: Any, work: Path, runs: int, pace: Pace = PACE) -> dict[str, Any]:
+    """With :data:`LIVE` runs training beside the ``runs`` finished ones: requests and seconds until the
     URL and until every summary is read; then a live run's new points and a new run timed
     until the viewer shows them; then requests over ``pace.s3_idle`` s, finished runs' apart."""
     from tests.fixtures.servers.seaweed import CONFLICTING_ENV
@@ -121,7 +120,7 @@ def measure_s3(server: Any, work: Path, pace: Pace = PACE) -> dict[str, Any]:
             out["start"] = proxy.snapshot()
             if printed.seconds is not None:
                 # Idle is once every run's summary is in: the first read is not idle.
-                out["read_s"] = until(lambda: READ_ALL in log_text(work), began, pace.start_cap)
+                out["read_s"] = until(all_read(work, runs + LIVE), began, pace.start_cap)
                 out["read"] = proxy.snapshot() - out["start"]
                 reader = VisdomReader(VisdomEndpoint.parse(printed.base))
                 open_run(work, "live-00")  # its page, opened as a person does: then drawn
@@ -289,7 +288,7 @@ def run(pace: Pace = PACE) -> list[dict]:
             began = time.perf_counter()
             files = upload(server, root / "runs")
             took = time.perf_counter() - began
-            ours = measure_s3(server, root / "work", pace)
+            ours = measure_s3(server, root / "work", runs, pace)
             ours["boto3_s"] = boto3_read(server)
     return rows(runs, files, took, ours, pace)
 

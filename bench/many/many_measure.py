@@ -147,7 +147,7 @@ def measure_visualizer(
                     out["table_s"] = table_drawn(driver, printed.base, runs, pace.start_cap)
                     driver.get("about:blank")  # an open page is not the viewer's idle
                 # Up to --compare runs are all read before the URL; past it, this line says when.
-                out["read_s"] = until(_all_read(work, runs), started, pace.start_cap)
+                out["read_s"] = until(all_read(work, runs), started, pace.start_cap)
                 time.sleep(pace.settle)
                 # The oldest run (not compared, so not read yet), on a settled viewer.
                 out["open_s"] = open_run(work, run_name(0))
@@ -161,8 +161,9 @@ def measure_visualizer(
     return out
 
 
-def _all_read(work: Path, runs: int) -> Callable[[], bool]:
-    """Whether the visualizer in ``work`` has read every run's summary."""
+def all_read(work: Path, runs: int) -> Callable[[], bool]:
+    """Whether the visualizer in ``work`` has read every run's summary: the line it logs past
+    :data:`DEFAULT_COMPARE` runs; fewer are read with the first table (no line to wait for)."""
     return (lambda: READ_ALL in log_text(work)) if runs > DEFAULT_COMPARE else (lambda: True)
 
 
@@ -191,7 +192,7 @@ def measure_comparison(
         printed = wait_url(proc, began, pace.start_cap)
         out["why"] = printed.why
         if printed.seconds is not None:
-            out["read_s"] = until(_all_read(work, runs), began, pace.start_cap)
+            out["read_s"] = until(all_read(work, runs), began, pace.start_cap)
             env = env_name("compare", Path(source).name, True)
             for round_, way in itertools.product(range(pace.rounds), WAYS):
                 profile = work / f"chromium-{round_}-{way}"

@@ -131,4 +131,5 @@ def test_the_s3_measures_time_live_points_a_new_run_and_idle_requests(tmp_path, 
     idle = next(row for text, row in rows.items() if "every finished run together" in text)
     assert idle["ours"].isdigit(), idle
     read = next(row for text, row in rows.items() if "summary read" in text)
+    assert read["ours"].split(",")[0].endswith(" s"), read  # timed, not waited out to the cap
     assert read["reference"].startswith("boto3 alone") and read["reference"].endswith(" s"), read
