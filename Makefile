@@ -38,8 +38,7 @@ demo: $(DEMO_STAMP)
 # REQUIRE_ALL_PARTS=1: a missing browser, SeaweedFS or visdom fails the run (elsewhere,
 # e.g. `pytest tests/trainer` on a bare GPU box, the tests needing one are skipped).
 test: $(STAMP)
-	bash scripts/ensure_chromium.sh
-	bash scripts/ensure_firefox.sh
+	bash scripts/ensure_browsers.sh
 	REQUIRE_ALL_PARTS=1 $(BIN)/python -m pytest $(XDIST) --durations=20 $(PYTEST_ARGS)
 
 # The fast half of the suite: no server, browser, torchrun or worker process.
@@ -48,7 +47,7 @@ unit: $(STAMP)
 
 # Pages left open on a 30-minute run (make test runs the same test for under a minute).
 soak: $(STAMP)
-	bash scripts/ensure_chromium.sh
+	bash scripts/ensure_browsers.sh
 	SOAK_SECONDS=$${SOAK_SECONDS:-1800} REQUIRE_ALL_PARTS=1 $(BIN)/python -m pytest tests/e2e/test_soak.py $(PYTEST_ARGS)
 
 # The long fuzz runs at full size (10,000 cases; make test runs a twentieth: tests/fixtures/fuzz.py).
