@@ -40,3 +40,8 @@ def plain(value: Any) -> Any:
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     return str(value)
+
+
+def amount(size: int) -> str:
+    """A byte count as people read it: ``312.5 kB``, ``1.2 MB``."""
+    return f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size / 1e3:.1f} kB"

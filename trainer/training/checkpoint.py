@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from run_core.atomic import atomic_file
-from trainer.training.console import amount
+from run_core.values import amount
 from trainer.training.disk_full import DiskFullError, out_of_space
 
 # The run dir's checkpoints: the newest state (resumed from) and the best validation score's.

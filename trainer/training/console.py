@@ -19,11 +19,6 @@ from transfer_plugins.common import S3_URI_ENV
 _pkg_log = logging.getLogger("trainer")
 
 
-def amount(size: int) -> str:
-    """A byte count as people read it: ``312.5 kB``, ``1.2 MB``."""
-    return f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size / 1e3:.1f} kB"
-
-
 class RedactSecrets(logging.Filter):
     """Log lines with :func:`~run_core.values.redact_text` applied (URL logins, tokens)."""
 

@@ -15,7 +15,7 @@ import shlex
 import time
 from pathlib import Path
 
-from trainer.training.console import amount
+from run_core.values import amount
 from transfer_plugins.runner import TRANSFER_DRAIN_S, TransferRunner
 
 log = logging.getLogger("trainer.training.sync")
