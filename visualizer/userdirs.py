@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 CACHE_NAME = "remote-train-monitor"
@@ -50,16 +51,22 @@ def write_if_changed(path: Path, data: bytes) -> bool:
     """Atomically write ``data`` to ``path`` unless it already holds exactly that."""
     if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
         return False
+    write_atomically(path, [data])
+    return True
+
+
+def write_atomically(path: Path, chunks: Iterable[bytes]) -> None:
+    """Write ``chunks`` to a temp file beside ``path``, then rename it to ``path``: a reader
+    sees the old file or the whole new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     # A temp name of its own: two visualizers may complete the same cache at once.
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(name)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            f.writelines(chunks)
         tmp.chmod(0o644)  # mkstemp's 0600 would hide a shared install's files from others
         tmp.replace(path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return True

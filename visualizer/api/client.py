@@ -14,16 +14,18 @@ import logging
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from visualizer.model.summary import RunSummary
 from visualizer.sources.catalog import Read, read_error
-from visualizer.sources.runs import Found, locate, name_in
+from visualizer.sources.runs import Found, LocalRuns, S3Runs, locate, name_in
 from visualizer.sources.s3 import FETCHES_AT_ONCE, S3ReadError
-from visualizer.sources.summary_read import read_summary
+from visualizer.sources.summary_read import read_summary, status_version
 
 from .filters import compile_filters, ordered
-from .run import ApiRun
+from .run import ApiRun, Documents
+from .summary_cache import SummaryCache, lazily
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +45,8 @@ def _read(found: Found) -> Read:
 
 
 def read_runs(root: str, s3_client: Any = None) -> list[ApiRun]:
-    """Every run at ``root`` (a path or an ``s3://`` URL), from its documents.
+    """Every run at ``root`` (a path or an ``s3://`` URL), from its documents: those of a run
+    whose status did not change since the last listing from the cache (:mod:`.summary_cache`).
 
     FileNotFoundError (one line) when there is none; S3ReadError when S3 fails.
     """
@@ -51,20 +54,48 @@ def read_runs(root: str, s3_client: Any = None) -> list[ApiRun]:
     found = runs.found()
     if not found:
         raise FileNotFoundError(f"no snapshot store found: expected {runs.waiting_for()}")
+    cache = SummaryCache(str(root))
+    versions = _versions(runs, found)
+    kept = [cache.get(f.key, version) for f, version in zip(found, versions, strict=True)]
+    unread = [f for f, entry in zip(found, kept, strict=True) if entry is None]
     with _cycles_collected_after():
-        if any(f.remote for f in found):  # requests wait on the network: many at once
+        if any(f.remote for f in unread):  # requests wait on the network: many at once
             with ThreadPoolExecutor(FETCHES_AT_ONCE, thread_name_prefix="api-runs") as pool:
-                reads = list(pool.map(_read, found))
+                reads = iter(list(pool.map(_read, unread)))
         else:
             # On this thread: decoding is Python, and threads handing 10,000 small reads
             # over to this one cost a third more CPU than reading them here.
-            reads = [_read(f) for f in found]
+            reads = (_read(f) for f in unread)
         listed = []
-        for store, read in zip(found, reads, strict=True):
-            spec = runs.name(store, name_in(read.meta))
-            assert read.summary is not None  # read_summary always computes one
-            listed.append(ApiRun(spec.name, store.source, read.summary, read.meta))
+        for store, version, entry in zip(found, versions, kept, strict=True):
+            if entry is None:
+                read = next(reads)
+                entry = cache.put(store.key, version, read)
+                if entry is None:  # not kept: held as read
+                    assert read.summary is not None  # read_summary always computes one
+                    spec = runs.name(store, name_in(read.meta))
+                    listed.append(ApiRun(spec.name, store.source, read.summary, read.meta))
+                    continue
+            spec = runs.name(store, entry.name)
+            load = lazily(entry.text, partial(_documents, store))
+            listed.append(ApiRun.lazily(spec.name, store.source, load))
+    cache.save()
     return listed
+
+
+def _versions(runs: LocalRuns | S3Runs, found: list[Found]) -> list[object]:
+    """Each store's status version: size and mtime (a stat each), or the ETag of one listing."""
+    if isinstance(runs, S3Runs):
+        etags = runs.status_versions() if len(found) > 1 else {}
+        return [etags.get(f.key) for f in found]
+    return [status_version(f.source) for f in found]
+
+
+def _documents(found: Found) -> Documents:
+    """``found``'s summary and meta, read now (its cache entry did not decode)."""
+    read = _read(found)
+    assert read.summary is not None
+    return read.summary, read.meta
 
 
 @contextmanager
@@ -109,6 +140,8 @@ class Api:
         keep = compile_filters(filters)  # refused before anything is read
         ordered([], [], order)  # an order it can not take too
         runs = read_runs(path, self.s3_client)
+        if filters is None and order is None:
+            return runs  # each run's documents decoded only when asked for
         fields = [r.fields() for r in runs]
         kept = [(run, field) for run, field in zip(runs, fields, strict=True) if keep(field)]
         return ordered([run for run, _f in kept], [field for _r, field in kept], order)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import datetime
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -23,6 +24,8 @@ from snapshot_store.read.store_reader import Source, read_store
 from .filters import MISSING, Fields, dig, fields_of, summary_of
 from .logged_table import LoggedTable, tables_of
 from .points import ROW_KEYS, WHOLE_MAX, HistoryTable, read_series, table
+
+Documents = tuple[RunSummary, dict[str, Any] | None]  # a run's summary and meta, as read
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,10 @@ def _run_config(meta: dict[str, Any] | None, summary: RunSummary) -> dict[str, A
 
 
 class ApiRun:
-    """A run read from its store (see the module); :attr:`path` is where that store is."""
+    """A run read from its store (see the module); :attr:`path` is where that store is.
+
+    Its documents are decoded when first asked for (:meth:`lazily`): listing 100,000 runs
+    holds each as a short text until then."""
 
     def __init__(
         self, name: str, source: Source, summary: RunSummary, meta: dict[str, Any] | None
@@ -83,17 +89,62 @@ class ApiRun:
         self.name = name
         self.source = source
         self.path = source.describe("").rstrip("/")
-        self.state = summary.state  # finished, failed, stopped, running, or "no status yet"
-        self.run_summary = summary  # as read: the comparison picks runs by it (runset.compared)
-        self.config = _run_config(meta, summary)
-        #: Each series' count, last step and value, min and max (for a best-value table).
-        self.stats: dict[str, SeriesStats] = dict(summary.series)
-        self.start = summary.started  # Unix time, None when unknown
-        self.duration = summary.duration  # seconds from the start to the last update
-        self.step = summary.step  # the last step the run's status names
-        self.summary = RunSummaryDict(  # values as logged: text, dicts too
-            {key: as_json(value) for key, value in summary_of(summary).items()}
-        )
+        self._load: Callable[[], Documents] | None = None
+        self._documents: Documents | None = (summary, meta)
+
+    @classmethod
+    def lazily(cls, name: str, source: Source, load: Callable[[], Documents]) -> ApiRun:
+        """The run whose summary and meta ``load`` gives, called once, when first needed."""
+        run = cls.__new__(cls)
+        run.name, run.source, run.path = name, source, source.describe("").rstrip("/")
+        run._load, run._documents = load, None
+        return run
+
+    @property
+    def run_summary(self) -> RunSummary:
+        """The summary as read: the comparison picks runs by it (runset.compared)."""
+        if self._documents is None:
+            assert self._load is not None
+            self._documents, self._load = self._load(), None
+        return self._documents[0]
+
+    @property
+    def state(self) -> str:
+        """finished, failed, stopped, running, or "no status yet"."""
+        return self.run_summary.state
+
+    @property
+    def start(self) -> float | None:
+        """Unix time, None when unknown."""
+        return self.run_summary.started
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from the start to the last update."""
+        return self.run_summary.duration
+
+    @property
+    def step(self) -> int | None:
+        """The last step the run's status names."""
+        return self.run_summary.step
+
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        """The run's options as stored, then its hparams."""
+        summary = self.run_summary
+        assert self._documents is not None
+        return _run_config(self._documents[1], summary)
+
+    @cached_property
+    def stats(self) -> dict[str, SeriesStats]:
+        """Each series' count, last step and value, min and max (for a best-value table)."""
+        return dict(self.run_summary.series)
+
+    @cached_property
+    def summary(self) -> RunSummaryDict:
+        """Values as logged: text, dicts too (W&B's ``run.summary``)."""
+        values = summary_of(self.run_summary)
+        return RunSummaryDict({key: as_json(value) for key, value in values.items()})
 
     def fields(self) -> Fields:
         """What a filter or an order looks at of this run (:mod:`.filters`)."""

@@ -1,0 +1,191 @@
+"""The Api's cache of run documents: a run whose ``status.pickle`` did not change since the
+last listing is not read again.
+
+One file per listed location in the user's cache directory
+(``~/.cache/remote-train-monitor/api-summaries/<digest>.jsonl``, see :mod:`visualizer.userdirs`),
+JSON lines: a header naming the format and the location, then a line a run::
+
+    ["<store key>", <status version>, "<name its meta gives>" or null]<TAB>[<status>, <meta or null>]
+
+The version is the status' size and mtime (local) or its ETag and size (S3); a run whose
+version differs is read again. The documents are kept as text and decoded when a run's
+config or summary is first asked for, by the same reader a fresh read goes through
+(:func:`~visualizer.model.summary.from_documents`): 100,000 runs listed hold 100,000 short
+texts, not a million dicts. A cache file is input like any other: one over
+:data:`MAX_CACHE_BYTES`, with another header or unreadable is ignored (and rewritten); a line
+that does not decode is a run read again. Only documents JSON gives back as they were
+(no bytes, tuples or non-text keys) are kept; the others are read on every listing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple, TextIO
+
+from visualizer.model.summary import from_documents
+from visualizer.sources.runs import name_in
+from visualizer.sources.summary_read import Read, meta_in
+from visualizer.userdirs import user_cache_dir, write_atomically
+
+from .run import Documents
+
+log = logging.getLogger(__name__)
+
+CACHE_FOLDER = "api-summaries"
+FORMAT = "remote-train-monitor api summaries 1"
+MAX_CACHE_BYTES = 1 << 30  # a bigger file is not read (100,000 runs took about 80 MB)
+MAX_LINE_CHARS = 1 << 20  # a run's line; a status is some hundred bytes to 100 kB
+
+
+class CachedRun(NamedTuple):
+    """One run as the cache keeps it: its status version, its name, its documents' text."""
+
+    version: object
+    name: str | None
+    text: str
+
+
+def cache_file(location: str) -> Path:
+    """The cache file of the runs at ``location`` (a directory or an ``s3://`` URL)."""
+    digest = hashlib.sha256(location.encode()).hexdigest()[:16]
+    return user_cache_dir() / CACHE_FOLDER / f"{digest}.jsonl"
+
+
+def encoded(read: Read) -> str | None:
+    """``read``'s documents as the cache keeps them; None for a read not to keep (no summary
+    in its status, or documents that JSON would not give back as they are)."""
+    status = read.status
+    if read.error is not None or not isinstance(status, dict) or "series" not in status:
+        return None
+    documents = [status, None if meta_in(status) is not None else read.meta]
+    try:
+        text = json.dumps(documents, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):  # bytes, sets, cycles
+        return None
+    if len(text) > MAX_LINE_CHARS or repr(json.loads(text)) != repr(documents):
+        return None  # a tuple, a numpy number or an int key would come back changed
+    return text
+
+
+def decoded(text: str) -> Documents:
+    """The summary and meta ``text`` (:func:`encoded`) holds; ValueError when it holds none."""
+    try:
+        documents = json.loads(text)
+    except RecursionError as err:
+        raise ValueError("nested too deep") from err
+    if not isinstance(documents, list) or len(documents) != 2:
+        raise ValueError("not [status, meta]")
+    status, meta = documents
+    if not isinstance(status, dict) or not (meta is None or isinstance(meta, dict)):
+        raise ValueError("not [status, meta]")
+    meta = meta_in(status) or meta
+    return from_documents("", meta, status), meta
+
+
+class SummaryCache:
+    """The cached documents of one location's runs (see the module), and those read now."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        self.path = cache_file(location)
+        self.old = self._load()
+        self.new: dict[str, CachedRun] = {}
+
+    def _load(self) -> dict[str, CachedRun]:
+        """The file's runs by key; nothing when it is absent, too big or not this cache's."""
+        runs: dict[str, CachedRun] = {}
+        try:
+            if self.path.stat().st_size > MAX_CACHE_BYTES:
+                log.warning("%s: over %d bytes, not read", self.path, MAX_CACHE_BYTES)
+                return runs
+            with self.path.open(encoding="utf-8", newline="\n") as file:
+                if file.readline(MAX_LINE_CHARS).rstrip("\n") != self._header():
+                    return runs
+                for line in iter(lambda: file.readline(MAX_LINE_CHARS), ""):
+                    if not line.endswith("\n"):  # longer than a line may be (or cut short)
+                        _skip_line(file)
+                        continue
+                    _add_entry(runs, line[:-1])
+        except (OSError, UnicodeDecodeError):
+            return {}
+        return runs
+
+    def _header(self) -> str:
+        return json.dumps({"format": FORMAT, "location": self.location})
+
+    def get(self, key: str, version: object) -> CachedRun | None:
+        """What is kept for ``key`` at ``version``, None when not kept at that version."""
+        kept = self.old.get(key)
+        if version is None or kept is None or kept.version != version:
+            return None
+        if kept.text[:2] != "[{" or kept.text[-1:] != "]":  # cut short or not [status, meta]
+            return None
+        self.new[key] = kept
+        return kept
+
+    def put(self, key: str, version: object, read: Read) -> CachedRun | None:
+        """Keep ``read`` for ``key`` at ``version``; None when it is not one to keep
+        (:func:`encoded`) or there is no version."""
+        text = encoded(read)
+        if version is None or text is None:
+            return None
+        entry = self.new[key] = CachedRun(version, name_in(read.meta), text)
+        return entry
+
+    def save(self) -> None:
+        """Write the runs kept by this listing, when they are not what the file holds; a cache
+        that can not be written is only logged."""
+        if self.new == self.old:
+            return
+        try:
+            write_atomically(self.path, self._lines())
+        except OSError as err:
+            log.warning("can not write the runs cache %s (%s): runs are read again", self.path, err)
+
+    def _lines(self) -> Iterator[bytes]:
+        """The file's lines (see the module), each ending in a newline."""
+        yield f"{self._header()}\n".encode()
+        for key, entry in sorted(self.new.items()):
+            head = json.dumps([key, entry.version, entry.name], separators=(",", ":"))
+            yield f"{head}\t{entry.text}\n".encode()
+
+
+def _skip_line(file: TextIO) -> None:
+    """Read past the rest of the line ``file`` is in."""
+    while (rest := file.readline(MAX_LINE_CHARS)) and not rest.endswith("\n"):
+        pass
+
+
+def _add_entry(runs: dict[str, CachedRun], line: str) -> None:
+    """The run ``line`` keeps, into ``runs``; a line that does not decode is left out (that
+    run is read again)."""
+    head, tab, text = line.partition("\t")
+    try:
+        key, version, name = json.loads(head)
+    except (ValueError, TypeError, RecursionError):
+        return
+    if tab and isinstance(key, str) and isinstance(name, str | None):
+        runs[key] = CachedRun(_version(version), name, text)
+
+
+def _version(value: Any) -> object:
+    """A version as the file holds it (a list for a tuple), as :func:`status_version` gives it."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+def lazily(text: str, read_again: Callable[[], Documents]) -> Callable[[], Documents]:
+    """A loader of ``text``'s documents; a text that does not decode (the file was changed
+    between listing and asking) reads the run again."""
+
+    def load() -> Documents:
+        try:
+            return decoded(text)
+        except ValueError as err:
+            log.warning("runs cache: a run's entry does not decode (%s): reading it again", err)
+            return read_again()
+
+    return load
