@@ -9,28 +9,48 @@ into pandas beside TensorBoard's EventAccumulator on the same points, a sweep to
   reference reads the same points, written as TensorBoard event files with TensorBoard's
   own writer, with its ``EventAccumulator`` (every scalar kept) into the same DataFrame;
 * 1,000 of those runs (3,000,000 points) exported to one Parquet file; the reference is
-  the CSV export of the same runs.
+  the CSV export of the same runs;
+* 100,000 runs listed, in a process of their own (its peak RSS is the listing's): the first
+  time, then again from the cache of run documents (visualizer/api/summary_cache.py). The
+  runs are written once and kept (bench/tools/kept_runs.py).
 
 Times are wall clock, the best of a few rounds where a round is short; the CPU seconds of
 the process (every thread) come beside them: on a shared machine they move less.
-``BENCH_API_RUNS`` (default 10,000) and ``BENCH_API_POINTS`` (1,000,000) scale it down.
+``BENCH_API_RUNS`` (default 10,000), ``BENCH_API_POINTS`` (1,000,000) and
+``BENCH_API_BIG_RUNS`` (100,000; 0 leaves those rows out) scale it down.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
+from bench.tools.kept_runs import kept_runs
 from visualizer.api import Api
 from visualizer.sources.export import export
 from workloads.many_runs import write_runs, write_tensorboard_runs
 
 LIST_TARGET_S, HISTORY_TARGET_S, PARQUET_TARGET_S = 3.0, 1.0, 5.0
+BIG_TARGET_S, BIG_TARGET_MB = 10.0, 500.0
+# One listing in a process of its own: wall seconds, CPU seconds, runs listed, peak RSS in MB.
+_LIST_ALONE = """
+import json, resource, sys, time
+from visualizer.api import Api
+wall, cpu = time.perf_counter(), time.process_time()
+runs = Api().runs(sys.argv[1])
+wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+assert runs[-1].summary and runs[-1].config
+print(json.dumps([wall, cpu, len(runs), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]))
+"""
 EXPORTED_RUNS = 1000
 
 
@@ -108,10 +128,40 @@ def _sweep_rows(root: Path, runs: int) -> list[dict]:
     return rows
 
 
+def _listed_alone(folder: Path, cache: Path) -> tuple[float, float, int, float]:
+    """Api().runs(folder) in a new process whose cache is ``cache``: its wall and CPU seconds,
+    the runs listed and the process' peak RSS (MB)."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    done = subprocess.run(
+        [sys.executable, "-c", _LIST_ALONE, str(folder)],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    wall, cpu, listed, peak_mb = json.loads(done.stdout.strip().splitlines()[-1])
+    return wall, cpu, listed, peak_mb
+
+
+def _big_rows(root: Path, runs: int) -> list[dict]:
+    """``runs`` kept runs listed by new processes: with no cache, then with the first's."""
+    folder, _took = kept_runs(runs)
+    rows = []
+    for when in ("the first time (no cache)", "again (their documents from the cache)"):
+        wall, cpu, listed, peak_mb = _listed_alone(folder, root / "cache")
+        assert listed == runs, (listed, runs)
+        row = _row(f"Api().runs(): {runs:,} runs listed {when}", wall, cpu, BIG_TARGET_S)
+        row["ours"] += f", peak RSS {peak_mb:.0f} MB"
+        row["target"] += f" and <= {BIG_TARGET_MB:.0f} MB"
+        row["met"] = wall <= BIG_TARGET_S and peak_mb <= BIG_TARGET_MB
+        rows.append({**row, "reference": "", "ratio": ""})
+    return rows
+
+
 def run() -> list[dict]:
     """The suite's rows (see the module)."""
     runs = int(os.environ.get("BENCH_API_RUNS", "10000"))
     points = int(os.environ.get("BENCH_API_POINTS", "1000000"))
+    big = int(os.environ.get("BENCH_API_BIG_RUNS", "100000"))
     with tempfile.TemporaryDirectory(prefix="bench-api-") as tmp:
         root = Path(tmp)
-        return _sweep_rows(root, runs) + _history_rows(root, points)
+        with mock.patch.dict(os.environ, {"XDG_CACHE_HOME": str(root / "user-cache")}):
+            rows = _sweep_rows(root, runs) + _history_rows(root, points)  # the first listing
+        return rows + (_big_rows(root, big) if big else [])
