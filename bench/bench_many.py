@@ -1,14 +1,16 @@
-"""Many runs: the visualizer following 1,000 and 10,000 finished local runs, beside
+"""Many runs: the visualizer following 1,000, 10,000 and 100,000 finished local runs, beside
 ``tensorboard --logdir`` on the same 1,000 runs, measured in the same run.
 
-    python -m bench many                    # 1,000 and 10,000 runs: about 10-15 minutes
+    python -m bench many                    # 1,000 to 100,000 runs: about 25 minutes
     BENCH_MANY_RUNS=200 python -m bench many   # one quick scale (or a list: 1000,10000)
 
 Each scale is written fresh by :mod:`workloads.many_runs` (3 series x 1,000 points a
-run, the store's own writer), then the visualizer's command line starts on it with
+run, the store's own writer; 100,000 runs, some 11 GB, are written once and kept:
+:mod:`bench.tools.kept_runs`), then the visualizer's command line starts on it with
 its own visdom, as a user starts it, and :mod:`bench.many.many_measure` takes start -> URL,
 memory and idle CPU of the whole process tree, and SIGTERM -> exit. The issue's
-targets are for 10,000 runs; smaller scales show their trend. S3 has its own suite,
+targets are for 10,000 runs and past (every summary read: 3 s at 10,000, 15 s at 100,000);
+smaller scales show their trend. S3 has its own suite,
 ``python -m bench many_s3`` (bench/bench_many_s3.py).
 """
 
@@ -30,11 +32,13 @@ from bench.many.many_measure import (
     measure_tensorboard,
     measure_visualizer,
 )
+from bench.tools.kept_runs import kept_runs
 from bench.tools.process_tree import MB
 from tests.fixtures.servers.visdom import start_chromium
 from workloads.many_runs import write_runs, write_tensorboard_runs
 
-SCALES = (1_000, 10_000)
+SCALES = (1_000, 10_000, 100_000)
+KEPT_FROM = 100_000  # scales from this one are written once and kept (bench/tools/kept_runs.py)
 TARGET_RUNS = 10_000  # the scale the issue's targets are set for
 TB_RUNS = 1_000  # TensorBoard's share: 10,000 runs of event files would take it many minutes
 log = logging.getLogger(__name__)
@@ -101,7 +105,7 @@ def _timed_row(runs: int, benchmark: str, value: float | None, why: str, cap: fl
 
 def _read_row(runs: int, ours: dict) -> dict:
     what = "every run's summary read (the table whole), after the URL"
-    return _timed_row(runs, what, ours["read_s"], "not read", 3.0)
+    return _timed_row(runs, what, ours["read_s"], "not read", 15.0 if runs >= KEPT_FROM else 3.0)
 
 
 def _table_row(runs: int, ours: dict) -> dict:
@@ -220,6 +224,14 @@ def scale_rows(runs: int, ours: dict, tb: dict | None, pace: Pace = PACE) -> lis
     ]
 
 
+def _written(root: Path, runs: int) -> tuple[Path, float | None]:
+    """The folder of ``runs`` runs and the seconds writing them took (None: kept from before)."""
+    if runs >= KEPT_FROM:
+        return kept_runs(runs)
+    store = root / f"runs-{runs}"
+    return store, timed(write_runs, store, runs)
+
+
 def run(pace: Pace = PACE) -> list[dict]:
     """Rows for each scale: ours (TensorBoard beside it at its scale), then the generator's speed."""
     counts = scales()
@@ -234,14 +246,16 @@ def run(pace: Pace = PACE) -> list[dict]:
         driver = start_chromium(root)  # started before any visualizer: its own start not timed
         try:
             for runs in counts:
-                store = root / f"runs-{runs}"
-                generated.append((runs, timed(write_runs, store, runs)))
+                store, took = _written(root, runs)
+                if took is not None:
+                    generated.append((runs, took))
                 ours = measure_visualizer(str(store), root / f"work-{runs}", runs, pace, driver)
                 rows += scale_rows(runs, ours, tb if runs == tb_runs else None, pace)
                 work = root / f"cmp-{runs}"
                 compared = measure_comparison(str(store), work, runs, start_chromium, pace)
                 rows += compare_rows(runs, compared)
-                shutil.rmtree(store)  # 10,000 runs hold about 1 GB
+                if runs < KEPT_FROM:
+                    shutil.rmtree(store)  # 10,000 runs hold about 1 GB
         finally:
             driver.quit()
         rows += [_generator_row(runs, took, tb_runs, tb_took) for runs, took in generated]

@@ -133,3 +133,17 @@ def test_the_s3_measures_time_live_points_a_new_run_and_idle_requests(tmp_path, 
     read = next(row for text, row in rows.items() if "summary read" in text)
     assert read["ours"].split(",")[0].endswith(" s"), read  # timed, not waited out to the cap
     assert read["reference"].startswith("boto3 alone") and read["reference"].endswith(" s"), read
+
+
+def test_every_summary_read_is_held_to_3_s_at_10000_runs_and_15_s_at_100000():
+    from bench.bench_many import _read_row
+
+    assert "target" not in _read_row(1_000, {"read_s": 2.0})
+    assert (
+        _read_row(10_000, {"read_s": 4.0})["target"],
+        _read_row(10_000, {"read_s": 4.0})["met"],
+    ) == ("<= 3 s", False)
+    assert (
+        _read_row(100_000, {"read_s": 14.0})["target"],
+        _read_row(100_000, {"read_s": 14.0})["met"],
+    ) == ("<= 15 s", True)
