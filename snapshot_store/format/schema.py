@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from snapshot_store.format import packed
+from snapshot_store.format import artifacts, packed
 
 # Steps are stored and exported as int64; the visualizer and CSV consumers
 # must never meet a wider one.
@@ -243,6 +243,18 @@ SCHEMAS: dict[str, dict[str, Callable[[object], bool]]] = {
     # A W&B-style Table: its column names and rows, a cell a plain value, a list of them, or
     # an image's PNG bytes.
     "table": {"columns": _strs, "rows": _table_rows},
+    # W&B-style artifacts (:mod:`.artifacts`): one the run logged (tag: its name), with its
+    # manifest, and one it used (the contents' digest, the run that logged it).
+    "artifact": {
+        **dict.fromkeys(("name", "type", "description", "digest"), _is(str)),
+        "metadata": _plain_dict,
+        "aliases": _strs,
+        "files": artifacts.files_check,
+    },
+    "artifact_use": {
+        **dict.fromkeys(("name", "version", "digest", "run"), _is(str)),
+        "stored": _strs,
+    },
 }
 # Fields whose lists must have one length, per kind.
 _SAME_LENGTH = {
