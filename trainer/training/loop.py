@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from trainer.checkpoint_artifacts import CheckpointArtifacts, last_score
 from trainer.ranks import distributed
 from trainer.training import checkpoint, console, interrupts
 from trainer.training.checkpoint import BEST, LATEST
@@ -71,6 +72,9 @@ class Trainer:
         }
         self.state = RunState()
         self.saved: dict[str, Path] = {}
+        self._artifacts = CheckpointArtifacts(
+            session.recorder, self.config.run_dir, self.config.name
+        )
         self.stopped_early = False
         self._loss_sum = torch.zeros((), device=self.device)  # kept on the device: no sync per step
         self._seen = 0
@@ -115,6 +119,7 @@ class Trainer:
             # Freed while the process group lives: gloo's destructor, run after the group
             # is gone, waits holding the GIL on a thread that needs it (torch 2.13).
             self.net = self.eval_net = self.model
+            self._artifacts.close()  # the checkpoints' records, before the store closes
         return self._result()
 
     # --- training --------------------------------------------------------------------------
@@ -286,6 +291,9 @@ class Trainer:
         path = self.session.save_checkpoint(state, filename)
         if path is not None:  # None: the disk is full and the run goes on without it
             self.saved[filename] = path
+            score = last_score(self.state.history, self.config.monitor)
+            meta = {"epoch": self.state.epoch, "monitor": self.config.monitor, "score": score}
+            self._artifacts.saved(path, self.state.step, {**meta, "mode": self.config.mode})
 
     def _resume(self) -> None:
         """Continue from ``latest.pth`` when asked, or after an elastic restart."""
@@ -297,6 +305,7 @@ class Trainer:
         layout = (saved["world_size"], saved["batch_size"])
         same_layout = layout == (launch.world_size, self.config.batch_size)
         self.state = RunState.from_checkpoint(saved, mid_epoch=same_layout)
+        self._artifacts.resumed_from(path, self.state.step)
         if same_layout:
             checkpoint.set_rng_state(saved["rng"][launch.rank])
         elif saved["batch_in_epoch"]:

@@ -1,5 +1,6 @@
 """One run as W&B's ``Api().run()`` gives it: ``name``, ``state``, ``config``, ``summary``,
-``history()``, ``scan_history()``, and its images and texts by tag.
+``history()``, ``scan_history()``, its images and texts by tag, and the artifacts it logged
+and used.
 
 The first five come from the run's small documents (read when the run was listed);
 ``history``, ``scan_history``, ``images`` and ``texts`` read its segments on each call.
@@ -21,6 +22,7 @@ from run_core.tags import tag_of
 from snapshot_store.format.summary import RunSummary, SeriesStats
 from snapshot_store.read.store_reader import Source, read_store
 
+from .artifacts import ApiArtifact, logged_artifacts, used_artifacts
 from .filters import MISSING, Fields, dig, fields_of, summary_of
 from .logged_table import LoggedTable, tables_of
 from .points import ROW_KEYS, WHOLE_MAX, HistoryTable, read_series, table
@@ -235,3 +237,13 @@ class ApiRun:
     def tables(self) -> dict[str, list[LoggedTable]]:
         """Every logged W&B Table by key, in logged order (``.get_dataframe()``)."""
         return tables_of(read_store(self.source)[2].extras)
+
+    def logged_artifacts(self) -> list[ApiArtifact]:
+        """W&B's: every version of an artifact this run logged (its checkpoints among them), in
+        logged order; versions counted across the runs beside it (:mod:`.artifacts`)."""
+        return logged_artifacts(self.path, self.id, read_store(self.source)[2].extras)
+
+    def used_artifacts(self) -> list[ApiArtifact]:
+        """W&B's: the artifacts this run used (a resumed run's checkpoint), each the version
+        its digest names."""
+        return used_artifacts(self.path, read_store(self.source)[2].extras)

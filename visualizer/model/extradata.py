@@ -28,6 +28,8 @@ class ExtraData:
         self.histograms: dict[str, dict[int, dict[str, Any]]] = {}
         # Every custom-scalar chart seen: each add_custom_scalars* call adds its charts.
         self.layout: dict[str, dict[str, list]] = {}
+        # Every artifact the run logged or used, in order: one pane lists their versions.
+        self.artifacts: list[ExtraRecord] = []
         self.changed: set[ExtraKey] = set()
 
     def apply(self, records: list[ExtraRecord]) -> None:
@@ -46,6 +48,9 @@ class ExtraData:
                 key = (kind, "")
                 for category, charts in data["layout"].items():
                     self.layout.setdefault(category, {}).update(charts)
+            elif kind in ("artifact", "artifact_use"):
+                key = ("artifacts", "")
+                self.artifacts.append(record)
             elif kind == "histogram":
                 key = (kind, tag)
                 self.histograms.setdefault(tag, {})[step] = data

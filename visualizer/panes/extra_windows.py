@@ -26,6 +26,7 @@ from visualizer.model.extradata import ExtraKey
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.model.series import Series
 
+from .artifacts import ARTIFACTS_WIN, artifacts_pane
 from .hparams import MAX_COLUMNS, budgeted, last_value, table_row
 
 EXTRA_WIN_PREFIX = "extra_"
@@ -131,6 +132,7 @@ class ExtraWindows:
         self.env = env
         self.drawn: set[ExtraKey] = set()
         self._layout_at = 0.0
+        self.run_link: Callable[[str], str] | None = None  # another run's page, for the artifacts
 
     def invalidate(self) -> None:
         """Forget what the server shows: the next draw draws every window again."""
@@ -143,6 +145,7 @@ class ExtraWindows:
         keys |= {("histogram", t) for t in extras.histograms}
         keys |= {("layout", "")} if extras.layout else set()
         keys |= {("hparams", "")} if extras.hparams else set()
+        keys |= {("artifacts", "")} if extras.artifacts else set()
         todo = (extras.changed | (keys - self.drawn)) & keys
         now = time.time() if now is None else now
         if now - self._layout_at >= LAYOUT_REFRESH_SECONDS:  # charts follow their scalars
@@ -176,6 +179,9 @@ class ExtraWindows:
         if kind == "layout":
             self._layout_charts(run, extras.layout)
             return None
+        if kind == "artifacts":
+            pane = artifacts_pane(extras.artifacts, run.name, self.run_link)
+            return _text_msg(env, ARTIFACTS_WIN, "artifacts", pane)
         _, _, step, _wall, data = extras.latest[key]
         title = f"{tag} @ step {step}"
         if kind == "pr_curve":

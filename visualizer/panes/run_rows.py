@@ -32,6 +32,9 @@ SORTS = ("last update", "run", "state", "step", "started", "duration", "last val
 ANY_STATE = "any state"
 STATE_CHOICES = (ANY_STATE, *STATES)  # the page's filter by state
 COMPARED = "●"  # marks the runs overlaid on the comparison page
+# A column of the runs that saved checkpoints: how many files, and the newest one's step
+# (the trainer's status field ``checkpoints``: {"count", "step"}).
+CHECKPOINTS = "checkpoints"
 
 
 @dataclass(frozen=True)
@@ -144,12 +147,30 @@ def summary_cells(summary: RunSummary) -> dict[str, Any]:
     for key, value in summary.values.items():
         if key not in summary.series:
             dotted(f"summary.{key}", value, columns)
+    saved = checkpoints_of(summary)
+    if saved is not None:
+        columns[CHECKPOINTS] = f"{saved[0]} (step {saved[1]:,})"
     return columns
+
+
+def checkpoints_of(summary: RunSummary) -> tuple[int, int] | None:
+    """How many checkpoint files the run saved and the newest one's step, as its status says
+    (None when it says nothing, or nothing well-typed: a store's document is data)."""
+    entry = (summary.status or {}).get(CHECKPOINTS)
+    if not isinstance(entry, dict):
+        return None
+    count, step = entry.get("count"), entry.get("step")
+    return (count, step) if type(count) is int and type(step) is int else None
 
 
 def summary_columns(summaries: Sequence[RunSummary]) -> list[str]:
     """The summary columns most runs have (at most a few), the most common first."""
-    counts = Counter(key for s in summaries if s.values for key in summary_cells(s))
+    counts = Counter(
+        key
+        for s in summaries
+        if s.values or CHECKPOINTS in (s.status or ())
+        for key in summary_cells(s)
+    )
     ranked = sorted(counts, key=lambda key: (-counts[key], key))
     return ranked[:MAX_SUMMARY_COLUMNS]
 
@@ -230,5 +251,6 @@ def _sort_key(sort: str, tag: str | None, now: float) -> Callable[[RunSummary], 
         "step": lambda s: s.step,
         "started": lambda s: s.started,
         "duration": lambda s: s.duration,
+        CHECKPOINTS: checkpoints_of,
     }
     return keys.get(sort, lambda s: s.updated)

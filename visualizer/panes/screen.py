@@ -118,6 +118,7 @@ class Screen:
     def add_run(self, name: str, env: str, store: str) -> None:
         """Draw run ``name`` (read from ``store``) in visdom env ``env`` from now on."""
         display = RunDisplay(self.client, env, self.max_points, self.view)
+        display.extra.run_link = self._env_link  # a used artifact's run
         # Back to every run: the page a run's link came from, one click away as in W&B.
         back = markup.link(self.client.endpoint.env_url(INDEX_ENV), "all runs")
         display.download = markup.join(
