@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.fixtures.runs.training import train_args
+from tests.fixtures.runs.training import read_run, train_args
 from tests.fixtures.servers.visdom_reading import following
 from tests.fixtures.servers.waiting import wait_until
 from tests.visualizer.panes.test_extra_windows import table_cells
@@ -61,6 +61,8 @@ def test_the_checkpoints_are_the_runs_logged_artifacts_and_the_resume_used_one(r
     assert first.files()[0].digest == loaded == _md5(run_dir / "epoch_1.pth")
     state = torch.load(Path(first.download(tmp_path)) / "model.pth", weights_only=True)
     assert state["epoch"] == 1
+    # The runs table's column: latest, epoch_1, best and epoch_2, the newest at step 6.
+    assert read_run(run_dir)[2]["checkpoints"] == {"count": 4, "step": 6}
     [used] = run.used_artifacts()
     assert used.name == f"{name}:v0" and used.digest == first.digest
     assert used.logged_by() == run_dir.name

@@ -20,6 +20,7 @@ from tests.fixtures.runs.fit import (
     check_store,
     scripted_datasets,
 )
+from visualizer.api import Api
 
 
 def test_catalyst_example_in_one_process(single_process_run):
@@ -33,6 +34,16 @@ def test_catalyst_example_in_one_process(single_process_run):
     assert result.best_checkpoint.exists() and result.latest_checkpoint.exists()
     assert scheduler.last_epoch == NUM_EPOCHS
     check_store(result, steps_per_epoch=math.ceil(NUM_SAMPLES / 64))
+
+
+def test_fits_checkpoints_are_artifacts_of_its_run(single_process_run):
+    result, *_ = single_process_run
+    logged = Api().run(str(result.run_dir)).logged_artifacts()
+    assert {a.base_name for a in logged} == {"linreg-checkpoint"}
+    assert [a.version for a in logged] == [f"v{i}" for i in range(len(logged))]
+    assert "latest" in logged[-1].aliases and logged[-1].metadata["step"] == result.global_step
+    best = [a for a in logged if "best" in a.aliases]
+    assert len(best) == 1 and best[0].metadata["score"] == result.best_value
 
 
 # --- early stopping -------------------------------------------------------------------------
