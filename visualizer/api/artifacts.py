@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from snapshot_store.format import artifacts as fmt
+from snapshot_store.format.frames import EXTRAS, parse_segment_name
 from snapshot_store.format.kinds import ExtraRecord
-from snapshot_store.read.store_reader import read_store
+from snapshot_store.read.store_reader import Source, read_store
 from visualizer.sources.runs import locate
 
 # A logged record with the run it came from: (run folder, run dir or None, record).
@@ -116,6 +117,26 @@ def _of_kind(extras: Iterable[ExtraRecord], kind: str) -> list[ExtraRecord]:
     return [record for record in extras if record[0] == kind]
 
 
+class _ExtrasOnly:
+    """A store's source listing its documents and extras segments only: a neighbour's
+    artifacts are read without its points and images."""
+
+    def __init__(self, source: Source) -> None:
+        self._source = source
+
+    def describe(self, name: str) -> str:
+        return self._source.describe(name)
+
+    def list(self) -> dict[str, tuple]:
+        listing = self._source.list()
+        return {
+            n: v for n, v in listing.items() if (parse_segment_name(n) or (EXTRAS,))[0] == EXTRAS
+        }
+
+    def read(self, name: str, offset: int = 0, length: int | None = None) -> bytes:
+        return self._source.read(name, offset, length)
+
+
 def _runs_logged(run_dir: Path | None, own: list[Logged]) -> list[Logged]:
     """Every ``artifact`` record of the runs beside ``run_dir`` (its own given), by wall time."""
     logged = list(own)
@@ -125,7 +146,7 @@ def _runs_logged(run_dir: Path | None, own: list[Logged]) -> list[Logged]:
             if other is None or other == run_dir:
                 continue
             try:
-                extras = read_store(found.source)[2].extras
+                extras = read_store(_ExtrasOnly(found.source))[2].extras
             except Exception:  # a broken neighbour: its artifacts are not counted
                 continue
             logged += [(found.folder, other, r) for r in _of_kind(extras, "artifact")]

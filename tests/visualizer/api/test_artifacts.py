@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from snapshot_store import Recorder
 from tests.visualizer.panes.test_artifacts_pane import _logged
+from visualizer.api import Api
 from visualizer.api.artifacts import ArtifactFile, artifact_versions
 
 
@@ -38,3 +40,14 @@ def test_a_version_whose_file_was_overwritten_says_so(tmp_path):
     assert second.files()[0].local_path == (tmp_path / "latest.pth").resolve()
     with pytest.raises(FileNotFoundError, match="overwritten by a later checkpoint"):
         first.download(tmp_path / "out")
+
+
+def test_versions_are_counted_across_the_runs_of_the_runs_dir(tmp_path):
+    for run, digest, wall in (("a", "d0", 1.0), ("b", "d1", 2.0)):
+        record = _logged("shared", digest, ["latest"], 1, 0.5)[4]
+        with Recorder(tmp_path / run / "pickle") as recorder:
+            recorder.log({"loss": 1.0}, step=1)
+            recorder.log_record("artifact", "shared", record, 1, wall_time=wall)
+    assert [a.name for a in Api().run(str(tmp_path / "a")).logged_artifacts()] == ["shared:v0"]
+    [newest] = Api().run(str(tmp_path / "b")).logged_artifacts()
+    assert newest.name == "shared:v1" and newest.aliases == ["latest"]
