@@ -47,7 +47,7 @@ def test_seeds_draw_as_a_band_per_group_beside_parallel_coordinates(
     driver.set_window_size(1280, 1300)
     driver.get(f"{visdom_server.url}/env/{run_name}_compare")
     wait = WebDriverWait(driver, BROWSER_WAIT_S)
-    plot = wait.until(lambda d: plot_of(d, "train losses: loss (all runs)"))
+    plot = wait.until(lambda d: plot_of(d, "train losses: loss (6 runs)"))
     assert set(plot["names"]) == {"lr=0.01 (3 runs)", "lr=0.1 (3 runs)"}
     # A band (min, max) and the mean's raw and smoothed curves per group.
     assert len(plot["names"]) == 8

@@ -74,9 +74,9 @@ def test_runs_selects_every_group_is_compared_and_the_table_lists_the_options(
     wait = WebDriverWait(driver, BROWSER_WAIT_S)
     # Two runs: a raw and a smoothed trace each; val and metrics, 3 points a run, raw only.
     for title, drawn in (
-        ("train losses: loss (all runs)", 4),
-        ("validation: loss (all runs)", 2),
-        ("metrics: accuracy (all runs)", 2),
+        ("train losses: loss (2 runs)", 4),
+        ("validation: loss (2 runs)", 2),
+        ("metrics: accuracy (2 runs)", 2),
     ):
         plot = wait.until(
             lambda d, t=title, n=drawn: (p := plot_of(d, t)) and p["drawn"] == n and p
@@ -226,13 +226,13 @@ def test_the_compare_pane_selects_runs_and_sorts_and_relative_time_overlays_them
     with following(runs, visdom_server.endpoint):
         driver.get(f"{visdom_server.url}/env/{run_name}_compare")
         wait.until(
-            lambda d: (p := plot_of(d, "train losses: loss (all runs)")) and len(p["names"]) == 6
+            lambda d: (p := plot_of(d, "train losses: loss (3 runs)")) and len(p["names"]) == 6
         )
 
         type_into(driver, "runs (regex)", "0\\.0")  # lr-0.01 and lr-0.05
         plot = wait.until(
             lambda d: (
-                (p := plot_of(d, "train losses: loss (all runs)")) and len(p["names"]) == 4 and p
+                (p := plot_of(d, "train losses: loss (2 runs)")) and len(p["names"]) == 4 and p
             )
         )
         assert sorted(set(plot["names"])) == ["lr-0.01", "lr-0.05"]
@@ -251,7 +251,7 @@ def test_the_compare_pane_selects_runs_and_sorts_and_relative_time_overlays_them
 
         choose(driver, "x axis", "relative time")
         plot = wait.until(
-            lambda d: (p := plot_of(d, "validation: loss (all runs)"))
+            lambda d: (p := plot_of(d, "validation: loss (2 runs)"))
             and p["x_axis"]["title"].startswith("time since start") and p["drawn"] == 2 and p
         )  # fmt: skip
         assert max(plot["x_last"]) < 600, "each run counts from its own start"

@@ -150,7 +150,7 @@ def test_the_printed_url_of_several_runs_opens_the_comparison(
 
     chromium_driver.get(url)
     plot = WebDriverWait(chromium_driver, BROWSER_WAIT_S).until(
-        lambda d: (p := plot_of(d, "train losses: loss (all runs)")) and p["drawn"] == 4 and p
+        lambda d: (p := plot_of(d, "train losses: loss (2 runs)")) and p["drawn"] == 4 and p
     )
     assert sorted(plot["names"]) == ["a", "a", "b", "b"] and plot["points"] == [50] * 4
     assert screenshot(chromium_driver, "visualizer_printed_url_compare")

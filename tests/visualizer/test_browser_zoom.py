@@ -123,7 +123,7 @@ def test_the_comparison_zooms_on_relative_time(tmp_path, visdom_server, chromium
         series = feed.data.series[("train", "loss")]
         stored[name] = (series.times(slice(None)) - run_start(feed.data)).tolist()
     zoom = [stored["a"][15_000], stored["a"][15_500]]  # 501 points of run a
-    driver, title = chromium_driver, "train losses: loss (all runs)"
+    driver, title = chromium_driver, "train losses: loss (2 runs)"
     wait = WebDriverWait(driver, BROWSER_WAIT_S)
     with following(runs, visdom_server.endpoint):
         driver.get(f"{visdom_server.url}/env/{run_name}_compare")

@@ -96,20 +96,23 @@ class Selection:
         return f"no run at {where} matches --runs {self.runs!r} (found: {found})"
 
 
-def window_spec(key: SeriesKey, runs: int) -> layout.WindowSpec:
-    """The comparison window of series ``key`` for ``runs`` runs: after its group's place in a
-    run's env, taller as its legend (under the plot, a few runs a row) grows, titled as the
-    run's page names the series, saying when they are drawn raw and without a legend."""
+def window_spec(key: SeriesKey, runs: int, lines: int | None = None) -> layout.WindowSpec:
+    """The comparison window of series ``key`` drawing ``runs`` runs as ``lines`` curves (a
+    group's runs are one; default a curve a run): after its group's place in a run's env,
+    taller as its legend (under the plot, a few curves a row) grows, titled as the run's page
+    names the series with the count of runs drawn, saying when they are drawn raw and without
+    a legend."""
     group, name = key
     own = layout.window_for(group, name)
-    crowded = runs > SMOOTHED_RUNS
+    lines = runs if lines is None else lines
+    crowded = lines > SMOOTHED_RUNS
     raw = f"; past {SMOOTHED_RUNS}: raw, named on hover" if crowded else ""
     return layout.WindowSpec(
         f"compare_{layout.safe_id(group)}_{layout.safe_id(name)}",
-        f"{series_title(key)} (all runs{raw})",
+        f"{series_title(key)} ({runs:,} run{'' if runs == 1 else 's'}{raw})",
         name,
         own.order,
-        height=layout.PLOT_SIZE[1] + (0 if crowded else 22 * math.ceil(runs / 4)),
+        height=layout.PLOT_SIZE[1] + (0 if crowded else 22 * math.ceil(lines / 4)),
         from_zero=own.from_zero,
     )
 
@@ -227,7 +230,7 @@ class CompareDisplay(EnvDisplay):
     ) -> list[tuple[layout.WindowSpec, dict[str, Line]]]:
         by_run = compare_lines(runs)
         windows = self._curves.lines(by_run, groups, {run.name: run for run in runs})
-        specs = {key: window_spec(key, len(windows[key])) for key in windows}
+        specs = {key: window_spec(key, len(by_run[key]), len(windows[key])) for key in windows}
         ordered = sorted(windows, key=lambda key: (specs[key].order, key))
         return [(specs[key], windows[key]) for key in ordered]
 

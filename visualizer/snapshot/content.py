@@ -238,8 +238,9 @@ def comparison(runs: list[RunData], packed: PackedSeries, group_by: str) -> Json
     run_colors = {run.name: run_color(index) for index, run in enumerate(ordered)}
     groups = group_runs(ordered, group_by)
     colors = {group.label: run_colors[group.runs[0]] for group in groups}
-    by_key = GroupCurves().lines(compare_lines(ordered), groups, {run.name: run for run in ordered})
-    specs = {key: window_spec(key, len(lines)) for key, lines in by_key.items()}
+    by_run = compare_lines(ordered)
+    by_key = GroupCurves().lines(by_run, groups, {run.name: run for run in ordered})
+    specs = {key: window_spec(key, len(by_run[key]), len(lines)) for key, lines in by_key.items()}
     keys, left_out = cap(sorted(by_key, key=lambda key: (specs[key].order, key)))
     out = []
     for key in keys:

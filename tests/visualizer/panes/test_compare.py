@@ -60,14 +60,16 @@ def test_run_colors_are_distinct_well_past_the_palette():
 
 def test_a_comparison_window_per_series_placed_as_its_group_and_taller_with_more_runs():
     spec = window_spec(("val", "loss"), runs=2)
-    title = "validation: loss (all runs)"
+    title = "validation: loss (2 runs)"  # the count drawn, not "all runs": 20 of 10,000 are
     assert (spec.win, spec.title, spec.ylabel) == ("compare_val_loss", title, "loss")
     assert spec.order == window_for_group("val").order
     legend = window_spec(("val", "loss"), runs=SMOOTHED_RUNS)
-    assert legend.height > spec.height >= PLOT_SIZE[1] and legend.title == title
-    crowded = window_spec(("val", "loss"), runs=SMOOTHED_RUNS + 1)
+    assert legend.height > spec.height >= PLOT_SIZE[1]
+    assert legend.title == f"validation: loss ({SMOOTHED_RUNS} runs)"
+    assert window_spec(("val", "loss"), runs=1).title == "validation: loss (1 run)"
+    crowded = window_spec(("val", "loss"), runs=1000)
     assert (
-        crowded.title == f"validation: loss (all runs; past {SMOOTHED_RUNS}: raw, named on hover)"
+        crowded.title == f"validation: loss (1,000 runs; past {SMOOTHED_RUNS}: raw, named on hover)"
     )
     assert crowded.height == PLOT_SIZE[1], "no legend to make room for"
 
@@ -85,7 +87,7 @@ def test_a_comparison_window_per_series_placed_as_its_group_and_taller_with_more
 )
 def test_a_comparison_window_is_titled_as_the_runs_page_names_its_series(key, title):
     assert series_title(key) == title
-    assert window_spec(key, runs=2).title == f"{title} (all runs)"
+    assert window_spec(key, runs=2).title == f"{title} (2 runs)"
 
 
 def test_a_comparison_of_percentages_reaches_down_to_zero_as_a_runs_page_does():

@@ -67,9 +67,9 @@ def test_the_comparison_is_the_live_ones_and_shares_the_runs_columns(root):
     data = build(str(root))
     windows = data["comparison"]["windows"]
     assert [w["title"] for w in windows] == [
-        "train losses: loss (all runs)",
-        "validation: accuracy (all runs)",
-        "learning rate: train/lr (all runs)",
+        "train losses: loss (3 runs)",
+        "validation: accuracy (3 runs)",
+        "learning rate: train/lr (3 runs)",
     ]
     lines = windows[0]["lines"]
     assert [line["label"] for line in lines] == ["run-0", "run-1", "run-2"]
