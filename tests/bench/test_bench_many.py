@@ -133,6 +133,11 @@ def test_the_s3_measures_time_live_points_a_new_run_and_idle_requests(tmp_path, 
     read = next(row for text, row in rows.items() if "summary read" in text)
     assert read["ours"].split(",")[0].endswith(" s"), read  # timed, not waited out to the cap
     assert read["reference"].startswith("boto3 alone") and read["reference"].endswith(" s"), read
+    assert read["target"] == "<= 1.2x boto3 alone" and read["ratio"].endswith("x boto3's"), read
+    memory = next(row for text, row in rows.items() if "peak RSS" in text)
+    assert memory["ours"].endswith(" MB") and memory["target"] == "<= 500 MB", memory
+    cpu = next(row for text, row in rows.items() if "idle: CPU" in text)
+    assert cpu["ours"].endswith("% of a core"), cpu
 
 
 def test_every_summary_read_is_held_to_3_s_at_10000_runs_and_15_s_at_100000():
