@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from run_core.launch_env import read_launch_env
 
 from ._run import MonitorRun
+from .wandb_artifact import Artifact
 from .wandb_config import (
     Config,
     ConfigError,
@@ -57,11 +58,11 @@ if TYPE_CHECKING:
     from .wandb_api import WandbApi as Api
 
 __all__ = [
-    "AlertLevel", "Api", "CommError", "Config", "ConfigError", "Error", "Histogram", "Image",
+    "AlertLevel", "Api", "Artifact", "CommError", "Config", "ConfigError", "Error", "Histogram", "Image",
     "Run", "Settings", "Summary", "Table", "alert", "define_metric", "ensure_configured",
-    "finish", "init", "log", "login", "mark_preempting", "patched", "pin_config_keys",
+    "finish", "init", "log", "log_artifact", "log_model", "login", "mark_preempting", "patched", "pin_config_keys",
     "require", "save", "setup", "teardown", "termerror", "termlog", "termsetup", "termwarn",
-    "unwatch", "watch",
+    "unwatch", "use_artifact", "use_model", "watch",
 ]  # fmt: skip
 
 log_ = logging.getLogger(__name__)
@@ -254,6 +255,32 @@ def mark_preempting() -> None:
 def pin_config_keys(keys: Any = ()) -> None:
     """``run.pin_config_keys`` of the current run."""
     _current("wandb.pin_config_keys()").pin_config_keys(keys)
+
+
+def log_artifact(
+    artifact_or_path: Any,
+    name: str | None = None,
+    type: str | None = None,
+    aliases: Any = None,
+    tags: Any = None,
+) -> Artifact:
+    """``run.log_artifact`` of the current run."""
+    return _current("wandb.log_artifact()").log_artifact(artifact_or_path, name, type, aliases)
+
+
+def log_model(path: Any, name: str | None = None, aliases: Any = None) -> None:
+    """``run.log_model`` of the current run."""
+    _current("wandb.log_model()").log_model(path, name, aliases)
+
+
+def use_artifact(artifact_or_name: Any, type: str | None = None, aliases: Any = None) -> Any:
+    """``run.use_artifact`` of the current run."""
+    return _current("wandb.use_artifact()").use_artifact(artifact_or_name, type, aliases)
+
+
+def use_model(name: str) -> str:
+    """``run.use_model`` of the current run."""
+    return _current("wandb.use_model()").use_model(name)
 
 
 # W&B's names this module spells otherwise (the project's own UsageError and join are others).

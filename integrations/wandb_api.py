@@ -18,8 +18,10 @@ from typing import Any
 
 from visualizer.api import Api as RunsApi
 from visualizer.api import ApiRun
+from visualizer.api.artifacts import ApiArtifact
 
 from .wandb import DEFAULT_PROJECT, RUNS_DIR
+from .wandb_artifact import find_artifact
 
 DEFAULT_ORDER = "+created_at"  # W&B 0.31's Api.runs: creation order, oldest first
 
@@ -80,3 +82,10 @@ class WandbApi(RunsApi):
     def run(self, path: str = "") -> ApiRun:
         """The run at W&B's ``entity/project/run_id``."""
         return super().run(local_path(path, one_run=True))
+
+    def artifact(self, name: str, type: str | None = None) -> ApiArtifact:
+        """W&B's ``Api().artifact("entity/project/name:version or alias")``: that version,
+        among the artifacts the project's runs logged (CommError naming it if none)."""
+        parts = name.strip("/").split("/")
+        project = parts[-2] if len(parts) >= 2 else _project()
+        return find_artifact(_root() / project, name, type)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from run_core.endings import ended_state
 from run_core.values import plain
@@ -28,9 +28,13 @@ from trainer.training.interrupts import close_at_exit
 
 from . import wandb_watch
 from ._run import MonitorRun
+from .wandb_artifact import Artifact, artifact_of, find_artifact
 from .wandb_config import Config, Summary
 from .wandb_media import AlertLevel, flatten, number, store_value, summary_document
 from .wandb_metrics import Metrics
+
+if TYPE_CHECKING:
+    from visualizer.api.artifacts import ApiArtifact, Logged
 
 log_ = logging.getLogger(__name__)
 
@@ -54,6 +58,8 @@ class Run:
         files.mkdir(parents=True, exist_ok=True)
         self.dir = str(files)
         self._saved: list[Path] = []
+        self._run_dir = store_dir.parent
+        self._artifacts: list[Logged] = []  # its artifact records (log_artifact's)
         self._hooks: list[Any] = []  # watch()'s
         # watch()'s histograms of the open step, by tag: W&B's history row keeps the last
         # one a tag gets at a step, so a hook firing twice in a step replaces its first.
@@ -238,6 +244,56 @@ class Run:
             self._saved += [p for p in saved if p not in self._saved]
             self._monitor.send(saved)  # type: ignore[union-attr]
         return [str(p) for p in saved]
+
+    def log_artifact(
+        self,
+        artifact_or_path: Any,
+        name: str | None = None,
+        type: str | None = None,
+        aliases: Any = None,
+        tags: Any = None,
+    ) -> Artifact:
+        """W&B's: copy the artifact's files into the store, record it and hand the files to
+        the transfer hook (:mod:`.wandb_artifact`)."""
+        artifact = artifact_of(artifact_or_path, name, type, self.id)
+        if self._writer is not None:
+            recorder = self._writer.recorder
+            copied = artifact.store(self._run_dir, recorder, self.step, aliases, self._artifacts)
+            self._monitor.send(copied)  # type: ignore[union-attr]
+        return artifact
+
+    def log_model(self, path: Any, name: str | None = None, aliases: Any = None) -> None:
+        """W&B's: ``log_artifact`` of type ``model``."""
+        self.log_artifact(path, name, "model", aliases)
+
+    def use_artifact(
+        self,
+        artifact_or_name: Any,
+        type: str | None = None,
+        aliases: Any = None,
+        use_as: Any = None,
+    ) -> ApiArtifact:
+        """W&B's (offline here too): the version named (``name``, ``name:v0``, ``name:latest``,
+        ``entity/project/name:alias``, or a logged :class:`Artifact`) among the project's runs,
+        recorded as used; its ``download()`` copies the files."""
+        given = isinstance(artifact_or_name, Artifact)
+        spec = artifact_or_name._name if given else str(artifact_or_name)
+        digest = artifact_or_name.digest if given else ""
+        runs_dir = self._run_dir.parent
+        found = find_artifact(runs_dir, spec, type, self._artifacts, self._run_dir, digest)
+        if self._writer is not None:
+            where = (runs_dir / found.run).resolve()
+            stored = [
+                e.local_path.relative_to(where).as_posix() for e in found.entries if e.local_path
+            ]
+            data = {"name": found.base_name, "version": found.version, "digest": found.digest,
+                    "run": found.run, "stored": stored}  # fmt: skip
+            self._writer.recorder.log_record("artifact_use", found.base_name, data, self.step)
+        return found
+
+    def use_model(self, name: str) -> str:
+        """W&B's: the files of model artifact ``name`` downloaded; their dir."""
+        return self.use_artifact(name).download()
 
     def finish(self, exit_code: int | None = None, quiet: bool | None = None) -> None:
         """Store the summary, close the store as ``exit_code`` says (:func:`ended_state`:

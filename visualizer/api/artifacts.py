@@ -139,9 +139,17 @@ class _ExtrasOnly:
 
 def _runs_logged(run_dir: Path | None, own: list[Logged]) -> list[Logged]:
     """Every ``artifact`` record of the runs beside ``run_dir`` (its own given), by wall time."""
+    return runs_logged(None if run_dir is None else run_dir.parent, own, run_dir)
+
+
+def runs_logged(
+    runs_dir: Path | None, own: list[Logged], run_dir: Path | None = None
+) -> list[Logged]:
+    """Every ``artifact`` record of the runs in ``runs_dir`` (those of ``run_dir`` given as
+    ``own``, not read), by wall time."""
     logged = list(own)
-    if run_dir is not None and run_dir.parent.is_dir():
-        for found in locate(str(run_dir.parent)).found():
+    if runs_dir is not None and runs_dir.is_dir():
+        for found in locate(str(runs_dir)).found():
             other = run_dir_of(found.source.describe(""))
             if other is None or other == run_dir:
                 continue
