@@ -95,6 +95,25 @@ def window_for_group(group: str) -> WindowSpec:
     return WindowSpec(f"group_{safe_id(group)}", group, group, 10)
 
 
+# Scores (accuracy, F1, IoU...: a share from 0 to 1, or a percent) drawn on a loss's axis are
+# flattened to a line at its top: the train and validation windows put them in a window of
+# their own. One rule, the run's page's and the comparison's (whose windows take their titles
+# and places from here), and the snapshot file's.
+_SCORE = re.compile(
+    r"(?:^|[_\-.])(?:acc|accuracy|top\d+|top_\d+|f1|fscore|precision|recall|auc|auroc|"
+    r"iou|miou|dice|map|bleu|rouge\w*|r2)(?:$|[_\-.])"
+)
+_SCORES = {
+    "train": WindowSpec("train_scores", "train scores", "score", 0),
+    "validation": WindowSpec("validation_scores", "validation scores", "score", 1),
+}
+
+
+def is_score(name: str) -> bool:
+    """True for a score's usual names (``accuracy``, ``val_acc_epoch``, ``top5``, ``f1``)."""
+    return _SCORE.search(name.lower()) is not None
+
+
 # Groups whose series each get a window (small multiples, as W&B draws system metrics):
 # their units differ (percent, GiB, a share of time), and one axis flattened all but one.
 _PER_SERIES = {"system"}
@@ -124,6 +143,7 @@ def window_for(group: str, name: str) -> WindowSpec:
     ``*runtime``, ``total_flos``) get a window each. Another name without a
     section is a window of its own, as TensorBoard gives such a tag a card,
     unless it is a loss (``loss``, ``g_loss``): those share the train losses.
+    A score (:func:`is_score`) of train or validation goes to that group's scores window.
     """
     if group.lower() in _PER_SERIES:
         return home_window(group, name)
@@ -141,7 +161,8 @@ def window_for(group: str, name: str) -> WindowSpec:
         return window_for_group(tag_of(group, name))
     if not head:
         return _KNOWN["train"] if "loss" in leaf else window_for_group(name)
-    return window_for_group(_SECTIONS.get(head.lower(), head))
+    spec = window_for_group(_SECTIONS.get(head.lower(), head))
+    return _SCORES[spec.win] if spec.win in _SCORES and is_score(leaf) else spec
 
 
 def _is_lr(word: str) -> bool:
@@ -153,14 +174,20 @@ def trace_label(spec: WindowSpec, key: tuple[str, str], groups: int) -> str:
     """The legend's name for series ``key`` in ``spec``'s window holding ``groups`` groups:
     the logged name, shortened to the series name where the window is the group's own."""
     group, name = key
-    if groups == 1 and home_window(group, name) == spec:
+    home = home_window(group, name)
+    if groups == 1 and spec in (home, _SCORES.get(home.win)):
         return name
     return tag_of(group, name)
 
 
-def window_order(spec: WindowSpec) -> tuple[int, str]:
-    """Where ``spec``'s window stands among a run's: by its order, small multiples by title."""
-    return spec.order, spec.title if spec.order == PER_SERIES_ORDER else ""
+def window_order(spec: WindowSpec) -> tuple[int, bool, str]:
+    """Where ``spec``'s window stands among a run's: by its order (a group's scores after its
+    losses), small multiples by title."""
+    return (
+        spec.order,
+        spec in _SCORES.values(),
+        spec.title if spec.order == PER_SERIES_ORDER else "",
+    )
 
 
 def ylabel(spec: WindowSpec, names: list[str]) -> str:

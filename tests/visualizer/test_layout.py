@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from snapshot_store.read.store_reader import Update, read_store
 from visualizer import layout, markup
 from visualizer.model.rundata import RunData
+from visualizer.panes.compare import series_title
 from visualizer.panes.display import RunDisplay
 
 V1_STORE = Path(__file__).parents[1] / "snapshot_store" / "data" / "store_v1"
@@ -34,8 +37,39 @@ def test_system_metrics_get_a_window_each_after_every_group():
 
 
 def test_other_groups_keep_one_window_per_group():
-    assert layout.window_for("val", "loss") == layout.window_for("val", "accuracy")
+    assert layout.window_for("val", "loss") == layout.window_for("val", "mse")
+    assert layout.window_for("eval", "f1").win == layout.window_for("val", "accuracy").win
     assert layout.window_for("system", "a").win != layout.window_for("system", "b").win
+
+
+@pytest.mark.parametrize(
+    ("group", "name", "title"),
+    [
+        ("val", "accuracy", "validation scores"),
+        ("", "val_acc_epoch", "validation scores"),
+        ("eval", "top5", "validation scores"),
+        ("train", "acc", "train scores"),
+        ("val", "loss", "validation"),
+        ("val", "accumulated_loss", "validation"),  # acc... as a word's start only
+        ("metrics", "accuracy", "metrics"),  # a group of scores keeps its window
+    ],
+)
+def test_a_score_beside_losses_gets_its_groups_scores_window(group, name, title):
+    """Accuracy (0-1) on a loss's axis (0-2.5) is a flat line: the run's page and the
+    comparison split them by one rule."""
+    assert layout.window_for(group, name).title == title
+
+
+def test_a_runs_page_splits_accuracy_from_loss_as_the_comparison_does():
+    series = [("train", "loss"), ("val", "loss"), ("val", "accuracy"), ("lr", "lr")]
+    assert _windows(series) == [
+        ("train losses", ["loss"]),
+        ("validation", ["loss"]),
+        ("validation scores", ["accuracy"]),
+        ("learning rate", ["lr"]),
+    ]
+    titles = {series_title(key) for key in series}
+    assert "validation scores: accuracy" in titles and "validation: loss" in titles
 
 
 def _windows(series: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
@@ -74,7 +108,10 @@ def test_summaries_on_their_own_scale_keep_out_of_the_loss_windows():
 
 def test_a_store_written_before_names_were_kept_shows_as_before():
     history = read_store(V1_STORE, images=False)[0]
-    assert _windows(sorted(history.keys())) == [("train losses", ["acc", "loss"])]
+    assert _windows(sorted(history.keys())) == [
+        ("train losses", ["loss"]),
+        ("train scores", ["acc"]),
+    ]
     old = [("train", "loss"), ("val", "loss"), ("lr", "lr"), ("throughput", "samples_per_s")]
     assert _windows([*old, ("scalars", "accuracy")]) == [
         ("train losses", ["loss"]),

@@ -68,7 +68,7 @@ def test_the_comparison_is_the_live_ones_and_shares_the_runs_columns(root):
     windows = data["comparison"]["windows"]
     assert [w["title"] for w in windows] == [
         "train losses: loss (3 runs)",
-        "validation: accuracy (3 runs)",
+        "validation scores: accuracy (3 runs)",
         "learning rate: train/lr (3 runs)",
     ]
     lines = windows[0]["lines"]
