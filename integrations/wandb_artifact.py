@@ -33,6 +33,11 @@ STORE_DIR = Path("pickle") / "artifacts"  # under the run dir: the files copied 
 NAME_MAXLEN = 128  # W&B's
 
 
+class ArtifactNotFoundError(CommError, ValueError):
+    """No run of the project logged that version or alias. W&B 0.31 raises ValueError
+    (``Artifact ... not found``) or, from its server, CommError: this is both."""
+
+
 def check_name(name: str) -> str:
     """An artifact name W&B and the versions here accept (no ``/``, no ``:``): ValueError
     naming it otherwise."""
@@ -269,7 +274,8 @@ def find_artifact(
 ) -> ApiArtifact:
     """The version ``spec`` names among the artifacts the runs of ``runs_dir`` logged (``own``:
     those of ``run_dir``, not yet on disk); with ``digest``, the version of those contents.
-    :class:`CommError` naming it when none is, ValueError when its type is not ``type``."""
+    :class:`ArtifactNotFoundError` naming it when none is, ValueError when its type is not
+    ``type``."""
     from visualizer.api.artifacts import artifact_versions, runs_logged
 
     name, which = split_spec(spec)
@@ -285,6 +291,7 @@ def find_artifact(
                 )
             return artifact
     known = sorted({f"{a.base_name}:{a.version}" for a in versions})
-    raise CommError(
-        f"artifact {name}:{which} not found in {runs_dir} (logged there: {', '.join(known) or 'none'})"
+    raise ArtifactNotFoundError(
+        f"Artifact {name}:{which!r} not found in {runs_dir} "
+        f"(logged there: {', '.join(known) or 'none'})"
     )

@@ -31,7 +31,8 @@ class WandbUsageError(Error):
 
 
 class CommError(Error):
-    """W&B's error for a failed exchange with its server (never raised offline)."""
+    """W&B's error for a failed exchange with its server; offline, an artifact version not
+    found (``use_artifact``, ``Api().artifact``), as W&B's server answers."""
 
 
 class NotOffline(AttributeError):

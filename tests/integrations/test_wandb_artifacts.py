@@ -86,8 +86,10 @@ def test_unchanged_contents_are_the_same_version_and_bad_input_is_named(wandb, t
         run.log_artifact("gone.pt")
     with pytest.raises(ValueError, match="references are not stored offline"):
         wandb.Artifact("x", "model").add_reference("s3://bucket/key")
-    with pytest.raises(wandb.CommError, match=r"m:v7 not found .*logged there: m:v0"):
+    with pytest.raises(wandb.CommError, match=r"m:'v7' not found .*logged there: m:v0"):
         run.use_artifact("m:v7")
+    with pytest.raises(ValueError, match="not found"):  # W&B 0.31's own type for it
+        wandb.Api().artifact("entity/p/other:latest")
     with pytest.raises(ValueError, match="does not match type model"):
         run.use_artifact("m:latest", type="dataset")
     with pytest.raises(AttributeError, match="before the artifact is logged"):
@@ -107,3 +109,15 @@ def test_the_digests_are_wandbs(wandb, tmp_path):
         path: entry.digest for path, entry in theirs.manifest.entries.items()
     }
     assert ours.digest == theirs.manifest.digest()
+
+
+def test_the_files_logged_go_through_the_transfer_hook(wandb, tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    monkeypatch.setenv("TRANSFER_LOCAL_DIR", str(shared))
+    (tmp_path / "m.pt").write_bytes(b"weights")
+    run = wandb.init(project="p", name="n", remote_transfer_cmd="transfer_plugins.local.copy_to")
+    artifact = run.log_artifact("m.pt", name="m", type="model")
+    run.finish()
+    sent = shared / "p" / "n" / "pickle" / "artifacts" / artifact.digest / "m.pt"
+    assert sent.read_bytes() == b"weights"
