@@ -7,9 +7,9 @@
     python -m bench zoom       # a 1M-point run zoomed to 1,000 steps in Chromium, every point drawn
     python -m bench gpu        # logging in a fast CUDA loop ("skipped: no CUDA" without one)
     python -m bench wandb      # wandb.log beside W&B offline
-    python -m bench many       # 1,000 and 10,000 runs: start, memory, idle CPU, exit; TensorBoard beside
-    python -m bench many_s3    # 1,000 runs in S3 (SeaweedFS) and 10 live: requests, a live point, a new run
-    python -m bench api        # runs as data: 10,000 runs listed, a 1M-point history, Parquet
+    python -m bench many       # 1,000 to 100,000 runs: start, memory, idle CPU, exit; TensorBoard beside
+    python -m bench many_s3    # 10,000 runs in S3 (SeaweedFS) and 10 live: requests, a live point, a new run
+    python -m bench api        # runs as data: 10,000 and 100,000 runs listed, a 1M-point history, Parquet
     python -m bench alerts     # alert rules on labelled curves: label to webhook, false alerts
     python -m bench snapshot   # one file to send: a 1M-point run and 100 of 10,000 runs, size and draw
 
