@@ -54,10 +54,9 @@ function buildTable() {
   const head = document.createElement("tr");
   const body = table.tBodies[0];
   const all = rows.map((values, r) => ({
-    values, section: DATA.table.sections[r], node: null,
-    text: values.map((v, c) => shown(columns[c], v)).join("\u0000").toLowerCase(),
+    values, section: DATA.table.sections[r], node: null, fields: rowFields(columns, values),
   }));
-  const view = { rows: all, page: 0, column: -1, descending: false, wanted: "" };
+  const view = { rows: all, page: 0, column: -1, descending: false, keep: () => true };
   const show = () => showRows(body, columns, view);
   columns.forEach((name, c) => {
     const th = el("th", name);
@@ -68,16 +67,24 @@ function buildTable() {
       head.querySelectorAll("th").forEach((cell) => cell.removeAttribute("aria-sort"));
       th.setAttribute("aria-sort", view.descending ? "descending" : "ascending");
       sortRows(all, c, view.descending);
-      view.rows = all.filter((row) => view.wanted === "" || row.text.includes(view.wanted));
+      view.rows = all.filter((row) => view.keep(row.fields));
       show();
     });
     head.appendChild(th);
   });
   table.tHead.appendChild(head);
   const filter = document.getElementById("filter");
+  const problem = document.getElementById("filter-error");
   filter.addEventListener("input", () => {
-    view.wanted = filter.value.trim().toLowerCase();
-    view.rows = all.filter((row) => view.wanted === "" || row.text.includes(view.wanted));
+    try {
+      view.keep = runFilter(filter.value);
+      problem.hidden = true;
+    } catch (err) { // a bad expression: its one line, as text; the rows whose names hold it
+      view.keep = nameHolds(filter.value);
+      problem.textContent = err.message;
+      problem.hidden = false;
+    }
+    view.rows = all.filter((row) => view.keep(row.fields));
     view.page = 0;
     show();
   });
@@ -85,6 +92,21 @@ function buildTable() {
     document.getElementById(id).addEventListener("click", () => { view.page += step; show(); });
   }
   show();
+}
+
+// What the filter language (filter.js) looks at of a row: its name, state, start, config and
+// summary columns; an empty cell is no value.
+function rowFields(columns, values) {
+  const fields = { name: values[0], state: MISSING, created_at: MISSING, config: {}, summary: {} };
+  columns.forEach((column, c) => {
+    const value = values[c];
+    if (value === null || value === undefined) return;
+    if (column === "state") fields.state = value;
+    else if (column === "start") fields.created_at = value;
+    else if (column.startsWith("config.")) fields.config[column.slice(7)] = value;
+    else if (column.startsWith("summary.")) fields.summary[column.slice(8)] = value;
+  });
+  return fields;
 }
 
 function showRows(body, columns, view) {

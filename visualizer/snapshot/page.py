@@ -24,7 +24,7 @@ from .columns import script_json
 PLOTLY_SHA256 = "dd146b2db18d4ced4743018fa65ada14b723bf1aae08b559a5576ba8116cd889"
 _PLOTLY = next(asset.target for asset in ASSETS if asset.package == "plotly.js-dist-min")
 # The page's own files, in the order they go in.
-_SCRIPTS = ("plots.js", "page.js")
+_SCRIPTS = ("plots.js", "filter.js", "page.js")
 _MARK = re.compile(r"@@(\w+)@@")
 _CSP = (
     "default-src 'none'; script-src {scripts}; style-src 'unsafe-inline'; "
