@@ -62,6 +62,8 @@ def test_an_artifact_logged_is_stored_versioned_and_downloaded_by_another_run(wa
 
     api_artifact = wandb.Api().artifact("entity/p/mnist:v0")
     assert api_artifact.digest == artifact.digest and api_artifact.logged_by() == "maker"
+    maker = wandb.Api().run("entity/p/maker")
+    assert [a.name for a in maker.logged_artifacts()] == ["mnist:v0", "mnist:v1", "net:v0"]
     assert [a.name for a in wandb.Api().run("entity/p/user").used_artifacts()] == [
         "mnist:v0",
         "mnist:v1",
