@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
@@ -23,7 +23,7 @@ from visualizer.sources.runs import Found, LocalRuns, S3Runs, locate, name_in
 from visualizer.sources.s3 import FETCHES_AT_ONCE, S3ReadError
 from visualizer.sources.summary_read import read_summary, status_version
 
-from .filters import compile_filters, ordered
+from .filters import Fields, compile_filters, ordered
 from .run import ApiRun, Documents
 from .summary_cache import SummaryCache, lazily
 
@@ -115,6 +115,22 @@ def _cycles_collected_after() -> Iterator[None]:
             gc.enable()
 
 
+class _FieldsOf(Sequence[Fields]):
+    """Each run's fields (:meth:`.ApiRun.fields`), made when looked at: 100,000 runs' held at
+    once would be most of the memory of listing them."""
+
+    def __init__(self, runs: list[ApiRun]) -> None:
+        self.runs = runs
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [run.fields() for run in self.runs[index]]
+        return self.runs[index].fields()
+
+
 class Api:
     """``wandb.Api()`` for runs on disk or in S3: :meth:`runs` and :meth:`run`.
 
@@ -142,9 +158,8 @@ class Api:
         runs = read_runs(path, self.s3_client)
         if filters is None and order is None:
             return runs  # each run's documents decoded only when asked for
-        fields = [r.fields() for r in runs]
-        kept = [(run, field) for run, field in zip(runs, fields, strict=True) if keep(field)]
-        return ordered([run for run, _f in kept], [field for _r, field in kept], order)
+        kept = runs if filters is None else [run for run in runs if keep(run.fields())]
+        return ordered(kept, _FieldsOf(kept), order)
 
     def run(self, path: str) -> ApiRun:
         """The one run at ``path`` (its store or its run directory); ValueError when ``path``

@@ -79,6 +79,11 @@ def _run_config(meta: dict[str, Any] | None, summary: RunSummary) -> dict[str, A
     return config
 
 
+def _summary_dict(summary: RunSummary) -> RunSummaryDict:
+    """W&B's ``run.summary`` of ``summary``, as its JSON gives it back."""
+    return RunSummaryDict({key: as_json(value) for key, value in summary_of(summary).items()})
+
+
 class ApiRun:
     """A run read from its store (see the module); :attr:`path` is where that store is.
 
@@ -145,11 +150,14 @@ class ApiRun:
     @cached_property
     def summary(self) -> RunSummaryDict:
         """Values as logged: text, dicts too (W&B's ``run.summary``)."""
-        values = summary_of(self.run_summary)
-        return RunSummaryDict({key: as_json(value) for key, value in values.items()})
+        return _summary_dict(self.run_summary)
 
     def fields(self) -> Fields:
-        """What a filter or an order looks at of this run (:mod:`.filters`)."""
+        """What a filter or an order looks at of this run (:mod:`.filters`); a run not decoded
+        yet is decoded for it and not kept so (filtering 100,000 runs holds those it keeps)."""
+        if self._documents is None and self._load is not None:
+            summary, meta = self._load()
+            return fields_of(summary, self.name, _run_config(meta, summary), _summary_dict(summary))
         return fields_of(self.run_summary, self.name, self.config, self.summary)
 
     @property
