@@ -11,8 +11,17 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.fixtures.runs.small_runs import write_small_runs
-from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, choose, plot_of, type_into
+from tests.fixtures.servers.pages import (
+    ARTIFACTS,
+    BROWSER_WAIT_S,
+    choose,
+    plot_of,
+    plots,
+    tick,
+    type_into,
+)
 from tests.fixtures.servers.visdom_reading import following
+from visualizer.panes.run_rows import COMPARED
 from visualizer.panes.runs_table import INDEX_ENV
 from visualizer.sources.download import CsvDownloads
 
@@ -120,3 +129,24 @@ def test_the_runs_pane_filters_sorts_and_pages_and_a_link_opens_the_run(
         plot = wait.until(lambda d: (p := plot_of(d, "train losses")) and p["drawn"] and p)
         assert plot["points"][0] == 20 and plot["x_last"][0] == 19
         _shot(driver, "run_page")
+
+        # A run hidden from its row's checkbox leaves the comparison (issue 48), W&B's eye.
+        driver.get(f"{visdom_server.url}/env/{INDEX_ENV}")
+        type_into(driver, "page", "1", pane)
+        choose(driver, "sort by", "last update", pane)
+        choose(driver, "order", "descending", pane)  # the 20 compared: the last updated
+        page = wait.until(
+            lambda d: (t := shown("page 1 of 3")) and names(t)[0][0] == COMPARED and t
+        )
+        hidden = names(page)[0].split()[-1]
+        tick(driver, hidden, f"shown in the comparison ({root.name})")
+        shown(f"{hidden} (hidden)")
+        _shot(driver, "hidden")
+        driver.get(f"{visdom_server.url}/env/{run_name}_compare")
+        drawn = wait.until(
+            lambda d: next((p for p in plots(d) if (p["title"] or "").endswith("(19 runs)")), None)
+        )
+        assert not any(hidden in str(name) for name in drawn["names"]), drawn["names"]
+        wait.until(lambda d: "runs compared (19)" in d.find_element(By.TAG_NAME, "body").text)
+        assert hidden not in driver.find_element(By.TAG_NAME, "body").text, "not in its table"
+        _shot(driver, "hidden_compare")

@@ -7,11 +7,10 @@ summary columns, named as the export names them). The page's *runs* pane filters
 by name or by an expression over name, state, config and summary (``lr>0.01 and seed==3``:
 :mod:`visualizer.api.query`, as ``Api().runs(filters=)``) and by state, sorts by any column
 (config and summary columns too) and pages through :data:`PAGE_ROWS` rows at a time, so
-10,000 runs cost the page 100 rows. Every browser on the page sees the one filter, sort
-and page the viewer keeps (a visdom env's windows are the same for every page on it). One
-table per visualizer (its
-windows' ids name the followed root, so two visualizers on one server keep
-one each).
+10,000 runs cost the page 100 rows; a checkbox per row hides a run from the comparison. Every
+browser sees the one filter, sort, page and hidden runs the viewer keeps (a visdom env's windows
+are the same for every page on it). One table per visualizer (its windows' ids name the
+followed root, so two visualizers on one server keep one each).
 """
 
 from __future__ import annotations
@@ -66,6 +65,13 @@ class RunsTable:
         parts = [part for part in name.rstrip("/").split("/") if part and part != "pickle"]
         self._short = parts[-1] if parts else name  # a store's run, not its "pickle" folder
         self.controls_win = f"runs_controls_{safe_id(name)}"
+        # A checkbox per row of the page (W&B's eye): a hidden run leaves every comparison
+        # window and the parallel coordinates; the viewer's, as the filter is (every page's).
+        self.shown_win = f"runs_shown_{safe_id(name)}"
+        self.hidden: set[str] = set()
+        self._page_names: list[str] = []  # the rows of the page last drawn
+        self._shown: tuple[list[str], frozenset[str]] | None = None  # the checkboxes sent
+        self._boxes: list[str] = []  # whose they are
         self.view = TableView()
         self.compare_env: str | None = None  # linked above the rows
         self.baseline: str | None = None  # the run each value is also told against (--baseline)
@@ -74,7 +80,7 @@ class RunsTable:
         self.exports: Html | None = None  # the sweep's downloads, above the rows
         self._html: str | None = None
         self._controls: tuple[TableView, tuple[str, ...], str | None, tuple[str, ...]] | None = None
-        self._built: tuple[int, TableView, str | None, str | None] | None = None
+        self._built: tuple[int, TableView, str | None, str | None, frozenset[str]] | None = None
         self._built_at = -math.inf
         self._series: tuple[str, ...] = ()
         self._options: list[str] = []
@@ -92,12 +98,13 @@ class RunsTable:
         self._html = None
         self._controls = None
         self._built = None
+        self._shown = None
 
     def draw(self, state: RunsTableState, now: float | None = None, force: bool = False) -> bool:
         """Apply the page's choices and re-send the table if it changed; True when sent."""
         now = time.time() if now is None else now
         self._apply_page_events()
-        built = (state.version, self.view, self.compare_env, self.baseline)
+        built = (state.version, self.view, self.compare_env, self.baseline, frozenset(self.hidden))
         # A page's choice (filter, sort, page, baseline) is drawn at once; the data's changes
         # at most every REFRESH_S (10,000 rows are sorted at most this often for them).
         chosen = self._built is None or built[1:] != self._built[1:]
@@ -112,6 +119,7 @@ class RunsTable:
         self._count(state)  # the series to choose from, before the controls show them
         sent = self._draw_controls()
         page = self.html(state, now)
+        sent = self._draw_shown() or sent
         if page == self._html:
             return sent
         self.client.post(
@@ -155,6 +163,7 @@ class RunsTable:
         page = min(self.view.page, pages - 1)
         first = page * PAGE_ROWS
         shown = rows[first : first + PAGE_ROWS]
+        self._page_names = [s.name for s in shown]
         tag, compared = self.series_shown(), set(state.compared)
         base = next((s for s in state.summaries if s.name == self.baseline), None)
         head = ["run", "state", "step", "started", "duration", "last update"]
@@ -203,6 +212,7 @@ class RunsTable:
     ) -> list[object]:
         name = f"{COMPARED} {summary.name}" if summary.name in compared else summary.name
         name += " (baseline)" if summary is baseline else ""
+        name += " (hidden)" if summary.name in self.hidden else ""
         columns = (self._options, self._summary_keys)
         link = markup.link(self.link(summary.name), name)
         return cells(summary, tag, columns, link, now, baseline)
@@ -210,16 +220,34 @@ class RunsTable:
     # --- the page's runs pane -----------------------------------------------------------
 
     def _apply_page_events(self) -> None:
-        events = self.client.events.subscribe(INDEX_ENV, self.controls_win)
-        while not events.empty():
-            event = events.get_nowait()
-            if event.get("event_type") != "PropertyUpdate":
-                continue
+        for event in self._page_events(self.controls_win):
             self._controls = None  # show what is in use, also when refused
             if event.get("propertyId") == _BASELINE_ROW:
                 self._choose_baseline(event.get("value"))
             else:
                 self.view = self._changed(event)
+        for event in self._page_events(self.shown_win):
+            self._toggle(event.get("propertyId"), event.get("value"))
+
+    def _page_events(self, win: str) -> list[dict[str, Any]]:
+        """The page's changes to pane ``win`` of the ``main`` env since last asked."""
+        events = self.client.events.subscribe(INDEX_ENV, win)
+        changes = []
+        while not events.empty():
+            event = events.get_nowait()
+            if event.get("event_type") == "PropertyUpdate":
+                changes.append(event)
+        return changes
+
+    def _toggle(self, row: object, value: object) -> None:
+        """Show (``value`` true) or hide the run of checkbox ``row`` as the page drew it."""
+        self._shown = None  # show what is in use, also when refused
+        if not isinstance(row, int) or not 0 <= row < len(self._boxes):
+            log.warning("ignoring the shown runs pane's change %r of row %r", value, row)
+            return
+        name, shown = self._boxes[row], value is True or str(value).lower() == "true"
+        (self.hidden.discard if shown else self.hidden.add)(name)
+        log.info("run %r %s from the page", name, "shown" if shown else "hidden")
 
     def _choose_baseline(self, value: object) -> None:
         """The baseline typed in the runs pane (a run's name; empty: none), as --baseline."""
@@ -303,4 +331,20 @@ class RunsTable:
         }
         self.client.post("events", message)
         self._controls = drawn
+        return True
+
+    def _draw_shown(self) -> bool:
+        """The page's rows, each with its checkbox: unchecked, hidden from the comparison."""
+        drawn = (self._page_names, frozenset(self.hidden))
+        if self._shown == drawn:
+            return False
+        rows = [
+            {"type": "checkbox", "name": n, "value": n not in self.hidden} for n in self._page_names
+        ]
+        opts = {"title": f"shown in the comparison ({self._short})", "width": 300, "height": 300}
+        pane = [{"content": rows, "type": "properties"}]
+        self.client.post(
+            "events", {"data": pane, "win": self.shown_win, "eid": INDEX_ENV, "opts": opts}
+        )
+        self._shown, self._boxes = drawn, self._page_names
         return True

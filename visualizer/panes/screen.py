@@ -227,8 +227,11 @@ class Screen:
             self.index.baseline = self.baseline
             self.index.draw(table, now, force)
         if self.compare is not None:
+            hidden = self.index.hidden  # hidden from the runs pane: in no comparison window
             names = [
-                n for n in (self.runs if self.compared is None else self.compared) if n in runs
+                n
+                for n in (self.runs if self.compared is None else self.compared)
+                if n in runs and n not in hidden
             ]
             self.compare.links = {name: self.link(name) for name in names}
             self.compare.baseline = self.baseline

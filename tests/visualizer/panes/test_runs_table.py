@@ -250,3 +250,18 @@ def test_a_choice_on_the_page_redraws_the_table_at_once_new_data_at_most_every_r
     assert not table.draw(RunsTableState(summaries[:200], 200, 200, 2), now=100.2)
     assert not client.sent, "new data waits for its slot"
     assert table.draw(RunsTableState(summaries[:200], 200, 200, 2), now=100.1 + REFRESH_S)
+
+
+def test_a_row_s_checkbox_hides_its_run_and_a_bad_change_is_ignored():
+    table, state = _table(), RunsTableState(_summaries(3), 3, 3, 1)
+    table.client.post = lambda *args, **kwargs: ""  # type: ignore[method-assign]
+    table.html(state, 0.0)
+    table._draw_shown()  # the checkboxes of the page's rows, as the page draws them
+    first = table._page_names[0]
+    table._toggle(0, False)
+    assert table.hidden == {first} and f"{first} (hidden)" in table.html(state, 0.0)
+    table._toggle(7, True)  # no such row: ignored
+    table._toggle("0", True)
+    assert table.hidden == {first}
+    table._toggle(0, True)
+    assert not table.hidden and "(hidden)" not in table.html(state, 0.0)
