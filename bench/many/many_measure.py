@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.many.many_pages import comparison_drawn, link_to, parcoords_alone, table_drawn
+from bench.many.many_clicks import CLICKS, clicks
+from bench.many.many_pages import PAGE_ROWS, comparison_drawn, link_to, parcoords_alone, table_drawn
 from bench.tools.process_tree import PeakRss, cpu_share, terminate_tree, tree_rss
 from tests.fixtures.servers.net import free_port
 from visualizer.panes.compare import DEFAULT_COMPARE
@@ -187,6 +188,7 @@ def measure_comparison(
     began = time.perf_counter()
     proc = visualizer(source, work, flags=flags)
     out: dict[str, Any] = {"compared": compared, "rounds": pace.rounds, "parcoords_alone_s": None}
+    out["clicks"] = dict.fromkeys(CLICKS)
     times: dict[str, list[dict[str, float | None]]] = {way: [] for way in WAYS}
     try:
         printed = wait_url(proc, began, pace.start_cap)
@@ -204,6 +206,9 @@ def measure_comparison(
                         out["parcoords_alone_s"] = parcoords_alone(driver, pace.start_cap)
                 finally:
                     driver.quit()
+        if printed.seconds is not None and runs > PAGE_ROWS:  # a table of pages: click them
+            took = clicks(browser(_profile(work)), printed.base, source, runs, pace.start_cap)
+            out["clicks"] = {click: median_of(rounds) for click, rounds in took.items()}
     finally:
         terminate_tree(proc, pace.exit_cap)
     for way in WAYS:
@@ -225,6 +230,11 @@ def _open_comparison(
     if url is None:
         return dict.fromkeys(TIMES)
     return comparison_drawn(driver, url, min(COMPARED, runs), len(SERIES), pace.start_cap)
+
+
+def _profile(work: Path) -> Path:
+    (work / "chromium-clicks").mkdir()
+    return work / "chromium-clicks"
 
 
 def median_of(values: list[float | None]) -> float | None:

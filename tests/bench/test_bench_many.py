@@ -110,7 +110,8 @@ def test_the_comparison_is_timed_until_every_run_is_drawn(tmp_path):
         times = compared[way]
         assert times["page_s"] is not None and times["lines_s"] <= times["page_s"], compared
     assert compared["parcoords_alone_s"] > 0, "Plotly drew the page's parallel coordinates again"
-    lines, page, first = compare_rows(3, compared)
+    lines, page, first, *clicked = compare_rows(3, compared)
+    assert [row["ours"] for row in clicked] == ["one page of runs: not timed"] * 4, clicked
     assert lines["ours"].endswith(" s") and page["ours"].endswith(" s"), (lines, page)
     assert page["reference"].startswith("Plotly alone"), page
     assert first["ours"].count(" s") == 2 and "median of 1" in first["benchmark"], first
