@@ -20,7 +20,7 @@ import numpy as np
 from run_core.tags import key_of
 from snapshot_store.format.kinds import HPARAMS_TAG
 from visualizer import markup
-from visualizer.layout import LINES_MODE, PLOT_SIZE, safe_id
+from visualizer.layout import LINES_MODE, PLOT_SIZE, safe_id, text_pane_height
 from visualizer.markup import Html
 from visualizer.model.extradata import ExtraKey
 from visualizer.model.rundata import RunData, SeriesKey
@@ -255,7 +255,9 @@ class ExtraWindows:
             older = f"{run.extras.hparams_dropped} older rows not shown"
             table = markup.join(table, markup.element("p", older))
         msg = _text_msg(self.env, HPARAMS_WIN, f"{run.name}: hparams", table)
-        msg["opts"].update(width=PLOT_SIZE[0], height=PLOT_SIZE[1])  # room for the rows
+        # As tall as its rows (a plot's height at most: more rows scroll), not a blank plot's.
+        height = min(text_pane_height(table, PLOT_SIZE[0]), PLOT_SIZE[1])
+        msg["opts"].update(width=PLOT_SIZE[0], height=height)
         return msg
 
     def _layout_charts(self, run: RunData, layout: dict[str, Any]) -> None:
