@@ -14,6 +14,10 @@
   stored points in that range (:mod:`visualizer.model.zoom`), a parallel-coordinates
   pane (WebGL, slow without a GPU) is drawn after the line plots, and panes widen to
   fill the page's width in whole columns.
+* **A run highlighted where the pointer is** (:data:`HOVER_SCRIPT`, after visdom's):
+  hovering a curve or a table row that links a run dims every other run's curves in
+  every plot of the page and marks that run's rows in its tables (the page's own
+  drawing: nothing is sent, nothing redrawn).
 * **A window's hash as the page computes it.** A page applies a window's update to
   its copy and checks the result against the server's hash of the window; on a
   mismatch it fetches the whole env again. visdom hashes Python's JSON, which writes
@@ -168,6 +172,31 @@ _SCRIPT_MENDS = (
 )
 
 
+# Hovering a run's curve (its trace's name, less the table's marks) or a table row whose
+# first cell links a run: every plot on the page dims the other runs' traces (their SVG groups,
+# so visdom's copy of each window is untouched) and every table marks that run's rows.
+HOVER_SCRIPT = rb"""
+;(function(){var on=null;
+function strip(s){return String(s||"").replace(/^\u25cf\s*/,"").replace(/\s*\((baseline|hidden|smoothed)\)$/,"").trim()}
+function of(n,t){var m=strip(t&&t.name);return m===n||m.indexOf(n+" ")===0}
+function mark(n){if(n===on)return;on=n;
+document.querySelectorAll(".js-plotly-plot").forEach(function(g){
+var ts=g.querySelectorAll(".scatterlayer .trace");
+(g.data||[]).filter(function(t){return (t.type||"scatter")==="scatter"}).forEach(function(t,i){
+if(ts[i])ts[i].style.opacity=n===null||of(n,t)?"1":"0.15"})});
+document.querySelectorAll("tr").forEach(function(r){var c=r.cells&&r.cells[0];
+r.style.background=n!==null&&c&&c.tagName==="TD"&&strip(c.textContent)===n?"#ffe58f":""})}
+function hook(){document.querySelectorAll(".js-plotly-plot").forEach(function(g){
+if(!g.on||g.rtmOn===g.on)return;g.rtmOn=g.on;
+g.on("plotly_hover",function(e){var p=e&&e.points&&e.points[0];if(p&&p.data&&p.data.name)mark(strip(p.data.name))});
+g.on("plotly_unhover",function(){mark(null)})})}
+setInterval(hook,500);
+document.addEventListener("mouseover",function(e){var t=e.target,r=t&&t.closest&&t.closest("tr"),
+c=r&&r.cells&&r.cells[0];if(c&&c.tagName==="TD"&&c.querySelector("a")){mark(strip(c.textContent));return}
+if(on!==null&&!(t&&t.closest&&t.closest(".js-plotly-plot")))mark(null)})})();
+"""
+
+
 # Our rules for the page, served as visdom's user style (after any of the user's own). Every
 # title shown once: a plot pane's bar does not repeat the title the plot draws (the pane keeps
 # its title: the page's filter finds it by that). Every caption shown once: an image pane
@@ -198,7 +227,7 @@ def _mended(script: bytes) -> bytes:
         if old not in script:
             logging.warning("visdom's page script lacks %r: served without that mend", old[:40])
         script = script.replace(old, new)
-    return script
+    return script + HOVER_SCRIPT
 
 
 def serve_static_files(visdom_app: Any, static_dir: str | None) -> None:

@@ -1,0 +1,87 @@
+"""Headless Chromium on the comparison page (issue 48): hovering a run's curve, or its row in the
+runs' table, highlights that run in every plot of the page and in the table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.actions.action_builder import ActionBuilder
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.e2e.test_browser_page import log_run
+from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, plot_of
+from visualizer.follower import Follower
+from visualizer.visdom_client import VisdomClient
+
+RUNS = (("lr-0.1", 0.1, 16), ("lr-0.01", 0.01, 32), ("lr-0.05", 0.05, 16))
+TRAIN, VAL = "train losses: loss (3 runs)", "validation: loss (3 runs)"
+
+# Where on the page the trace named arguments[1] of the plot titled arguments[0] draws its
+# middle point, for the pointer to go there.
+POINT_JS = """
+const g = Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .find(d => d.layout && (d.layout.title.text || d.layout.title) === arguments[0]);
+const t = g.data.find(t => t.name === arguments[1]), k = Math.floor(t.x.length / 2);
+const f = g._fullLayout, box = g.getBoundingClientRect();
+return [box.left + f._size.l + f.xaxis.c2p(t.x[k]), box.top + f._size.t + f.yaxis.c2p(t.y[k])];
+"""
+
+# Per plot titled: each scatter trace's name and its drawn opacity; the tables' marked rows.
+HIGHLIGHT_JS = """
+const plots = {};
+document.querySelectorAll('.js-plotly-plot').forEach(g => {
+  if (!g.layout || !g.data) return;
+  const groups = g.querySelectorAll('.scatterlayer .trace');
+  plots[g.layout.title.text || g.layout.title] = g.data.filter(t => t.type === 'scatter')
+    .map((t, i) => [t.name, groups[i] ? groups[i].style.opacity : null]);
+});
+const rows = Array.from(document.querySelectorAll('tr')).filter(r => r.style.background)
+  .map(r => r.cells[0].textContent.trim());
+return {plots, rows};
+"""
+
+
+def _highlighted(driver: Any, name: str) -> dict | None:
+    """The page's highlight once run ``name`` alone is highlighted in the train and val plots."""
+    seen = driver.execute_script(HIGHLIGHT_JS)
+    for title in (TRAIN, VAL):
+        traces = seen["plots"].get(title) or []
+        if not traces or any((o == "0.15") == (n == name) for n, o in traces):
+            return None
+    return seen
+
+
+def test_hovering_a_curve_or_a_row_highlights_that_run_in_every_plot_and_the_table(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    runs = tmp_path / run_name
+    for name, lr, batch in RUNS:
+        log_run(runs / name / "pickle", lr, batch, images=0)
+    Follower(str(runs), VisdomClient(visdom_server.endpoint)).run_once()
+    driver, wait = chromium_driver, WebDriverWait(chromium_driver, BROWSER_WAIT_S)
+    driver.get(f"{visdom_server.url}/env/{run_name}_compare")
+    for title in (TRAIN, VAL):
+        wait.until(lambda d, t=title: (p := plot_of(d, t)) and p["drawn"] and p)
+
+    x, y = driver.execute_script(POINT_JS, TRAIN, "lr-0.01")
+    pointer = ActionBuilder(driver)
+    pointer.pointer_action.move_to_location(int(x), int(y))
+    pointer.perform()  # the pointer over lr-0.01's train curve
+    seen = wait.until(lambda d: _highlighted(d, "lr-0.01"))
+    assert {tuple(t) for t in seen["plots"][VAL]} >= {("lr-0.1", "0.15"), ("lr-0.01", "1")}
+    assert seen["rows"] == ["lr-0.01"], "its row in the runs' table"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    assert driver.save_screenshot(str(ARTIFACTS / "hover_curve.png"))
+    pointer.pointer_action.move_to_location(2, 2)  # off the plots: nothing stands out
+    pointer.perform()
+    wait.until(lambda d: not d.execute_script(HIGHLIGHT_JS)["rows"])
+
+    # The pointer over a run's row in the table: its curves stand out in every plot.
+    link = driver.find_element(By.XPATH, "//table[.//th[text()='lr']]//a[text()='lr-0.05']")
+    ActionChains(driver).move_to_element(link).perform()
+    seen = wait.until(lambda d: _highlighted(d, "lr-0.05"))
+    assert seen["rows"] == ["lr-0.05"]
+    assert driver.save_screenshot(str(ARTIFACTS / "hover_row.png"))
+    assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
