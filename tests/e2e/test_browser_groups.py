@@ -4,10 +4,12 @@ per group, and the parallel coordinates of the config beside the runs table."""
 from __future__ import annotations
 
 import numpy as np
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.support.ui import WebDriverWait
 
 from snapshot_store import Recorder
-from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, plot_of
+from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, choose, plot_of
+from tests.fixtures.servers.visdom_reading import following
 from visualizer.follower import Follower
 from visualizer.visdom_client import VisdomClient
 
@@ -102,3 +104,36 @@ def test_the_parallel_coordinates_are_drawn_after_the_line_plots(
     first = order.index("parcoords")
     assert order[:first].count("lines") == 2, order  # train losses and validation, then it
     assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_a_grouping_chosen_on_the_page_regroups_every_window(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    """The compare pane's "group by" (the key a group's runs differ by): seed (the default: a
+    band per learning rate), then none (a curve a run), then lr (a band per seed)."""
+    root = tmp_path / run_name
+    log_sweep(root, steps=60)
+    driver = chromium_driver
+    wait = WebDriverWait(
+        driver, BROWSER_WAIT_S, ignored_exceptions=[StaleElementReferenceException]
+    )
+    title = "train losses: loss (6 runs)"
+    with following(root, visdom_server.endpoint):
+        driver.get(f"{visdom_server.url}/env/{run_name}_compare")
+        plot = wait.until(lambda d: (p := plot_of(d, title)) and p)
+        assert set(plot["names"]) == {"lr=0.01 (3 runs)", "lr=0.1 (3 runs)"}
+        choose(driver, "group by", "none", pane="compare")
+        wait.until(
+            lambda d: (
+                (p := plot_of(d, title))
+                and set(p["names"])
+                == {f"lr{lr}-seed{seed}" for lr in (0.1, 0.01) for seed in (1, 2, 3)}
+            )
+        )
+        choose(driver, "group by", "lr", pane="compare")
+        wait.until(
+            lambda d: (
+                (p := plot_of(d, title))
+                and set(p["names"]) == {f"seed={seed} (2 runs)" for seed in (1, 2, 3)}
+            )
+        )
