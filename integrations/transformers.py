@@ -11,6 +11,11 @@ everything else ``train/<name>``: ``train/loss``, ``train/learning_rate``,
 ``train/epoch``) at the global step, a ``str`` as text, and at the start the
 ``args`` and the model's ``model_config`` as JSON text. So ``report_to`` stays
 as it is: this callback is the one line to add.
+
+What W&B's callback keeps is kept too, where TensorBoard has no place for it: the
+run's options are the model's config, the ``args`` and ``model/num_parameters``
+(W&B's run config), and the end-of-training values (``train_loss``,
+``train_runtime``...) are the run's summary, as W&B makes them, besides their tags.
 """
 
 from __future__ import annotations
@@ -26,11 +31,19 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from transformers.integrations.integration_utils import rewrite_logs
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from run_core.values import plain
+
 from ._run import MonitorRun, check_adapter, files_under
 
 log = logging.getLogger(__name__)
 
 TRANSFORMERS_VERSIONS = ">=4.40,<6"
+# The Trainer's end-of-training values, which W&B's callback makes summary-only
+# (its ``single_value_scalars``).
+END_OF_TRAINING = (
+    "train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss",
+    "total_flos",
+)  # fmt: skip
 
 
 class MonitorCallback(TrainerCallback):
@@ -55,6 +68,7 @@ class MonitorCallback(TrainerCallback):
         self.store_dir = Path(store_dir) if store_dir is not None else None
         self.remote_transfer_cmd = remote_transfer_cmd
         self.run: MonitorRun | None = None
+        self._summary: dict[str, float] = {}  # the end-of-training values, W&B's summary
 
     def on_train_begin(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
@@ -65,9 +79,11 @@ class MonitorCallback(TrainerCallback):
             return
         run = self.run or self._open(args)
         run.writer.add_text("args", args.to_json_string())
-        config = getattr(kwargs.get("model"), "config", None)
+        model = kwargs.get("model")
+        config = getattr(model, "config", None)
         if config is not None and hasattr(config, "to_json_string"):
             run.writer.add_text("model_config", config.to_json_string())
+            run.set_options(_wandb_config(args, model, config))
 
     def on_log(
         self,
@@ -83,6 +99,10 @@ class MonitorCallback(TrainerCallback):
             return
         run = self.run or self._open(args)  # evaluate() alone has no on_train_begin
         run.log(rewrite_logs(logs), state.global_step, epoch=logs.get("epoch", state.epoch))
+        ends = {k: v for k, v in logs.items() if k in END_OF_TRAINING and _number(v)}
+        if ends:
+            self._summary.update(ends)
+            run.writer.recorder.set_status(summary=dict(self._summary))
 
     def on_save(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
@@ -104,6 +124,7 @@ class MonitorCallback(TrainerCallback):
         if self.run is not None:
             run, self.run = self.run, None
             run.close("finished")
+        self._summary = {}
 
     def _open(self, args: TrainingArguments) -> MonitorRun:
         output_dir = _output_dir(args)
@@ -130,6 +151,19 @@ def replace_wandb() -> None:
     config_util = types.ModuleType("wandb.sdk.lib.config_util")  # the one W&B module HF imports
     config_util.ConfigError = ConfigError  # type: ignore[attr-defined]
     sys.modules.update({"wandb": wandb, "wandb.sdk.lib.config_util": config_util})
+
+
+def _wandb_config(args: TrainingArguments, model: Any, config: Any) -> dict[str, Any]:
+    """W&B's run config for a Trainer's run: the model's config under the ``args``, and the
+    model's parameter count (HF's ``WandbCallback.setup``)."""
+    options = {**plain(config.to_dict()), **plain(args.to_dict())}
+    if hasattr(model, "num_parameters"):
+        options["model/num_parameters"] = int(model.num_parameters())
+    return options
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _output_dir(args: TrainingArguments) -> Path:

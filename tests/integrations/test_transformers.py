@@ -52,6 +52,12 @@ def test_the_example_keeps_the_trainers_names_and_args_as_options(tmp_path):
     assert history.series(("train", "loss"))[0] == [2, 4, 6, 8, 10, 12, 14, 16]
     assert history.series(("train", "learning_rate"))[0] == [2, 4, 6, 8, 10, 12, 14, 16]
     assert history.series(("train", "train_loss"))[0] == [16]  # the run's average, its own series
+    # ... and, as W&B's callback keeps them, the end-of-training values are the run's summary
+    # and the model's config and parameter count are among its options.
+    summary = status["summary"]
+    assert summary["train_loss"] == pytest.approx(history.series(("train", "train_loss"))[3][0])
+    assert {"train_runtime", "train_samples_per_second", "total_flos"} <= set(summary)
+    assert meta["options"]["model/num_parameters"] > 0 and "hidden_size" in meta["options"]
     assert meta["options"]["output_dir"] == "checkpoints/tiny-bert"
     assert meta["options"]["num_train_epochs"] == 2 and len(meta["sessions"]) == 1
     assert status["state"] == "finished"
