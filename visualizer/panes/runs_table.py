@@ -334,9 +334,9 @@ class RunsTable:
         return True
 
     def _draw_shown(self) -> bool:
-        """The page's rows, each with its checkbox: unchecked, hidden from the comparison."""
+        """The page's rows with a checkbox each, unchecked: hidden from the comparison (one run has none)."""
         drawn = (self._page_names, frozenset(self.hidden))
-        if self._shown == drawn:
+        if self._shown == drawn or (self._shown is None and len(self._page_names) < 2):
             return False
         rows = [
             {"type": "checkbox", "name": n, "value": n not in self.hidden} for n in self._page_names
