@@ -64,11 +64,11 @@ def encoded(read: Read) -> str | None:
     documents = [status, None if meta_in(status) is not None else read.meta]
     try:
         text = json.dumps(documents, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError):  # bytes, sets, cycles
+        # A tuple, a numpy number or an int key would come back changed.
+        same = len(text) <= MAX_LINE_CHARS and repr(json.loads(text)) == repr(documents)
+    except (TypeError, ValueError, RecursionError):  # bytes, sets, cycles, too deep
         return None
-    if len(text) > MAX_LINE_CHARS or repr(json.loads(text)) != repr(documents):
-        return None  # a tuple, a numpy number or an int key would come back changed
-    return text
+    return text if same else None
 
 
 def decoded(text: str) -> Documents:
