@@ -101,9 +101,12 @@ def versions(logged: Sequence[tuple[str, tuple]]) -> list[tuple[str, list[str]]]
         for alias in data["aliases"]:
             alias_at[(name, alias)] = version
         numbered.append((name, version))
+    held: dict[tuple[str, str], list[str]] = {}  # (name, version) -> the aliases it holds
+    for (name, alias), version in alias_at.items():
+        held.setdefault((name, version), []).append(alias)
     out = []
     for name, version in numbered:
-        aliases = sorted(a for (n, a), at in alias_at.items() if n == name and at == version)
+        aliases = sorted(held.get((name, version), ()))
         if version == last[name][0] and "latest" not in aliases:
             aliases.append("latest")
         out.append((version, aliases))
