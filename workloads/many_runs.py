@@ -45,6 +45,8 @@ LRS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2)
 BATCH_SIZES = (16, 32, 64, 128)
 OPTIMIZERS = ("adam", "sgd")
 STEP_SECONDS = 0.5  # wall time between two logged steps
+DAY = 86_400.0  # the runs start within the day before they are written
+RUN_GAP = 60.0  # seconds between two runs' starts, closer where the day is too short
 CHUNK = 50  # runs a worker writes per task: few tasks, yet an even spread over workers
 
 
@@ -131,10 +133,22 @@ def write_run(store: Path, spec: RunSpec, started: float, float32: bool = False)
     documents.write_status(last_wall, (spec.steps - 1) / 100.0, unwritten={})
 
 
-def _write_chunk(root: str, indexes: list[int], series: int, points: int, started: float) -> None:
+def run_starts(runs: int, points: int, now: float) -> tuple[float, float]:
+    """The first run's start and the gap between two runs' starts: a minute apart from a day
+    ago, closer past 1,400 or so runs, so that every run ends before ``now`` (a run ending
+    in the future would be a live one to the viewer, and sort above every new run)."""
+    length = points * STEP_SECONDS
+    gap = min(RUN_GAP, max(DAY - length - 60.0, 0.0) / max(runs, 1))
+    return now - DAY, gap
+
+
+def _write_chunk(
+    root: str, indexes: list[int], series: int, points: int, clock: tuple[float, float]
+) -> None:
+    started, gap = clock
     for index in indexes:
         spec = run_spec(index, series, points)
-        write_run(Path(root) / spec.name / "pickle", spec, started + index * 60.0)
+        write_run(Path(root) / spec.name / "pickle", spec, started + index * gap)
 
 
 def _in_workers(task: Callable[..., None], root: Path, runs: int, workers: int, *args: Any) -> None:
@@ -155,19 +169,21 @@ def write_runs(
 ) -> None:
     """Write ``runs`` finished stores ``root/run-NNNNN/pickle`` (see :func:`run_spec`)."""
     root.mkdir(parents=True, exist_ok=True)
-    _in_workers(_write_chunk, root, runs, workers, series, points, time.time() - 86_400.0)
+    clock = run_starts(runs, points, time.time())
+    _in_workers(_write_chunk, root, runs, workers, series, points, clock)
 
 
 def _write_tb_chunk(
-    root: str, indexes: list[int], series: int, points: int, started: float
+    root: str, indexes: list[int], series: int, points: int, clock: tuple[float, float]
 ) -> None:
     from tensorboard.compat.proto.event_pb2 import Event  # type: ignore[import-untyped]
     from tensorboard.compat.proto.summary_pb2 import Summary  # type: ignore[import-untyped]
     from tensorboard.summary.writer.record_writer import RecordWriter  # type: ignore[import-untyped]
 
+    started, gap = clock
     for index in indexes:
         spec = run_spec(index, series, points)
-        columns = series_columns(spec, started + index * 60.0)
+        columns = series_columns(spec, started + index * gap)
         tags = [f"{group}/{name}" for group, name, *_ in columns]
         steps, _epochs, walls, _values = columns[0][2:]
         values = [column[5] for column in columns]
@@ -200,4 +216,5 @@ def write_tensorboard_runs(
     """The same runs as TensorBoard event files, ``root/run-NNNNN/events.out.tfevents.*``,
     written with TensorBoard's own record writer and protos (tag ``group/name``)."""
     root.mkdir(parents=True, exist_ok=True)
-    _in_workers(_write_tb_chunk, root, runs, workers, series, points, time.time() - 86_400.0)
+    clock = run_starts(runs, points, time.time())
+    _in_workers(_write_tb_chunk, root, runs, workers, series, points, clock)

@@ -3,8 +3,9 @@ by :func:`workloads.many_runs.write_runs` and kept for the next suite and the ne
 
     $BENCH_KEPT_RUNS/runs-100000/run-00000/pickle/...   (default: <temp dir>/bench-kept-runs)
 
-A scale counts as written once its ``.complete`` marker is there; a half-written one is
-written again. Delete the folder to give the disk back.
+A scale counts as written once its marker is there; a half-written one is written again,
+and so is one written by an older generator (the marker names the generator's version:
+version 2's runs all end in the past). Delete the folder to give the disk back.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from workloads.many_runs import write_runs
 
-MARKER = ".complete"
+MARKER = ".complete-2"  # its number goes up when the generator writes other runs
 
 
 def kept_root() -> Path:
