@@ -30,12 +30,20 @@ class LocalSource:
         store_dir: str | os.PathLike[str],
         warn: Callable[[str], None] | None = None,
     ) -> None:
-        self.root = Path(store_dir)
         # Paths as strings where a file is named: joining Paths was a tenth of listing
-        # 10,000 runs (two documents each, each named for reading and for messages).
-        self._dir = os.fspath(self.root)
+        # 10,000 runs (two documents each, each named for reading and for messages), and
+        # making the Path a quarter of listing them from the Api's cache: made when asked.
+        self._dir = _normal(store_dir)
+        self._root: Path | None = None
         self._warn = warn or (lambda message: log.warning("%s", message))
         self._refused: set[str] = set()  # names already warned about: one warning each
+
+    @property
+    def root(self) -> Path:
+        """The store directory."""
+        if self._root is None:
+            self._root = Path(self._dir)
+        return self._root
 
     def describe(self, name: str) -> str:
         return f"{self._dir}{os.sep}{name}" if name else self._dir
@@ -108,6 +116,16 @@ class LocalSource:
             return _read_fd(fd, size) + _read_fd(fd, None)  # and what was added since
         finally:
             os.close(fd)
+
+
+def _normal(path: str | os.PathLike[str]) -> str:
+    """``path`` as ``str(Path(path))`` writes it; a plain one (the runs' folders, joined as
+    text) as it is, without making the Path."""
+    text = os.fspath(path)
+    odd = ("//", "/.") if os.sep == "/" and os.altsep is None else (os.sep,)
+    if text and text[-1] != "/" and text[:2] != "./" and not any(o in text for o in odd):
+        return text
+    return os.fspath(Path(path))
 
 
 def _read_fd(fd: int, length: int | None) -> bytes:

@@ -70,7 +70,7 @@ def status_version(source: Source) -> object:
     if not isinstance(source, LocalSource):
         return None
     try:  # a string path: joining Paths cost more than the stat, 10,000 runs over
-        st = os.stat(f"{os.fspath(source.root)}{os.sep}{fmt.STATUS_FILE}")  # noqa: PTH116
+        st = os.stat(source.describe(fmt.STATUS_FILE))  # noqa: PTH116
     except OSError:
         return None
     return (st.st_size, st.st_mtime_ns)

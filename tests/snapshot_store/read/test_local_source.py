@@ -132,3 +132,10 @@ def test_read_refuses_a_symlink_out_of_the_store_swapped_in_after_listing(tmp_pa
     (store / "inside").write_bytes(b"kept")
     (store / "link").symlink_to(store / "inside")
     assert LocalSource(store).read("link") == b"kept"
+
+
+@pytest.mark.parametrize("folder", ["runs/a", "runs//a/", "./runs/a/.", "runs/./a", "runs/.a"])
+def test_a_store_is_named_as_its_path_writes_it(tmp_path, folder):
+    source = LocalSource(f"{tmp_path}/{folder}")
+    assert source.root == Path(tmp_path, folder)
+    assert source.describe(fmt.STATUS_FILE) == str(Path(tmp_path, folder, fmt.STATUS_FILE))

@@ -90,3 +90,20 @@ def test_a_broken_cache_file_is_ignored_and_rewritten(sweep, broken, rewritten):
         assert path.read_text().count("\t[{") == RUNS
     else:
         assert path.read_bytes() == broken  # the listing read no changed status: nothing to write
+
+
+@pytest.mark.parametrize(
+    ("change", "kept"),
+    [
+        ({}, True),
+        ({"summary": {"loss": float("nan"), "best": float("inf")}}, True),  # == can not tell
+        ({"summary": {"shape": (3, 4)}}, False),  # JSON gives a list back
+        ({"summary": {1: "one"}}, False),  # and a text key
+        ({"summary": {"raw": b"\0"}}, False),  # and no bytes at all
+    ],
+)
+def test_only_documents_json_gives_back_as_they_were_are_kept(sweep, change, kept):
+    _rewrite_status(sweep, 0, **change)
+    first = Api().runs(str(sweep))[0].summary
+    assert cache_file(str(sweep)).read_text().count("\t[{") == RUNS - (not kept)
+    assert repr(Api().runs(str(sweep))[0].summary) == repr(first)
