@@ -13,6 +13,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from tests.e2e.test_browser_page import log_run
 from tests.fixtures.servers.pages import ARTIFACTS, BROWSER_WAIT_S, plot_of
 from visualizer.follower import Follower
+from visualizer.panes.runs_table import INDEX_ENV
 from visualizer.visdom_client import VisdomClient
 
 RUNS = (("lr-0.1", 0.1, 16), ("lr-0.01", 0.01, 32), ("lr-0.05", 0.05, 16))
@@ -84,4 +85,81 @@ def test_hovering_a_curve_or_a_row_highlights_that_run_in_every_plot_and_the_tab
     seen = wait.until(lambda d: _highlighted(d, "lr-0.05"))
     assert seen["rows"] == ["lr-0.05"]
     assert driver.save_screenshot(str(ARTIFACTS / "hover_row.png"))
+    assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+# The parallel coordinates' lines as Plotly draws them: per run (the trace's customdata), its
+# line's color on the trace's colorscale.
+PARCOORDS_JS = """
+const g = Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .find(d => d._fullData && d._fullData[0] && d._fullData[0].type === 'parcoords');
+if (!g) return null;
+const t = g._fullData[0], l = t.line, scale = l.colorscale;
+if (!Array.isArray(l.color)) return {};
+const span = (l.cmax - l.cmin) || 1, out = {};
+t.customdata.forEach((name, i) => {
+  const f = (l.color[i] - l.cmin) / span;
+  out[name] = scale.reduce((b, s) => Math.abs(s[0] - f) < Math.abs(b[0] - f) ? s : b)[1];
+});
+return out;
+"""
+
+
+def _lit(driver: Any, name: str) -> dict | None:
+    """The parcoords' line colors once run ``name``'s alone is not the faded grey."""
+    lines = driver.execute_script(PARCOORDS_JS) or {}
+    grey = [n for n, c in lines.items() if c.startswith("rgba(160")]
+    return lines if lines and sorted(grey) == sorted(set(lines) - {name}) else None
+
+
+def _marked_rows(driver: Any) -> list[str]:
+    return driver.execute_script(HIGHLIGHT_JS)["rows"]
+
+
+def test_hovering_highlights_the_parcoords_line_and_the_runs_table_on_its_own_page(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    runs = tmp_path / run_name
+    for name, lr, batch in RUNS:
+        log_run(runs / name / "pickle", lr, batch, images=0)
+    Follower(str(runs), VisdomClient(visdom_server.endpoint)).run_once()
+    driver, wait = chromium_driver, WebDriverWait(chromium_driver, BROWSER_WAIT_S)
+    driver.get(f"{visdom_server.url}/env/{run_name}_compare")
+    compare = driver.current_window_handle
+    wait.until(lambda d: (p := plot_of(d, TRAIN)) and p["drawn"] and p)
+    wait.until(lambda d: d.execute_script(PARCOORDS_JS) is not None)
+    before = driver.execute_script(PARCOORDS_JS)
+    driver.switch_to.new_window("tab")  # the runs table, the server's main env
+    driver.get(f"{visdom_server.url}/env/{INDEX_ENV}")
+    index = driver.current_window_handle
+    wait.until(lambda d: d.find_elements(By.XPATH, "//td[a[text()='lr-0.05']]"))
+
+    # The pointer over a run's row of the runs table: the comparison's page, another tab,
+    # marks it too: its curves stand out, its parcoords line is drawn in its color alone.
+    row = driver.find_element(By.XPATH, "//td/a[text()='lr-0.05']")
+    ActionChains(driver).move_to_element(row).perform()
+    wait.until(lambda d: "lr-0.05" in _marked_rows(d))
+    driver.switch_to.window(compare)
+    seen = wait.until(lambda d: _highlighted(d, "lr-0.05"))
+    assert seen["rows"] == ["lr-0.05"], "its row in the comparison's table"
+    lines = wait.until(lambda d: _lit(d, "lr-0.05"))
+    assert not lines["lr-0.05"].startswith("rgba(160"), lines
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    assert driver.save_screenshot(str(ARTIFACTS / "hover_parcoords.png"))
+
+    # The pointer on the comparison's curve of another run: the runs table's page marks it.
+    x, y = driver.execute_script(POINT_JS, TRAIN, "lr-0.1")
+    pointer = ActionBuilder(driver)
+    pointer.pointer_action.move_to_location(int(x), int(y))
+    pointer.perform()
+    wait.until(lambda d: _lit(d, "lr-0.1"))
+    driver.switch_to.window(index)
+    wait.until(lambda d: set(_marked_rows(d)) == {"lr-0.1"})
+    assert driver.save_screenshot(str(ARTIFACTS / "hover_runs_table.png"))
+    driver.switch_to.window(compare)
+    pointer.pointer_action.move_to_location(2, 2)  # off the plots: every line as it was
+    pointer.perform()
+    wait.until(lambda d: d.execute_script(PARCOORDS_JS) == before)
+    driver.switch_to.window(index)
+    wait.until(lambda d: not _marked_rows(d))
     assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []

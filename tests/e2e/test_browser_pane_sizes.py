@@ -1,20 +1,24 @@
 """Headless Chromium at 1,400 px on a run logged with ``add_hparams`` (issue 48: "a run page's
-hparams pane is mostly blank"): the hparams pane is as tall as its rows, measured on the
-panes' boxes as the page lays them out."""
+hparams pane is mostly blank"): the hparams pane is as tall as its rows; and on the runs table's
+page, whose first row was half blank; measured on the panes' boxes as the page lays them out."""
 
 from __future__ import annotations
 
+from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.e2e.test_browser_rows import PANE_BOXES_JS
-from tests.fixtures.servers.pages import BROWSER_WAIT_S, screenshot
+from tests.fixtures.runs.small_runs import write_small_runs
+from tests.fixtures.servers.pages import BROWSER_WAIT_S, PANE_XPATH, screenshot
 from trainer import SummaryWriter
 from visualizer.follower import Follower
+from visualizer.panes.runs_table import INDEX_ENV
 from visualizer.visdom_client import VisdomClient
 
 SCREEN_PX = 1400  # the width the issue was seen at
 # The pane's bar and padding above its text: what a pane holds besides its rows.
 CHROME_PX = 60
+CHECKBOXES = "//input[@type='checkbox']"
 
 
 def test_the_hparams_pane_is_as_tall_as_its_rows(
@@ -46,3 +50,40 @@ def test_the_hparams_pane_is_as_tall_as_its_rows(
     # (it was 400 px tall around 70 px of rows).
     assert pane["whole"] <= pane["visible"], pane
     assert pane["height"] <= pane["whole"] + CHROME_PX, pane
+
+
+def test_the_runs_table_page_s_first_row_is_used_at_1400_px(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    """Issue 48: at 1,400 px the runs table's filter and 'shown in the comparison' panes took
+    ~700 px of the row above the table, the rest blank. Now one runs pane, its controls and
+    then the checkboxes, stands beside the table, as tall, and the row is used to its right
+    edge, on a page that holds other visualizers' tables too (the session's server)."""
+    root = tmp_path / run_name
+    write_small_runs(root, 4, steps=5, varied=True)
+    Follower(str(root), VisdomClient(visdom_server.endpoint), env=run_name).run_once()
+    driver = chromium_driver
+    driver.set_window_size(SCREEN_PX, 900)
+    driver.get(f"{visdom_server.url}/env/{INDEX_ENV}")
+    titles = (f"filter, sort, page ({run_name})", f"runs: {root}")
+    seen: list[dict] = []
+
+    def ours(d: object) -> dict | None:
+        """This sweep's two panes by title, once they stopped moving into place."""
+        boxes = d.execute_script(PANE_BOXES_JS)  # type: ignore[attr-defined]
+        found = {b["title"]: b for b in boxes if b["title"] in titles}
+        seen.append(found)
+        return found if len(found) == 2 and seen[-2:-1] == [found] else None
+
+    found = WebDriverWait(driver, BROWSER_WAIT_S, poll_frequency=0.5).until(ours)
+    controls, table = found[titles[0]], found[titles[1]]
+    driver.execute_script("window.scrollTo(0, arguments[0] - 60)", controls["top"])
+    screenshot(driver, "pane_sizes_runs_table")
+    width = driver.execute_script("return document.querySelector('.react-grid-layout').offsetWidth")
+    assert abs(table["top"] - controls["top"]) < 2, "the table beside the runs pane"
+    assert abs(table["height"] - controls["height"]) < 2, "as tall"
+    assert table["left"] > controls["left"] + controls["width"] - 2, (controls, table)
+    # The row is used: from the runs pane's left edge to the table's right one, 90% of the page.
+    assert table["left"] + table["width"] - controls["left"] >= 0.9 * width, (found, width)
+    boxes = driver.find_elements(By.XPATH, PANE_XPATH.format(title=titles[0]) + CHECKBOXES)
+    assert len(boxes) == 4, "a checkbox per row, under the controls"

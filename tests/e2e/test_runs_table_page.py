@@ -139,7 +139,7 @@ def test_the_runs_pane_filters_sorts_and_pages_and_a_link_opens_the_run(
             lambda d: (t := shown("page 1 of 3")) and names(t)[0][0] == COMPARED and t
         )
         hidden = names(page)[0].split()[-1]
-        tick(driver, hidden, f"shown in the comparison ({root.name})")
+        tick(driver, hidden, pane)  # its box, under the runs pane's controls
         shown(f"{hidden} (hidden)")
         _shot(driver, "hidden")
         driver.get(f"{visdom_server.url}/env/{run_name}_compare")

@@ -146,8 +146,9 @@ def parcoords_message(
         "showscale": True,
         "colorbar": {"title": tag},
     }
-    line = _in_colors([name for *_, name in rows], run_colors) if run_colors else by_metric
-    trace = {"type": "parcoords", "dimensions": dimensions, "line": line}
+    names = [name for *_, name in rows]  # each line's run: the page's hover highlights it
+    line = _in_colors(names, run_colors) if run_colors else by_metric
+    trace = {"type": "parcoords", "dimensions": dimensions, "line": line, "customdata": names}
     title = PARCOORDS_TITLE.format(tag=tag, runs=len(rows))
     if len(differing) > len(keys):
         title += f": the first {len(keys)} of {len(differing):,} options that differ"

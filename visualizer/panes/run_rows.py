@@ -31,6 +31,7 @@ MAX_CELL_CHARS = 40
 SORTS = ("last update", "run", "state", "step", "started", "duration", "last value", "best value")
 ANY_STATE = "any state"
 STATE_CHOICES = (ANY_STATE, *STATES)  # the page's filter by state
+TABLE_ORDERS = ("descending", "ascending")  # the page's order, a select's values
 COMPARED = "●"  # marks the runs overlaid on the comparison page
 # A column of the runs that saved checkpoints: how many files, and the newest one's step
 # (the trainer's status field ``checkpoints``: {"count", "step"}).
@@ -58,6 +59,47 @@ class TableView:
     descending: bool = True
     series: str | None = None  # None: the most logged series
     page: int = 0
+
+
+def control_rows(
+    view: TableView,
+    series: Sequence[str],
+    shown: str | None,
+    sorts: Sequence[str],
+    baseline: str | None,
+) -> list[dict[str, Any]]:
+    """The runs pane's rows (visdom properties) showing ``view``: the filter, state, sort, order,
+    series (``series`` offered, ``shown`` chosen), page and baseline, in the order the
+    page's changes name them."""
+    return [
+        {"type": "text", "name": "filter (name or lr>0.01)", "value": view.filter},
+        {
+            "type": "select",
+            "name": "state",
+            "value": STATE_CHOICES.index(view.state),
+            "values": list(STATE_CHOICES),
+        },
+        {
+            "type": "select",
+            "name": "sort by",
+            "value": sorts.index(view.sort) if view.sort in sorts else 0,
+            "values": list(sorts),
+        },
+        {
+            "type": "select",
+            "name": "order",
+            "value": int(not view.descending),
+            "values": list(TABLE_ORDERS),
+        },
+        {
+            "type": "select",
+            "name": "series",
+            "value": series.index(shown) if shown in series else 0,
+            "values": list(series) or ["-"],
+        },
+        {"type": "number", "name": "page", "value": view.page + 1},
+        {"type": "text", "name": "baseline (a run)", "value": baseline or ""},
+    ]
 
 
 def opening_view(sort_by: tuple[str, str] | None, descending: bool = False) -> TableView:

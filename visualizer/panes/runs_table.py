@@ -25,16 +25,18 @@ from typing import Any
 from snapshot_store.format.summary import RunSummary
 from visualizer import markup
 from visualizer.api.query import MAX_FILTER_CHARS
-from visualizer.layout import TWO_COLUMNS, safe_id
+from visualizer.layout import PANE_MARGIN, TWO_COLUMNS, safe_id
 from visualizer.markup import Html
 from visualizer.visdom_client import VisdomClient
 
 from .run_rows import (
     COMPARED,
     STATE_CHOICES,
+    TABLE_ORDERS,
     RunsTableState,
     TableView,
     cells,
+    control_rows,
     row_filter,
     select,
     series_choices,
@@ -48,9 +50,20 @@ log = logging.getLogger(__name__)
 INDEX_ENV = "main"
 PAGE_ROWS = 100
 REFRESH_S = 2.0  # rebuilt for new data at most this often; re-sent only when it changed
-_ORDERS = ("descending", "ascending")
 _FILTER_ROW, _STATE_ROW, _SORT_ROW, _ORDER_ROW, _SERIES_ROW, _PAGE_ROW, _BASELINE_ROW = range(7)
 _CELL = ' style="padding: 1px 12px 1px 0; text-align: left; white-space: nowrap"'
+_SHOWN_ROW = _BASELINE_ROW + 1  # 'show all', then a checkbox per row of the page
+# The page's two panes, width and height: the runs pane (its controls, then the checkboxes)
+# beside the table, as tall: one row TWO_COLUMNS wide, as a run's page's first (at 1,400 px the
+# controls and the checkboxes, two panes, took half a row above the table). One pane on the
+# left: visdom's page lays panes out in rows in the order they came, and a second one under
+# the first would have begun the next visualizer's row on the same server.
+CONTROLS_SIZE = (300, 640)
+TABLE_SIZE = (TWO_COLUMNS - CONTROLS_SIZE[0] - PANE_MARGIN, CONTROLS_SIZE[1])
+
+
+def _size(size: tuple[int, int]) -> dict[str, int]:
+    return {"width": size[0], "height": size[1]}
 
 
 class RunsTable:
@@ -65,12 +78,11 @@ class RunsTable:
         parts = [part for part in name.rstrip("/").split("/") if part and part != "pickle"]
         self._short = parts[-1] if parts else name  # a store's run, not its "pickle" folder
         self.controls_win = f"runs_controls_{safe_id(name)}"
-        # A checkbox per row of the page (W&B's eye): a hidden run leaves every comparison
-        # window and the parallel coordinates; the viewer's, as the filter is (every page's).
-        self.shown_win = f"runs_shown_{safe_id(name)}"
+        # A checkbox per row of the page, in the runs pane under its controls (W&B's eye): a
+        # hidden run leaves every comparison window and the parallel coordinates; the
+        # viewer's, as the filter is (every page's).
         self.hidden: set[str] = set()
         self._page_names: list[str] = []  # the rows of the page last drawn
-        self._shown: tuple[list[str], frozenset[str]] | None = None  # the checkboxes sent
         self._boxes: list[str] = []  # whose they are
         self.view = TableView()
         self.compare_env: str | None = None  # linked above the rows
@@ -79,7 +91,7 @@ class RunsTable:
         self.on_baseline: Callable[[str | None], None] | None = None
         self.exports: Html | None = None  # the sweep's downloads, above the rows
         self._html: str | None = None
-        self._controls: tuple[TableView, tuple[str, ...], str | None, tuple[str, ...]] | None = None
+        self._controls: tuple[object, ...] | None = None  # what the runs pane shows
         self._built: tuple[int, TableView, str | None, str | None, frozenset[str]] | None = None
         self._built_at = -math.inf
         self._series: tuple[str, ...] = ()
@@ -98,7 +110,6 @@ class RunsTable:
         self._html = None
         self._controls = None
         self._built = None
-        self._shown = None
 
     def draw(self, state: RunsTableState, now: float | None = None, force: bool = False) -> bool:
         """Apply the page's choices and re-send the table if it changed; True when sent."""
@@ -117,9 +128,8 @@ class RunsTable:
             return self._draw_controls()
         self._built, self._built_at = built, now
         self._count(state)  # the series to choose from, before the controls show them
-        sent = self._draw_controls()
-        page = self.html(state, now)
-        sent = self._draw_shown() or sent
+        page = self.html(state, now)  # the rows, whose checkboxes the runs pane shows
+        sent = self._draw_controls()  # before the table, to its left
         if page == self._html:
             return sent
         self.client.post(
@@ -128,7 +138,7 @@ class RunsTable:
                 "data": [{"content": page, "type": "text"}],
                 "win": self.win,
                 "eid": INDEX_ENV,
-                "opts": {"title": f"runs: {self.name}", "width": TWO_COLUMNS, "height": 640},
+                "opts": {"title": f"runs: {self.name}", **_size(TABLE_SIZE)},
             },
         )
         self._html = page
@@ -222,12 +232,15 @@ class RunsTable:
     def _apply_page_events(self) -> None:
         for event in self._page_events(self.controls_win):
             self._controls = None  # show what is in use, also when refused
-            if event.get("propertyId") == _BASELINE_ROW:
+            row = event.get("propertyId")
+            if row == _BASELINE_ROW:
                 self._choose_baseline(event.get("value"))
+            elif row == _SHOWN_ROW:
+                self.hidden.clear()  # 'show all'
+            elif isinstance(row, int) and row > _SHOWN_ROW:
+                self._toggle(row - _SHOWN_ROW - 1, event.get("value"))
             else:
                 self.view = self._changed(event)
-        for event in self._page_events(self.shown_win):
-            self._toggle(event.get("propertyId"), event.get("value"))
 
     def _page_events(self, win: str) -> list[dict[str, Any]]:
         """The page's changes to pane ``win`` of the ``main`` env since last asked."""
@@ -241,7 +254,6 @@ class RunsTable:
 
     def _toggle(self, row: object, value: object) -> None:
         """Show (``value`` true) or hide the run of checkbox ``row`` as the page drew it."""
-        self._shown = None  # show what is in use, also when refused
         if not isinstance(row, int) or not 0 <= row < len(self._boxes):
             log.warning("ignoring the shown runs pane's change %r of row %r", value, row)
             return
@@ -266,7 +278,7 @@ class RunsTable:
                 return replace(view, filter=str(value)[:MAX_FILTER_CHARS], page=0)
             if row == _PAGE_ROW:
                 return replace(view, page=max(0, min(10**9, int(float(str(value)))) - 1))
-            choices = {_STATE_ROW: STATE_CHOICES, _SORT_ROW: self.sorts, _ORDER_ROW: _ORDERS}
+            choices = {_STATE_ROW: STATE_CHOICES, _SORT_ROW: self.sorts, _ORDER_ROW: TABLE_ORDERS}
             index = int(str(value))
             if index < 0:
                 raise IndexError(index)
@@ -280,7 +292,7 @@ class RunsTable:
         if row == _SORT_ROW and chosen is not None:
             return replace(view, sort=chosen)
         if row == _ORDER_ROW and chosen is not None:
-            return replace(view, descending=chosen == _ORDERS[0])
+            return replace(view, descending=chosen == TABLE_ORDERS[0])
         log.warning("ignoring the runs pane's change %r of row %r", value, row)
         return view
 
@@ -290,61 +302,20 @@ class RunsTable:
         return sort_choices(self._options, self._summary_keys)
 
     def _draw_controls(self) -> bool:
-        drawn = (self.view, self._series, self.baseline, self.sorts)
+        boxes = [] if len(self._page_names) < 2 else self._page_names  # one run: nothing to hide
+        drawn = (self.view, self._series, self.baseline, self.sorts, boxes, frozenset(self.hidden))
         if self._controls == drawn:
             return False
-        view, series, sorts = self.view, self.series_shown(), self.sorts
-        rows = [
-            {"type": "text", "name": "filter (name or lr>0.01)", "value": view.filter},
-            {
-                "type": "select",
-                "name": "state",
-                "value": STATE_CHOICES.index(view.state),
-                "values": list(STATE_CHOICES),
-            },
-            {
-                "type": "select",
-                "name": "sort by",
-                "value": sorts.index(view.sort) if view.sort in sorts else 0,
-                "values": list(sorts),
-            },
-            {
-                "type": "select",
-                "name": "order",
-                "value": int(not view.descending),
-                "values": list(_ORDERS),
-            },
-            {
-                "type": "select",
-                "name": "series",
-                "value": self._series.index(series) if series in self._series else 0,
-                "values": list(self._series) or ["-"],
-            },
-            {"type": "number", "name": "page", "value": view.page + 1},
-            {"type": "text", "name": "baseline (a run)", "value": self.baseline or ""},
-        ]
+        rows = control_rows(self.view, self._series, self.series_shown(), self.sorts, self.baseline)
+        if boxes:
+            rows.append({"type": "button", "name": "shown in the comparison", "value": "show all"})
+            rows += [{"type": "checkbox", "name": n, "value": n not in self.hidden} for n in boxes]
         message = {
             "data": [{"content": rows, "type": "properties"}],
             "win": self.controls_win,
             "eid": INDEX_ENV,
-            "opts": {"title": f"filter, sort, page ({self._short})", "width": 300, "height": 300},
+            "opts": {"title": f"filter, sort, page ({self._short})", **_size(CONTROLS_SIZE)},
         }
         self.client.post("events", message)
-        self._controls = drawn
-        return True
-
-    def _draw_shown(self) -> bool:
-        """The page's rows with a checkbox each, unchecked: hidden from the comparison (one run has none)."""
-        drawn = (self._page_names, frozenset(self.hidden))
-        if self._shown == drawn or (self._shown is None and len(self._page_names) < 2):
-            return False
-        rows = [
-            {"type": "checkbox", "name": n, "value": n not in self.hidden} for n in self._page_names
-        ]
-        opts = {"title": f"shown in the comparison ({self._short})", "width": 300, "height": 300}
-        pane = [{"content": rows, "type": "properties"}]
-        self.client.post(
-            "events", {"data": pane, "win": self.shown_win, "eid": INDEX_ENV, "opts": opts}
-        )
-        self._shown, self._boxes = drawn, self._page_names
+        self._controls, self._boxes = drawn, boxes
         return True

@@ -174,27 +174,48 @@ _SCRIPT_MENDS = (
 
 # Hovering a run's curve (its trace's name, less the table's marks) or a table row whose
 # first cell links a run: every plot on the page dims the other runs' traces (their SVG groups,
-# so visdom's copy of each window is untouched) and every table marks that run's rows.
+# so visdom's copy of each window is untouched), every table marks that run's rows, and a
+# parallel-coordinates plot draws that run's line (its trace's customdata names each line's
+# run) in its curve's color (else its group's) over the others in grey: a restyle of the page's plot alone, put back when
+# the pointer leaves, at most one a HOVER_PARCOORDS_MS (WebGL: seconds without a GPU). Every
+# page of the server open in the browser does the same (a BroadcastChannel, nothing sent to the
+# server): the runs table's page marks the run hovered on the comparison's page, and back.
+HOVER_PARCOORDS_MS = 150
+HOVER_CHANNEL = "rtm-hover"
 HOVER_SCRIPT = rb"""
-;(function(){var on=null;
+;(function(){var on=null,bc=window.BroadcastChannel?new BroadcastChannel("%(channel)s"):null,pc=null;
 function strip(s){return String(s||"").replace(/^\u25cf\s*/,"").replace(/\s*\((baseline|hidden|smoothed)\)$/,"").trim()}
 function of(n,t){var m=strip(t&&t.name);return m===n||m.indexOf(n+" ")===0}
-function mark(n){if(n===on)return;on=n;
+function hue(l,i,n){var c=null;document.querySelectorAll(".js-plotly-plot").forEach(function(g){(g._fullData||[]).forEach(function(t){
+if(!c&&t.type==="scatter"&&strip(t.name)===n&&t.line)c=t.line.color})});if(c)return c;
+var s=l.colorscale,v=(l.color||[])[i];if(!Array.isArray(s)||typeof v!=="number")return "#d62728";
+var f=(v-(l.cmin||0))/((l.cmax||1)-(l.cmin||0)||1),b=s[0];s.forEach(function(x){if(Math.abs(x[0]-f)<Math.abs(b[0]-f))b=x});return b[1]}
+function lines(n){document.querySelectorAll(".js-plotly-plot").forEach(function(g){var t=(g.data||[])[0];
+if(!t||t.type!=="parcoords"||!Array.isArray(t.customdata)||!window.Plotly)return;
+if(g.rtmTrace!==t){g.rtmTrace=t;g.rtmLine=JSON.parse(JSON.stringify(t.line||{}))}
+var i=n===null?-1:t.customdata.indexOf(n),o=g.rtmLine,l=o;
+if(i>=0)l={color:t.customdata.map(function(m){return m===n?1:0}),cmin:0,cmax:1,showscale:false,
+colorscale:[[0,"rgba(160,160,160,0.25)"],[1,hue(o,i,n)]]};
+if(g.rtmShown===(i>=0?n:null))return;g.rtmShown=i>=0?n:null;Plotly.restyle(g,{line:[l]},[0])})}
+function mark(n,here){if(n===on)return;on=n;
+here&&bc&&bc.postMessage(n);
 document.querySelectorAll(".js-plotly-plot").forEach(function(g){
 var ts=g.querySelectorAll(".scatterlayer .trace");
 (g.data||[]).filter(function(t){return (t.type||"scatter")==="scatter"}).forEach(function(t,i){
 if(ts[i])ts[i].style.opacity=n===null||of(n,t)?"1":"0.15"})});
 document.querySelectorAll("tr").forEach(function(r){var c=r.cells&&r.cells[0];
-r.style.background=n!==null&&c&&c.tagName==="TD"&&strip(c.textContent)===n?"#ffe58f":""})}
+r.style.background=n!==null&&c&&c.tagName==="TD"&&strip(c.textContent)===n?"#ffe58f":""});
+clearTimeout(pc);pc=setTimeout(function(){lines(on)},%(every)d)}
+if(bc)bc.onmessage=function(e){mark(typeof e.data==="string"?e.data:null,false)};
 function hook(){document.querySelectorAll(".js-plotly-plot").forEach(function(g){
 if(!g.on||g.rtmOn===g.on)return;g.rtmOn=g.on;
-g.on("plotly_hover",function(e){var p=e&&e.points&&e.points[0];if(p&&p.data&&p.data.name)mark(strip(p.data.name))});
-g.on("plotly_unhover",function(){mark(null)})})}
+g.on("plotly_hover",function(e){var p=e&&e.points&&e.points[0];if(p&&p.data&&p.data.name)mark(strip(p.data.name),true)});
+g.on("plotly_unhover",function(){mark(null,true)})})}
 setInterval(hook,500);
 document.addEventListener("mouseover",function(e){var t=e.target,r=t&&t.closest&&t.closest("tr"),
-c=r&&r.cells&&r.cells[0];if(c&&c.tagName==="TD"&&c.querySelector("a")){mark(strip(c.textContent));return}
-if(on!==null&&!(t&&t.closest&&t.closest(".js-plotly-plot")))mark(null)})})();
-"""
+c=r&&r.cells&&r.cells[0];if(c&&c.tagName==="TD"&&c.querySelector("a")){mark(strip(c.textContent),true);return}
+if(on!==null&&!(t&&t.closest&&t.closest(".js-plotly-plot")))mark(null,true)})})();
+""" % {b"channel": HOVER_CHANNEL.encode(), b"every": HOVER_PARCOORDS_MS}
 
 
 # Our rules for the page, served as visdom's user style (after any of the user's own). Every

@@ -33,6 +33,7 @@ def test_an_axis_per_varying_key_and_the_metric_a_line_per_run_colored_by_it():
     ]
     assert trace["line"]["color"] == [0.5, 0.25]
     assert trace["line"]["reversescale"] is True, "a loss: the smallest is the brightest"
+    assert trace["customdata"] == ["a", "b"], "each line's run, for the page's hover"
 
 
 def test_a_categorical_key_is_a_numeric_axis_named_by_its_ticks():

@@ -235,6 +235,21 @@ class _NoEvents:
         return queue.SimpleQueue()
 
 
+class _Heard(_Posts):
+    """A client whose page sends the events put in ``heard`` (to whichever pane asks first)."""
+
+    def __init__(self, heard: queue.SimpleQueue) -> None:
+        super().__init__()
+        self.heard = heard
+
+    @property
+    def events(self):
+        return self
+
+    def subscribe(self, env: str, win: str) -> queue.SimpleQueue:
+        return self.heard
+
+
 def test_a_choice_on_the_page_redraws_the_table_at_once_new_data_at_most_every_refresh():
     """Issue 48: clicks took 2.3-2.5 s each, the table rebuilt at most every REFRESH_S; that
     pace is for the data, a sort or page chosen on the page is drawn at the next pass."""
@@ -256,7 +271,7 @@ def test_a_row_s_checkbox_hides_its_run_and_a_bad_change_is_ignored():
     table, state = _table(), RunsTableState(_summaries(3), 3, 3, 1)
     table.client.post = lambda *args, **kwargs: ""  # type: ignore[method-assign]
     table.html(state, 0.0)
-    table._draw_shown()  # the checkboxes of the page's rows, as the page draws them
+    table._draw_controls()  # the checkboxes of the page's rows, as the page draws them
     first = table._page_names[0]
     table._toggle(0, False)
     assert table.hidden == {first} and f"{first} (hidden)" in table.html(state, 0.0)
@@ -265,3 +280,31 @@ def test_a_row_s_checkbox_hides_its_run_and_a_bad_change_is_ignored():
     assert table.hidden == {first}
     table._toggle(0, True)
     assert not table.hidden and "(hidden)" not in table.html(state, 0.0)
+
+
+def test_the_runs_pane_holds_the_controls_then_show_all_then_a_checkbox_per_row():
+    """One pane beside the table (issue 48: two small panes left half a 1,400 px row blank):
+    its rows after the controls are 'show all' and a checkbox per row of the page; the page's
+    change of a row names it by its place."""
+    events: queue.SimpleQueue = queue.SimpleQueue()
+    client = _Heard(events)
+    table, state = (
+        RunsTable(client, "runs", link=lambda n: n),
+        RunsTableState(_summaries(3), 3, 3, 1),
+    )
+    table.draw(state, now=0.0)
+    (pane,) = [m for m in client.sent if m["win"] == table.controls_win]
+    rows = pane["data"][0]["content"]
+    assert [r["name"] for r in rows[7:9]] == ["shown in the comparison", table._page_names[0]]
+    assert [r["type"] for r in rows[8:]] == ["checkbox"] * 3
+    assert (
+        pane["opts"]["height"]
+        == next(m for m in client.sent if m["win"] == table.win)["opts"]["height"]
+    )
+    events.put(_event(9, False))  # the second row's box
+    client.sent.clear()
+    assert table.draw(state, now=1.0) and table.hidden == {table._page_names[1]}
+    (pane,) = [m for m in client.sent if m["win"] == table.controls_win]
+    assert pane["data"][0]["content"][9]["value"] is False, "its box unticked"
+    events.put(_event(7, "show all"))
+    assert table.draw(state, now=2.0) and not table.hidden
