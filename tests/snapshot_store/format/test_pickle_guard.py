@@ -180,10 +180,11 @@ def _holds_itself() -> dict:
         ({(10**400,): 1}, "past what a float holds"),  # a key is walked too
         (_holds_itself(), "holds itself"),
         ({"x": _dag(40)}, "shared one counted each time"),
+        ({"x": [[0.5] * 100_000] * 200}, "shared one counted each time"),  # in a small level
         ({"x": "y" * (MAX_TEXT + 1)}, "a str of"),
         ({"x": [b"y" * (MAX_TEXT + 1)]}, "a bytes of"),
     ],
-    ids=["huge-int", "int-past-float", "negative", "key", "cycle", "dag", "str", "bytes"],
+    ids=["huge-int", "int-past-float", "negative", "key", "cycle", "dag", "wide", "str", "bytes"],
 )
 def test_a_value_over_the_budget_is_named(value, why):
     assert why in value_problem(value)
