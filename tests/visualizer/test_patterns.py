@@ -51,3 +51,8 @@ def test_what_is_no_pattern_says_why():
     assert is_pattern("(") is not None and is_pattern("^a+$") is None
     with pytest.raises(ValueError, match="is not a regular expression"):
         compile_runs("(")
+
+
+def test_the_empty_text_holds_every_name_without_a_search():
+    assert searcher("")("any") and searcher("", ignore_case=True)("")
+    assert searcher("") is searcher("", ignore_case=True)  # one test of no text, nothing compiled

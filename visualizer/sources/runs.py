@@ -112,12 +112,15 @@ class _RunNames:
         """
         spec = self._specs.get(found.key)
         if spec is None:
-            numbered = (f"{found.folder}-{i}" for i in itertools.count(2))
-            candidates = itertools.chain((stored, found.folder), numbered)
-            name = next(c for c in candidates if c and c not in self._taken)
+            name = stored if stored and stored not in self._taken else self._free(found.folder)
             spec = self._specs[found.key] = RunSpec(name, found.source, found.remote)
             self._taken.add(name)
         return spec
+
+    def _free(self, folder: str) -> str:
+        """A name no run has: ``folder``, else ``folder-2``, ``folder-3``..."""
+        numbered = (f"{folder}-{i}" for i in itertools.count(2))
+        return next(c for c in itertools.chain((folder,), numbered) if c and c not in self._taken)
 
     def _known(self, key: str, make: Callable[[], Found]) -> Found:
         found = self._found.get(key)

@@ -42,6 +42,22 @@ def test_many_runs_are_named_and_summarized_without_being_followed(tmp_path):
     assert (stats.count, stats.last, stats.min, stats.max) == (2, 1.5, 1.5, 3.0)
 
 
+def test_many_runs_share_their_key_strings_and_hold_no_meta_their_status_repeats(tmp_path):
+    _write(tmp_path, ["a", "b"])
+    catalog = Catalog(LocalRuns(tmp_path), 1.0, 60.0, few=1)
+    try:
+        _, read = _read_all(catalog)
+    finally:
+        catalog.close()
+    a, b = (entry.summary for entry in sorted(read, key=lambda e: e.spec.name))
+    assert list(a.series) == list(b.series) == ["train/loss"]
+    assert next(iter(a.series)) is next(iter(b.series)), "one string, not one a run"
+    assert next(iter(a.config)) is next(iter(b.config))
+    assert all(x is y for x, y in zip(sorted(a.status), sorted(b.status), strict=True))
+    # Status repeats meta's name and options: meta is read again from it, not held.
+    assert all(entry.meta is None and entry.stored == entry.spec.name for entry in read)
+
+
 def test_a_corrupt_store_among_many_is_one_warning_and_the_others_are_read(tmp_path, caplog):
     _write(tmp_path, ["a", "b", "c"])
     (tmp_path / "b" / "pickle" / fmt.STATUS_FILE).write_bytes(b"\x00not a frame" * 9)
