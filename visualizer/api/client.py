@@ -24,6 +24,7 @@ from visualizer.sources.s3 import FETCHES_AT_ONCE, S3ReadError
 from visualizer.sources.summary_read import read_summary, status_version
 
 from .filters import Fields, compile_filters, ordered
+from .read_pool import Pooled, read_pooled
 from .run import ApiRun, Documents
 from .summary_cache import SummaryCache, lazily
 
@@ -59,19 +60,14 @@ def read_runs(root: str, s3_client: Any = None) -> list[ApiRun]:
     kept = [cache.get(f.key, version) for f, version in zip(found, versions, strict=True)]
     unread = [f for f, entry in zip(found, kept, strict=True) if entry is None]
     with _cycles_collected_after():
-        if any(f.remote for f in unread):  # requests wait on the network: many at once
-            with ThreadPoolExecutor(FETCHES_AT_ONCE, thread_name_prefix="api-runs") as pool:
-                reads = iter(list(pool.map(_read, unread)))
-        else:
-            # On this thread: decoding is Python, and threads handing 10,000 small reads
-            # over to this one cost a third more CPU than reading them here.
-            reads = (_read(f) for f in unread)
+        reads = _reads(unread)
         listed = []
         for store, version, entry in zip(found, versions, kept, strict=True):
             if entry is None:
                 read = next(reads)
-                entry = cache.put(store.key, version, read)
-                if entry is None:  # not kept: held as read
+                if isinstance(read, tuple):  # a worker's (name, text)
+                    entry = cache.keep(store.key, version, *read)
+                elif (entry := cache.put(store.key, version, read)) is None:  # held as read
                     assert read.summary is not None  # read_summary always computes one
                     spec = runs.name(store, name_in(read.meta))
                     listed.append(ApiRun(spec.name, store.source, read.summary, read.meta))
@@ -81,6 +77,21 @@ def read_runs(root: str, s3_client: Any = None) -> list[ApiRun]:
             listed.append(ApiRun.lazily(spec.name, store.source, load))
     cache.save()
     return listed
+
+
+def _reads(unread: list[Found]) -> Iterator[Read | Pooled]:
+    """Each of ``unread``'s documents, in order: read (S3: many requests at once), or the
+    text a worker gave (:mod:`.read_pool`: many local runs)."""
+    if any(f.remote for f in unread):  # requests wait on the network: many at once
+        with ThreadPoolExecutor(FETCHES_AT_ONCE, thread_name_prefix="api-runs") as pool:
+            reads = list(pool.map(_read, unread))
+        yield from reads
+        return
+    # Decoding is Python: many runs in worker processes, the others on this thread
+    # (threads handing 10,000 small reads over to this one cost a third more CPU).
+    pooled = read_pooled([f.source.describe("") for f in unread])
+    for store, done in zip(unread, pooled, strict=True):
+        yield _read(store) if done is None else done
 
 
 def _versions(runs: LocalRuns | S3Runs, found: list[Found]) -> list[object]:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
+from snapshot_store.format.pickle_guard import MAX_DEPTH
 from visualizer.model.summary import from_documents
 from visualizer.sources.runs import name_in
 from visualizer.sources.summary_read import Read, meta_in
@@ -63,14 +64,39 @@ def encoded(read: Read) -> str | None:
         return None
     documents = [status, None if meta_in(status) is not None else read.meta]
     try:
-        text = json.dumps(documents, separators=(",", ":"))
-        # A tuple or an int key would come back changed; == compares in C (repr of both took
-        # half the first listing's decoding), and repr only where == can not tell (NaN).
-        back = json.loads(text) if len(text) <= MAX_LINE_CHARS else None
-        same = back is not None and (back == documents or repr(back) == repr(documents))
+        text = _encode(documents)
     except (TypeError, ValueError, RecursionError):  # bytes, sets, cycles, too deep
         return None
-    return text if same else None
+    return text if len(text) <= MAX_LINE_CHARS and _as_json_gives(documents) else None
+
+
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+_JSON_LEAVES = frozenset((str, int, float, bool, type(None)))
+_TEXT_KEYS = {str}
+
+
+def _as_json_gives(documents: list[Any]) -> bool:
+    """Whether JSON gives ``documents`` back as they are: only dicts with text keys, lists,
+    text, numbers (NaN too), booleans and None; a tuple or an int key would come back
+    changed. A walk a level at a time (a round trip through json.loads and a compare took
+    half the first listing's decoding)."""
+    level: list[Any] = documents
+    for _ in range(MAX_DEPTH + 2):
+        if not level:
+            return True
+        inner: list[Any] = []
+        for value in level:
+            kind = type(value)
+            if kind is dict:
+                if value and set(map(type, value)) != _TEXT_KEYS:
+                    return False
+                inner += value.values()
+            elif kind is list:
+                inner += value
+            elif kind not in _JSON_LEAVES:
+                return False
+        level = inner
+    return False  # deeper than any budgeted document
 
 
 def decoded(text: str) -> Documents:
@@ -130,12 +156,17 @@ class SummaryCache:
         return kept
 
     def put(self, key: str, version: object, read: Read) -> CachedRun | None:
-        """Keep ``read`` for ``key`` at ``version``; None when it is not one to keep
-        (:func:`encoded`) or there is no version."""
+        """Keep ``read`` for ``key`` at ``version`` (:meth:`keep`); None when it is not one to
+        keep (:func:`encoded`)."""
         text = encoded(read)
-        if version is None or text is None:
-            return None
-        entry = self.new[key] = CachedRun(version, name_in(read.meta), text)
+        return None if text is None else self.keep(key, version, name_in(read.meta), text)
+
+    def keep(self, key: str, version: object, name: str | None, text: str) -> CachedRun:
+        """The run named ``name`` whose documents are ``text`` (:func:`encoded`), kept for
+        ``key`` at ``version`` (not kept where there is no version)."""
+        entry = CachedRun(version, name, text)
+        if version is not None:
+            self.new[key] = entry
         return entry
 
     def save(self) -> None:
