@@ -80,10 +80,14 @@ class SeriesStats:
 
 
 def _int(value: Any) -> int | None:
+    if type(value) is int:  # the common case first: 100,000 runs hold 1.8 million numbers
+        return value
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _float(value: Any) -> float | None:
+    if type(value) is float:
+        return value
     if isinstance(value, bool) or not isinstance(value, _NUMBERS):
         return None
     return float(value)

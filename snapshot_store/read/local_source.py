@@ -110,7 +110,8 @@ class LocalSource:
             # a 500-byte document asked for with the 64 MiB limit of any document cost 4x
             # its read, 10,000 runs over (os.read: no buffered file object, half again).
             size = max(0, st.st_size - offset)
-            os.lseek(fd, offset, os.SEEK_SET)
+            if offset:
+                os.lseek(fd, offset, os.SEEK_SET)
             if length is not None:  # a file grown since the fstat: read as it was then
                 return _read_fd(fd, min(length, size))
             return _read_fd(fd, size) + _read_fd(fd, None)  # and what was added since
@@ -118,14 +119,17 @@ class LocalSource:
             os.close(fd)
 
 
+_POSIX = os.sep == "/" and os.altsep is None
+
+
 def _normal(path: str | os.PathLike[str]) -> str:
     """``path`` as ``str(Path(path))`` writes it; a plain one (the runs' folders, joined as
     text) as it is, without making the Path."""
     text = os.fspath(path)
-    odd = ("//", "/.") if os.sep == "/" and os.altsep is None else (os.sep,)
-    if text and text[-1] != "/" and text[:2] != "./" and not any(o in text for o in odd):
-        return text
-    return os.fspath(Path(path))
+    odd = not _POSIX or not text or text[-1] == "/" or text[:2] == "./"
+    if odd or "//" in text or "/." in text:
+        return os.fspath(Path(text))
+    return text
 
 
 def _read_fd(fd: int, length: int | None) -> bytes:

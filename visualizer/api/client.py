@@ -24,7 +24,7 @@ from visualizer.sources.s3 import FETCHES_AT_ONCE, S3ReadError
 from visualizer.sources.summary_read import read_summary, status_version
 
 from .filters import Fields, compile_filters, ordered
-from .read_pool import Pooled, read_pooled
+from .read_pool import Pooled, Workers, read_pooled, workers_for
 from .run import ApiRun, Documents
 from .summary_cache import SummaryCache, lazily
 
@@ -56,19 +56,21 @@ def read_runs(root: str, s3_client: Any = None) -> list[ApiRun]:
     if not found:
         raise FileNotFoundError(f"no snapshot store found: expected {runs.waiting_for()}")
     cache = SummaryCache(str(root))
-    versions = _versions(runs, found)
-    kept = [cache.get(f.key, version) for f, version in zip(found, versions, strict=True)]
-    unread = [f for f, entry in zip(found, kept, strict=True) if entry is None]
-    with _cycles_collected_after():
-        reads = _reads(unread)
+    # Started while the runs not in the cache are found: many are read by workers.
+    many = 0 if isinstance(runs, S3Runs) else len(found) - len(cache.old)
+    with workers_for(many) as workers, _cycles_collected_after():
+        versions = _versions(runs, found, cache)
+        kept = [cache.get(f.key, version) for f, version in zip(found, versions, strict=True)]
+        unread = [f for f, entry in zip(found, kept, strict=True) if entry is None]
+        reads = _reads(unread, workers)
         listed = []
         for store, version, entry in zip(found, versions, kept, strict=True):
             if entry is None:
                 read = next(reads)
-                if isinstance(read, tuple):  # a worker's (name, text)
-                    entry = cache.keep(store.key, version, *read)
-                elif (entry := cache.put(store.key, version, read)) is None:  # held as read
-                    assert read.summary is not None  # read_summary always computes one
+                if isinstance(read, tuple):  # a worker's (version, name, text)
+                    entry = cache.keep(store.key, *read)
+                elif (entry := cache.put(store.key, read.version or version, read)) is None:
+                    assert read.summary is not None  # held as read: read_summary made one
                     spec = runs.name(store, name_in(read.meta))
                     listed.append(ApiRun(spec.name, store.source, read.summary, read.meta))
                     continue
@@ -79,9 +81,9 @@ def read_runs(root: str, s3_client: Any = None) -> list[ApiRun]:
     return listed
 
 
-def _reads(unread: list[Found]) -> Iterator[Read | Pooled]:
+def _reads(unread: list[Found], workers: Workers) -> Iterator[Read | Pooled]:
     """Each of ``unread``'s documents, in order: read (S3: many requests at once), or the
-    text a worker gave (:mod:`.read_pool`: many local runs)."""
+    text one of ``workers`` gave (:mod:`.read_pool`: many local runs)."""
     if any(f.remote for f in unread):  # requests wait on the network: many at once
         with ThreadPoolExecutor(FETCHES_AT_ONCE, thread_name_prefix="api-runs") as pool:
             reads = list(pool.map(_read, unread))
@@ -89,17 +91,19 @@ def _reads(unread: list[Found]) -> Iterator[Read | Pooled]:
         return
     # Decoding is Python: many runs in worker processes, the others on this thread
     # (threads handing 10,000 small reads over to this one cost a third more CPU).
-    pooled = read_pooled([f.source.describe("") for f in unread])
+    pooled = read_pooled([f.source.describe("") for f in unread], workers)
     for store, done in zip(unread, pooled, strict=True):
         yield _read(store) if done is None else done
 
 
-def _versions(runs: LocalRuns | S3Runs, found: list[Found]) -> list[object]:
-    """Each store's status version: size and mtime (a stat each), or the ETag of one listing."""
+def _versions(runs: LocalRuns | S3Runs, found: list[Found], cache: SummaryCache) -> list[object]:
+    """Each store's status version: the ETag of one listing (S3), or its size and mtime where
+    the cache keeps the store (a stat each; a local store read now is known by the version
+    its read gives, taken before its documents are: none is taken twice)."""
     if isinstance(runs, S3Runs):
         etags = runs.status_versions() if len(found) > 1 else {}
         return [etags.get(f.key) for f in found]
-    return [status_version(f.source) for f in found]
+    return [status_version(f.source) if f.key in cache.old else None for f in found]
 
 
 def _documents(found: Found) -> Documents:

@@ -7,7 +7,7 @@ JSON text of it, :func:`~.summary_cache.encoded`): some 100 us a run on one core
 which would import the caller's ``__main__`` again in each), each given its share of the
 stores' paths on stdin, one JSON string a line, and writing for each a line back::
 
-    "<name its meta gives>" or null<TAB>[<status>, <meta or null>]
+    [[<status size>, <status mtime>], "<name its meta gives>" or null]<TAB>[<status>, <meta or null>]
 
 or an empty line for a run this process reads itself: one whose read warned or failed,
 one whose documents the cache does not keep (:func:`~.summary_cache.encoded`), one with no
@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from snapshot_store.read.local_source import LocalSource
@@ -33,7 +34,8 @@ log = logging.getLogger(__name__)
 MIN_RUNS = 8000  # fewer are read here: a worker takes about 0.5 s to start, as many runs
 MAX_WORKERS = 4  # past this, handing the lines over costs this process more than it gains
 _WORKER = "from visualizer.api.read_pool import serve_reads; serve_reads()"
-Pooled = tuple[str | None, str]  # a run's name (its meta's) and its documents' text
+# A run's status version (read before its documents), its name (its meta's), its documents.
+Pooled = tuple[object, str | None, str]
 
 
 def cores() -> int:
@@ -42,46 +44,63 @@ def cores() -> int:
     return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
-def read_pooled(paths: list[str]) -> Iterator[Pooled | None]:
-    """Each store's (name, text) at ``paths`` (local store directories), in order, read by
-    workers; None for one this process reads itself. Nothing is read by workers (all None)
-    for fewer than :data:`MIN_RUNS` paths or one core."""
-    count = min(cores(), MAX_WORKERS)
-    workers = _started(paths, count) if len(paths) >= MIN_RUNS and count > 1 else []
-    if not workers:
-        yield from (None for _ in paths)
-        return
+Workers = list[subprocess.Popen[str]]
+
+
+@contextmanager
+def workers_for(runs: int) -> Iterator[Workers]:
+    """Workers for ``runs`` runs to read, started now (they take some 0.5 s to start, while
+    this process finds which runs those are) and ended with the block; none for fewer than
+    :data:`MIN_RUNS`, on one core, or where no interpreter starts."""
+    workers = _started(runs)
     try:
-        for index in range(len(paths)):  # run i is worker i % count's: all advance together
-            yield _answer(workers[index % len(workers)])
+        yield workers
     finally:
-        for worker in workers:
-            _ended(worker)
+        _end(workers)
 
 
-def _started(paths: list[str], count: int) -> list[subprocess.Popen[str]]:
-    """``count`` workers, each given its share of ``paths`` (every ``count``-th), or none."""
+def _started(runs: int) -> Workers:
+    count = min(cores(), MAX_WORKERS)
+    if runs < MIN_RUNS or count < 2:
+        return []
     here = str(Path.cwd())  # the '' of sys.path
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p or here for p in sys.path)}
-    workers: list[subprocess.Popen[str]] = []
+    workers: Workers = []
+    command, pipe, none = [sys.executable, "-c", _WORKER], subprocess.PIPE, subprocess.DEVNULL
     try:
-        for first in range(count):
+        for _ in range(count):
             worker = subprocess.Popen(
-                [sys.executable, "-c", _WORKER],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                env=env, text=True, encoding="utf-8",
-            )  # fmt: skip
+                command, stdin=pipe, stdout=pipe, stderr=none, env=env, encoding="utf-8"
+            )
             workers.append(worker)
-            assert worker.stdin is not None
-            # Each reads all its paths before it writes: the whole share goes in at once.
-            worker.stdin.write("".join(f"{json.dumps(p)}\n" for p in paths[first::count]))
-            worker.stdin.close()
-    except (OSError, ValueError) as err:  # no interpreter to start, a worker gone at once
+    except OSError as err:  # no interpreter to start
         log.info("runs read here, not in workers (%s)", err)
-        for worker in workers:
-            _ended(worker)
+        _end(workers)
         return []
     return workers
+
+
+def read_pooled(paths: list[str], workers: Workers) -> Iterator[Pooled | None]:
+    """Each store's (version, name, text) at ``paths`` (local store directories), in order, read by
+    ``workers`` (:func:`workers_for`); None for one this process reads itself (all of them
+    without workers)."""
+    given = _given(workers, paths)
+    for index in range(len(paths)):  # run i is worker i % count's: all advance together
+        yield _answer(workers[index % len(workers)]) if given else None
+
+
+def _given(workers: Workers, paths: list[str]) -> bool:
+    """Whether each of ``workers`` took its share of ``paths`` (every n-th, for n workers)."""
+    try:
+        for first, worker in enumerate(workers):
+            assert worker.stdin is not None
+            # Each reads all its paths before it writes: the whole share goes in at once.
+            worker.stdin.write("".join(f"{json.dumps(p)}\n" for p in paths[first :: len(workers)]))
+            worker.stdin.close()
+    except (OSError, ValueError) as err:  # a worker gone at once
+        log.info("runs read here, not in workers (%s)", err)
+        return False
+    return bool(workers)
 
 
 def _answer(worker: subprocess.Popen[str]) -> Pooled | None:
@@ -91,19 +110,25 @@ def _answer(worker: subprocess.Popen[str]) -> Pooled | None:
     head, tab, text = line.rstrip("\n").partition("\t")
     if not tab or text[:2] != "[{" or text[-1:] != "]":
         return None
-    name = json.loads(head)
-    return (name if isinstance(name, str) else None), text
+    try:
+        version, name = json.loads(head)
+    except (ValueError, TypeError):  # cut short: the worker ended
+        return None
+    version = tuple(version) if isinstance(version, list) else None  # as status_version gives it
+    return version, (name if isinstance(name, str) else None), text
 
 
-def _ended(worker: subprocess.Popen[str]) -> None:
-    """Close ``worker``'s pipe and wait for it (killed when it is not done: the listing is)."""
-    if worker.poll() is None:
-        worker.kill()
-    worker.wait()
-    if worker.stdout is not None:
-        worker.stdout.close()
-    if worker.returncode not in (0, -9):
-        log.info("a worker reading runs ended with %s: its runs were read here", worker.returncode)
+def _end(workers: Workers) -> None:
+    """Close the workers' pipes and wait for them (killed when not done: the listing is)."""
+    for worker in workers:
+        if worker.poll() is None:
+            worker.kill()
+        worker.wait()
+        for pipe in (worker.stdin, worker.stdout):
+            if pipe is not None:
+                pipe.close()
+        if worker.returncode not in (0, -9):
+            log.info("a worker reading runs ended with %s: runs read here", worker.returncode)
 
 
 def serve_reads() -> None:
@@ -127,7 +152,7 @@ def serve_reads() -> None:
         if text is None or warned.count:
             out.write("\n")
         else:
-            out.write(f"{json.dumps(name_in(read.meta))}\t{text}\n")
+            out.write(f"{json.dumps([read.version, name_in(read.meta)])}\t{text}\n")
     out.flush()
 
 

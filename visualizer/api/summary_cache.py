@@ -182,8 +182,8 @@ class SummaryCache:
     def _lines(self) -> Iterator[bytes]:
         """The file's lines (see the module), each ending in a newline."""
         yield f"{self._header()}\n".encode()
-        for key, entry in sorted(self.new.items()):
-            head = json.dumps([key, entry.version, entry.name], separators=(",", ":"))
+        for key, entry in self.new.items():  # as listed (sorting 100,000 paths took 0.3 s)
+            head = _encode([key, entry.version, entry.name])
             yield f"{head}\t{entry.text}\n".encode()
 
 

@@ -23,7 +23,7 @@ from .rundata import RunData
 from .status import is_stale
 
 # Status fields taken apart into the summary (and meta's, repeated there: name, config).
-_SUMMARIZED = ("series", "hparams", "summary", *RUN_FIELDS)
+_SUMMARIZED = frozenset(("series", "hparams", "summary", *RUN_FIELDS))
 # A tuple, not ``int | float``: that union is built again on every call, and listing
 # 10,000 runs checks 120,000 values.
 _NUMBERS = (int, float)
