@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from snapshot_store.format import frames as fmt
+from tests.fixtures.runs.hostile import HOSTILE, write_good, write_hostile
 from visualizer.api import Api, client, read_pool
 from visualizer.api.summary_cache import cache_file
 from workloads.many_runs import write_runs
@@ -72,3 +73,16 @@ def test_a_worker_that_can_not_start_leaves_its_runs_here(sweep, monkeypatch, tm
     listed, warnings, read_here = _listed(sweep, monkeypatch, tmp_path / "pooled", caplog)
     assert (listed, warnings) == here[:2]
     assert len(read_here) == RUNS
+
+
+def test_hostile_stores_read_by_workers_warn_once_each_here(tmp_path, monkeypatch, caplog):
+    write_good(tmp_path / "runs", 2)
+    for name in HOSTILE:
+        write_hostile(tmp_path / "runs", name)
+    here = _listed(tmp_path / "runs", monkeypatch, tmp_path / "here", caplog)
+    monkeypatch.setattr(read_pool, "MIN_RUNS", 1)
+    monkeypatch.setattr(read_pool, "cores", lambda: 2)
+    pooled = _listed(tmp_path / "runs", monkeypatch, tmp_path / "pooled", caplog)
+    assert pooled[:2] == here[:2]
+    assert sorted(pooled[2]) == sorted(HOSTILE)  # each told of here, once; the good ones pooled
+    assert sum(run[1] == "unreadable" for run in pooled[0]) == len(HOSTILE)
