@@ -36,6 +36,17 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+# The times a date shows (Unix seconds from 1970 to the end of 9999, a day inside for the
+# local zone): a status' start or update time out of them is left out, as any field not of
+# its kind (datetime, and so the runs table's dates, can not take year 10000).
+_TIMES = (0.0, 253402300800.0 - 86400)
+
+
+def _time(value: Any) -> float | None:
+    number = _number(value)
+    return number if number is not None and _TIMES[0] <= number <= _TIMES[1] else None
+
+
 def _step(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -123,7 +134,7 @@ def from_documents(
     values = (status or {}).get("summary")
     if isinstance(values, dict):
         summary.values = {str(k): v for k, v in values.items()}
-    summary.started = _number((status or {}).get("start_time")) or _number(
+    summary.started = _time((status or {}).get("start_time")) or _time(
         (meta or {}).get("start_time")
     )
     if status is None:
@@ -131,7 +142,7 @@ def from_documents(
     state = status.get("state")
     summary.state = state if isinstance(state, str) and state.isprintable() else "unknown"
     summary.step = _step(status.get("step"))
-    summary.updated = _number(status.get("last_log_time")) or _number(status.get("updated"))
+    summary.updated = _time(status.get("last_log_time")) or _time(status.get("updated"))
     series = status.get("series")
     if isinstance(series, dict):
         summary.summarized = True
@@ -158,7 +169,7 @@ def from_run(run: RunData) -> RunSummary:
             float(finite.min()) if len(finite) else None,
             float(finite.max()) if len(finite) else None,
         )
-        last = series.last_time
+        last = _time(series.last_time)
         if last is not None and (summary.updated is None or last > summary.updated):
             summary.updated = last
     summary.summarized = True

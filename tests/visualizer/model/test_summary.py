@@ -83,6 +83,12 @@ def test_a_strange_state_reads_unknown(state):
     assert from_documents("r", None, _status(state=state)).state == "unknown"
 
 
+@pytest.mark.parametrize("when", [253402300800.0, 1e300, -1.0])  # year 10000 on, before 1970
+def test_a_time_no_date_shows_is_left_out(when):
+    summary = from_documents("r", None, _status(start_time=when, last_log_time=when))
+    assert (summary.started, summary.updated) == (None, 1500.0)
+
+
 def test_a_store_read_whole_gives_the_same_summary():
     run = RunData("r")
     run.apply(
