@@ -16,6 +16,7 @@ A run still running is re-read as its status changes, polled with back-off.
 
 from __future__ import annotations
 
+import gc
 import logging
 import queue
 import time
@@ -42,6 +43,16 @@ LOCAL_WORKERS, LOCAL_BATCH = 1, 250
 
 ENDED_RECHECK_S = 60.0  # a local run that ended, without file events: a stat a minute
 S3_CHANGES_S = 300.0  # an S3 prefix listed whole this often: a resumed run shows then
+HELD_FROM = 1_000  # runs from which the newly named ones are held out of the cycle collector
+
+
+def hold() -> None:
+    """Leave every object made so far out of the cycle collector's passes (``gc.freeze``),
+    the young garbage collected first. 100,000 runs' summaries are some 5 million objects in
+    no cycle: each full pass over them took a second of the loop, idle too, and the one at
+    exit two of the viewer's SIGTERM -> exit (0.3 s with them held)."""
+    gc.collect(1)
+    gc.freeze()
 
 
 @dataclass(slots=True)
@@ -180,6 +191,7 @@ class Catalog:
                 entry.reading, entry.checked = False, now
                 if self._apply(entry, read):
                     changed.append(entry)
+        named_before = len(self._pending)
         while self._pending and self.entries[self._pending[0]].summary is not None:
             entry = self.entries[self._pending.popleft()]
             entry.spec = self.runs.name(entry.found, entry.stored)
@@ -188,6 +200,8 @@ class Catalog:
             changed.append(entry)  # read before, waiting for its turn to be named
         if changed:
             self.version += 1
+        if named_before > len(self._pending) and len(self.entries) >= HELD_FROM:
+            hold()
         named = {id(entry): entry for entry in changed if entry.spec is not None}
         return list(named.values())
 

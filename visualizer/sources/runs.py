@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 MAX_NAME_CHARS = 200
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunSpec:
     """A run found under the root: its display name and where its store is."""
 
@@ -62,7 +62,7 @@ def name_in(meta: Any) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Found:
     """A store found under the root, not named yet: ``key`` tells it from the others."""
 
