@@ -308,3 +308,29 @@ def test_the_runs_pane_holds_the_controls_then_show_all_then_a_checkbox_per_row(
     assert pane["data"][0]["content"][9]["value"] is False, "its box unticked"
     events.put(_event(7, "show all"))
     assert table.draw(state, now=2.0) and not table.hidden
+
+
+def test_paging_keeps_the_rows_filtered_and_sorted_until_the_runs_or_the_filter_change(
+    monkeypatch,
+):
+    """Issue 48's clicks at 100,000 runs: a page was 0.7-1.5 s, every runs filtered and sorted
+    again; the next page of the same rows now takes them as kept, while no run runs."""
+    from visualizer.panes import runs_table
+
+    calls: list[int] = []
+    select = runs_table.select
+    monkeypatch.setattr(runs_table, "select", lambda *a: calls.append(1) or select(*a))
+    table = _table()
+    ended = [s for s in _summaries(400) if s.state != "running"]
+    state = RunsTableState(ended, len(ended), len(ended), 1)
+    first = table.rows(state, 0.0)
+    table.view = table._changed(_event(5, "2"))  # page 2
+    assert table.rows(state, 0.0) is first and len(calls) == 1
+    table.view = table._changed(_event(0, "lr>0.1"))  # another filter: selected again
+    assert table.rows(state, 0.0) is not first and len(calls) == 2
+    changed = RunsTableState(ended, len(ended), len(ended), 2)  # a run's summary changed
+    table.rows(changed, 0.0)
+    assert len(calls) == 3
+    live = RunsTableState(_summaries(400), 400, 400, 3)  # a run runs: its row ages with time
+    table.rows(live, 0.0), table.rows(live, 1.0)
+    assert len(calls) == 5
