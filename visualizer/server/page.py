@@ -192,8 +192,8 @@ var s=l.colorscale,v=(l.color||[])[i];if(!Array.isArray(s)||typeof v!=="number")
 var f=(v-(l.cmin||0))/((l.cmax||1)-(l.cmin||0)||1),b=s[0];s.forEach(function(x){if(Math.abs(x[0]-f)<Math.abs(b[0]-f))b=x});return b[1]}
 function lines(n){document.querySelectorAll(".js-plotly-plot").forEach(function(g){var t=(g.data||[])[0];
 if(!t||t.type!=="parcoords"||!Array.isArray(t.customdata)||!window.Plotly)return;
-if(g.rtmTrace!==t){g.rtmTrace=t;g.rtmLine=JSON.parse(JSON.stringify(t.line||{}))}
-var i=n===null?-1:t.customdata.indexOf(n),o=g.rtmLine,l=o;
+if(g.rtmTrace!==t){g.rtmTrace=t;g.rtmShown=null;g.rtmLine=JSON.stringify(t.line||{})}
+var i=n===null?-1:t.customdata.indexOf(n),o=JSON.parse(g.rtmLine),l=o;
 if(i>=0)l={color:t.customdata.map(function(m){return m===n?1:0}),cmin:0,cmax:1,showscale:false,
 colorscale:[[0,"rgba(160,160,160,0.25)"],[1,hue(o,i,n)]]};
 if(g.rtmShown===(i>=0?n:null))return;g.rtmShown=i>=0?n:null;Plotly.restyle(g,{line:[l]},[0])})}
