@@ -23,12 +23,13 @@ from transfer_plugins.s3_location import S3Location
 from visualizer.layout import safe_id
 
 from .s3 import S3ReadError, S3Source, call, is_s3_url, make_read_client
-from .store_folders import has_documents, is_store, leaves, subfolders
+from .store_folders import folder_stamp, has_documents, is_store, leaves, subfolders
 
 log = logging.getLogger(__name__)
 
 # Longer stored names are not names a trainer wrote: the directory's is used.
 MAX_NAME_CHARS = 200
+SETTLED_NS = 2_000_000_000  # a root changed this long ago is listed again once it changes
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,11 +105,8 @@ class _RunNames:
             return None
 
     def name(self, found: Found, stored: str | None) -> RunSpec:
-        """The spec of the store ``found``: named ``stored`` (its metadata's name), else
-        after its folder.
-
-        Two copies of one run under the same root keep apart: the later one
-        named is named after its folder.
+        """The spec of the store ``found``: named ``stored`` (its metadata's name), else after
+        its folder. Two copies of one run under a root keep apart: the later named, as its folder.
         """
         spec = self._specs.get(found.key)
         if spec is None:
@@ -142,6 +140,7 @@ class LocalRuns(_RunNames):
         self.root = Path(root)
         self._by_folder: dict[str, Found] = {}  # each run folder's store, once found
         self._outside: set[str] = set()  # links out of the root, told of once
+        self._listed: tuple[tuple[int, int, int] | None, list[Found]] = (None, [])  # stat, stores
 
     def __str__(self) -> str:
         return str(self.root)
@@ -161,18 +160,24 @@ class LocalRuns(_RunNames):
                 return [self._store(root.parent.name if root.name == "pickle" else root.name, root)]
             if is_store(root / "pickle"):
                 return [self._store(root.name, root / "pickle")]
-        found, real_root = [], os.path.realpath(root)
+        stamp = folder_stamp(root)
+        if stamp is not None and stamp == self._listed[0]:
+            return list(self._listed[1])  # no folder came or went: 100,000 not listed again
+        found, real_root, unsettled = [], os.path.realpath(root), False  # unsettled: a non-store
         for child in subfolders(root):
             known = self._by_folder.get(child)
             if known is None:
                 known = self._look_into(child, real_root)
                 if known is None:
+                    unsettled = True  # its store may appear: listed again
                     continue
                 self._by_folder[child] = known
             found.append(known)
         if found:
             self.multi = True
-        return found
+        settled = stamp is not None and time.time_ns() - stamp[0] > SETTLED_NS  # its tick past
+        self._listed = (stamp if settled and not unsettled else None, found)
+        return list(found)
 
     def _look_into(self, child: str, real_root: str) -> Found | None:
         """The store in folder ``child`` (``child/pickle`` or ``child`` itself), if any; none

@@ -82,3 +82,13 @@ def is_folder(path: str) -> bool:
         return stat.S_ISDIR(os.stat(path).st_mode)  # noqa: PTH116 - a string, as above
     except OSError:
         return False
+
+
+def folder_stamp(folder: Path) -> tuple[int, int, int] | None:
+    """A folder's mtime, inode and device (None: no such folder): its mtime changes as an
+    entry in it comes or goes."""
+    try:
+        st = folder.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_ino, st.st_dev

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
 from snapshot_store.format import frames as fmt
 from tests.fixtures.runs.export import run_export
+from visualizer.sources import runs as runs_module
 from visualizer.sources.export import export_csv
 from visualizer.sources.runs import LocalRuns, env_name
 
@@ -104,3 +107,22 @@ def test_the_visualizer_draws_a_downloaded_run_in_its_stored_names_env(
     assert proc.returncode == ExitCode.OK, proc.stderr
     assert reader.traces(name, "train")["loss"] == ([0, 1, 2], [0.0, 1.0, 2.0])
     assert "download" not in reader.envs()
+
+
+def test_a_root_whose_folders_did_not_change_is_not_listed_again(tmp_path, monkeypatch):
+    for name in ("a", "b"):
+        _record(tmp_path / name)
+    (tmp_path / "c").mkdir()  # no store in it yet
+    settled = time.time() - 60  # changed a minute ago: past its mtime's tick
+    os.utime(tmp_path, (settled, settled))
+    runs = LocalRuns(tmp_path)
+    assert [found.folder for found in runs.found()] == ["a", "b"]
+    _record(tmp_path / "c")  # a store in a folder listed before: the root is listed again
+    os.utime(tmp_path, (settled, settled))
+    assert [found.folder for found in runs.found()] == ["a", "b", "c"]
+    listed: list[object] = []
+    monkeypatch.setattr(runs_module, "subfolders", lambda root: listed.append(root) or [])
+    assert [found.folder for found in runs.found()] == ["a", "b", "c"] and not listed
+    (tmp_path / "d").mkdir()  # a folder comes: the root's mtime tells
+    runs.found()
+    assert listed == [tmp_path]
