@@ -4,9 +4,8 @@ Every run under ``--pickle-dir`` is known by its summary, read in the background
 (:mod:`visualizer.sources.catalog`), and listed in the runs table; the followed
 runs (:mod:`visualizer.runset` says which) are read whole and drawn. Local stores
 wake the loop through file events (watchdog: inotify on Linux), and a quiet one
-is still read every :data:`EVENTS_IDLE_INTERVAL` in case an event was missed;
-without events (NFS, Lustre, FUSE) local stores are polled every
-``poll_interval``. S3 stores are polled, backing off while nothing changes.
+is still read every :data:`EVENTS_IDLE_INTERVAL` in case an event was missed; without
+events (NFS, Lustre, FUSE) every ``poll_interval``. S3 stores are polled, backing off.
 """
 
 from __future__ import annotations
@@ -48,6 +47,7 @@ READING_TICK = 0.2  # the loop's pace while summaries come in
 # With file events, a quiet local store (and the root, for new runs) is still
 # read this often: a hundred finished runs then cost a few reads a second, not a hundred.
 EVENTS_IDLE_INTERVAL = 10.0
+EVENTS_SWEEP_S = 600.0  # with events, every run's status looked at (a missed one): not a minute
 # A local root's listing for new runs takes at most this share of a core (10,000 runs' folders,
 # 30-60 ms to list, are listed every 15-30 s, not every 1 or 10 s).
 DISCOVERY_SHARE = 0.002
@@ -183,7 +183,7 @@ class Follower:
         try:
             while not self._stop.is_set():
                 if self._watch.active and not self._watching:  # set up in the background
-                    self._watching = True
+                    self._watching, self.catalog.sweep_s = True, EVENTS_SWEEP_S
                     for feed in self.feeds.values():  # now read rarely while quiet
                         feed.schedule = self._schedule(feed.spec.remote)
                 now = time.time()

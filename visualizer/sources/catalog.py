@@ -124,6 +124,7 @@ class Catalog:
         self._next_changes = time.monotonic() + S3_CHANGES_S
         self._live: set[str] = set()  # keys of the runs whose summary says they run
         self._touched: set[str] = set()  # keys a file event named since the last recheck
+        self.sweep_s = ENDED_RECHECK_S  # every run's status looked at this often (a missed event)
         self._next_sweep = time.monotonic() + ENDED_RECHECK_S
         self._first: Future[int] | None = None  # the first scan, started early
         self._closed = False
@@ -210,12 +211,12 @@ class Catalog:
         if isinstance(self.runs, S3Runs) and self.runs.multi and now >= self._next_changes:
             self._next_changes = now + S3_CHANGES_S
             self._s3_changes(following)
-        # The runs still running and those a file event named; every run once a minute
+        # The runs still running and those a file event named; every run each sweep_s
         # (a missed event): 10,000 runs that ended cost nothing in between.
         touched, self._touched = self._touched, set()
         keys: set[str] | dict[str, Entry] = touched | self._live
         if now >= self._next_sweep:
-            self._next_sweep, keys = now + ENDED_RECHECK_S, self.entries
+            self._next_sweep, keys = now + self.sweep_s, self.entries
         for key in keys:
             entry = self.entries[key]
             if entry.reading or entry.summary is None or key in following:
