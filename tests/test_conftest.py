@@ -62,3 +62,43 @@ def test_a_missing_part_fails_where_every_part_is_required(tmp_path):
     assert "No module named 'selenium'" in result.stdout
     assert "3 errors" in result.stdout  # the module, and test_mysave's two at their S3 fixture
     assert "boto3 is not installed" in result.stdout and "REQUIRE_ALL_PARTS" in result.stdout
+
+
+XDIST = ["-n", "2", "--dist", "loadgroup"]  # as the Makefile runs the suite
+GROUPED = """
+import os
+import pytest
+
+pytestmark = pytest.mark.xdist_group("one")
+
+
+@pytest.mark.parametrize("i", range(8))
+def test_grouped(i):
+    with open(os.environ["WORKERS_LOG"], "a") as log:
+        log.write(os.environ["PYTEST_XDIST_WORKER"] + "\\n")
+
+
+@pytest.mark.parametrize("i", range(8))
+def test_free(i):
+    pass
+"""
+
+
+def test_a_group_mark_keeps_its_tests_on_one_worker(tmp_path):
+    """`make test`'s `--dist loadgroup` keeps a module's tests that share a module fixture on
+    one worker (the root conftest marks them): under pytest 9.2 with pytest-xdist 3.8 every
+    mark was ignored and such a fixture (a DDP run, a written sweep) was built twice."""
+    (tmp_path / "test_grouped.py").write_text(GROUPED)
+    log = tmp_path / "workers.log"
+    where = ["-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *XDIST, *where],
+        cwd=tmp_path,
+        env={**os.environ, "WORKERS_LOG": str(log)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    workers = log.read_text().split()
+    assert len(workers) == 8 and len(set(workers)) == 1, workers
