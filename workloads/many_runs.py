@@ -121,6 +121,9 @@ def write_run(store: Path, spec: RunSpec, started: float, float32: bool = False)
     (``float32``: values as a float32 tensor logs them, :func:`series_columns`)."""
     documents = RunDocuments(store, heartbeat_seconds=5.0)
     documents.open(spec.options, world_size=1, hosts=None)
+    # The run started on the generator's clock, not when it was written: its status says so
+    # (a table showed such runs started today and last updated a day ago).
+    documents.started = documents.session_started = started
     documents.set_fields({"total_steps": spec.total_steps})
     columns = series_columns(spec, started, float32)
     documents.summary.add(columns)  # the run summary the writer thread keeps in status

@@ -1,5 +1,7 @@
 """workloads.many_runs: the generated runs' clock."""
 
+import time
+
 import pytest
 
 from workloads.many_runs import RUN_GAP, STEP_SECONDS, run_starts
@@ -19,3 +21,15 @@ def test_every_generated_run_ends_in_the_past(runs):
 def test_a_thousand_runs_keep_their_minute_apart():
     """The 1,000-run rows of docs/benchmarks.md were measured on runs a minute apart."""
     assert run_starts(1_000, 1000, 0.0)[1] == RUN_GAP
+
+
+def test_a_generated_run_starts_before_its_last_update(tmp_path):
+    """Its status' start is on the generator's clock, as its points are: a table showed
+    such runs started when they were written, a day after their last update."""
+    from snapshot_store.format.frames import decode_document
+    from workloads.many_runs import write_runs
+
+    write_runs(tmp_path, 2, points=10, workers=1)
+    for path in sorted(tmp_path.glob("*/pickle/status.pickle")):
+        status = decode_document(path.read_bytes(), path)
+        assert status["start_time"] < status["updated"] < time.time() - 3_600, status
