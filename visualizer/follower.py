@@ -44,9 +44,8 @@ WAIT_LOG_INTERVAL = 10.0
 S3_DISCOVERY_INTERVAL = 8.0  # an S3 prefix listed for new runs: a request per 1,000 runs
 TICK = 1.0  # status panels and restart probes want a look at least this often
 READING_TICK = 0.2  # the loop's pace while summaries come in
-# With file events, a quiet local store (and the root, for new runs) is still
-# read this often: a hundred finished runs then cost a few reads a second, not a hundred.
-EVENTS_IDLE_INTERVAL = 10.0
+# With file events, a quiet local store (and the root, for new runs) is still read this
+EVENTS_IDLE_INTERVAL = 10.0  # often: a hundred finished runs cost a few reads a second
 EVENTS_SWEEP_S = 600.0  # with events, every run's status looked at (a missed one): not a minute
 # A local root's listing for new runs takes at most this share of a core (10,000 runs' folders,
 # 30-60 ms to list, are listed every 15-30 s, not every 1 or 10 s).
@@ -158,6 +157,7 @@ class Follower:
                 self.catalog.scan()
             except S3ReadError as err:
                 self.source_error = err
+            self.catalog.release()
             while not self.catalog.complete:
                 self._take_reads(wait=1.0)
             self._take_reads()
@@ -199,6 +199,7 @@ class Follower:
                 self._draw(time.time())
                 self._passed()
                 self.screen.announce_page()
+                self.catalog.release()  # the prefetch's reads, once the first page is drawn
                 if self.catalog.complete:  # its walk of the tree slowed the first read and draw
                     self._watch.start()
                 self._wake.wait(self._timeout(time.time()))
@@ -208,8 +209,7 @@ class Follower:
             self.catalog.close()
 
     def _final_pass(self) -> None:
-        # What a trainer wrote just before asking us to stop (its final status,
-        # its last points, even a run not seen yet) still gets drawn.
+        # What a trainer wrote just before the stop (its status, last points, a new run) is drawn.
         self._scan()
         first = self.catalog.total <= 1 and not self.catalog.complete  # a run not seen yet
         self._take_reads(wait=1.0 if first else 0.0)

@@ -16,14 +16,12 @@ A run still running is re-read as its status changes, polled with back-off.
 
 from __future__ import annotations
 
-import gc
 import logging
 import queue
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from sys import intern
 from typing import Any
 
 from snapshot_store.format.frames import OverBudgetError, StoreError
@@ -32,6 +30,7 @@ from visualizer.model.summary import RunSummary, from_documents
 
 from .runs import Found, LocalRuns, RunSpec, S3Runs, name_in
 from .s3 import FETCHES_AT_ONCE, S3ReadError
+from .summary_memory import HELD_FROM, hold, share_keys
 from .summary_read import Read, meta_in, read_summary, status_version
 
 log = logging.getLogger(__name__)
@@ -43,16 +42,6 @@ LOCAL_WORKERS, LOCAL_BATCH = 1, 250
 
 ENDED_RECHECK_S = 60.0  # a local run that ended, without file events: a stat a minute
 S3_CHANGES_S = 300.0  # an S3 prefix listed whole this often: a resumed run shows then
-HELD_FROM = 1_000  # runs from which the newly named ones are held out of the cycle collector
-
-
-def hold() -> None:
-    """Leave every object made so far out of the cycle collector's passes (``gc.freeze``),
-    the young garbage collected first. 100,000 runs' summaries are some 5 million objects in
-    no cycle: each full pass over them took a second of the loop, idle too, and the one at
-    exit two of the viewer's SIGTERM -> exit (0.3 s with them held)."""
-    gc.collect(1)
-    gc.freeze()
 
 
 @dataclass(slots=True)
@@ -85,18 +74,7 @@ def read_error(err: Exception) -> str:
     return f"{type(err).__name__}: {err}"
 
 
-def _shared(values: dict[Any, Any]) -> dict[Any, Any]:
-    return {intern(key) if type(key) is str else key: value for key, value in values.items()}
-
-
-def share_keys(summary: RunSummary) -> None:
-    """Give ``summary``'s dicts the key strings every run shares (``sys.intern``): unpickled,
-    each run's status, config and series named them in strings of its own, a kilobyte a run
-    (100 MB of 100,000 runs held for the runs table); 4 us a run."""
-    summary.state = intern(summary.state) if type(summary.state) is str else summary.state
-    summary.series, summary.config = _shared(summary.series), _shared(summary.config)
-    if summary.status is not None:
-        summary.status = _shared(summary.status)
+Asked = tuple[str, Source, dict[str, Any] | None]  # a store to read: key, source, meta known
 
 
 class Catalog:
@@ -127,6 +105,7 @@ class Catalog:
         self.sweep_s = ENDED_RECHECK_S  # every run's status looked at this often (a missed event)
         self._next_sweep = time.monotonic() + ENDED_RECHECK_S
         self._first: Future[int] | None = None  # the first scan, started early
+        self._held: list[tuple[list[Asked], bool]] | None = None  # its reads, till release()
         self._closed = False
 
     # --- what the follower asks ---------------------------------------------------------
@@ -148,9 +127,18 @@ class Catalog:
 
     def prefetch(self) -> None:
         """Start the first :meth:`scan` on a pool thread (while visdom starts, say): the next
-        call of :meth:`scan` takes its result."""
+        call of :meth:`scan` takes its result; its reads wait for :meth:`release` (the loop
+        draws the first page first: 32 threads fetching from S3 held it off the GIL for 10 s)."""
         if self._first is None and not self.entries:
+            self._held = []
             self._first = self._pool.submit(self._scan)
+
+    def release(self) -> None:
+        """Start the reads :meth:`prefetch` held, once :meth:`scan` took its result."""
+        if self._held is not None and self._first is None:
+            held, self._held = self._held, None
+            for asked, whole in held:
+                self._pool.submit(self._read, asked, whole)
 
     def scan(self) -> int:
         """Look for new stores (S3ReadError when the listing fails); how many are new."""
@@ -246,9 +234,12 @@ class Catalog:
             entry = self.entries[key]
             entry.reading, entry.dirty = True, False
             asked.append((key, entry.found.source, entry.meta))
-        self._pool.submit(self._read, asked, whole)
+        if self._held is not None:
+            self._held.append((asked, whole))
+        else:
+            self._pool.submit(self._read, asked, whole)
 
-    def _read(self, asked: list[tuple[str, Source, dict[str, Any] | None]], whole: bool) -> None:
+    def _read(self, asked: list[Asked], whole: bool) -> None:
         reads = []
         for key, source, meta in asked:
             if self._closed:

@@ -58,6 +58,22 @@ def test_many_runs_share_their_key_strings_and_hold_no_meta_their_status_repeats
     assert all(entry.meta is None and entry.stored == entry.spec.name for entry in read)
 
 
+def test_the_reads_of_a_prefetch_wait_for_its_release(tmp_path):
+    _write(tmp_path, ["a", "b", "c"])
+    catalog = Catalog(LocalRuns(tmp_path), 1.0, 60.0, few=1)
+    try:
+        catalog.prefetch()
+        assert catalog.scan() == 3
+        assert catalog.collect(wait=0.2) == [] and not catalog.complete  # the page drawn first
+        catalog.release()
+        read = []
+        while not catalog.complete:
+            read += catalog.collect(wait=5.0)
+    finally:
+        catalog.close()
+    assert sorted(entry.spec.name for entry in read) == ["a", "b", "c"]
+
+
 def test_a_corrupt_store_among_many_is_one_warning_and_the_others_are_read(tmp_path, caplog):
     _write(tmp_path, ["a", "b", "c"])
     (tmp_path / "b" / "pickle" / fmt.STATUS_FILE).write_bytes(b"\x00not a frame" * 9)
