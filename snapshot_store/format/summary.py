@@ -93,7 +93,7 @@ def _float(value: Any) -> float | None:
     return float(value)
 
 
-@dataclass
+@dataclass(slots=True)  # a viewer of 100,000 runs holds one a run
 class RunSummary:
     """A run as a runs table shows it; ``summarized`` is False for a store without one."""
 

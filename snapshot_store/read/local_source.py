@@ -25,6 +25,10 @@ class LocalSource:
     would read files the store does not own.
     """
 
+    # Slots, and no set or closure till a file is refused: a viewer of 100,000 runs holds a
+    # source a run (those were some 36 MB of it).
+    __slots__ = ("_dir", "_root", "_warn", "_refused")
+
     def __init__(
         self,
         store_dir: str | os.PathLike[str],
@@ -35,8 +39,8 @@ class LocalSource:
         # making the Path a quarter of listing them from the Api's cache: made when asked.
         self._dir = _normal(store_dir)
         self._root: Path | None = None
-        self._warn = warn or (lambda message: log.warning("%s", message))
-        self._refused: set[str] = set()  # names already warned about: one warning each
+        self._warn = warn
+        self._refused: set[str] | None = None  # names already warned about: one warning each
 
     @property
     def root(self) -> Path:
@@ -49,9 +53,15 @@ class LocalSource:
         return f"{self._dir}{os.sep}{name}" if name else self._dir
 
     def _refuse(self, name: str, why: str) -> None:
+        if self._refused is None:
+            self._refused = set()
         if name not in self._refused:
             self._refused.add(name)
-            self._warn(f"skipped {self.describe(name)}: {why}")
+            message = f"skipped {self.describe(name)}: {why}"
+            if self._warn is None:
+                log.warning("%s", message)
+            else:
+                self._warn(message)
 
     def _inside(self, path: Path) -> bool:
         """Whether ``path`` (resolved) lies in the store directory (resolved)."""
