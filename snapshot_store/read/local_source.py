@@ -27,7 +27,7 @@ class LocalSource:
 
     # Slots, and no set or closure till a file is refused: a viewer of 100,000 runs holds a
     # source a run (those were some 36 MB of it).
-    __slots__ = ("_dir", "_root", "_warn", "_refused")
+    __slots__ = ("_dir", "_refused", "_root", "_warn")
 
     def __init__(
         self,
