@@ -85,7 +85,7 @@ def test_measures_run_end_to_end_on_five_runs(tmp_path, chromium_driver):
     assert None not in (tb["runs_s"], tb["first_s"], tb["last_s"], tb["cpu"]), tb
     assert ours["read_s"] is not None and ours["open_s"] is not None, ours
     rows = {row["benchmark"].split(": ", 1)[1]: row for row in scale_rows(5, ours, tb, QUICK)}
-    assert len(rows) == 7
+    assert len(rows) == 8
 
     def row(start: str) -> dict:
         return next(row for text, row in rows.items() if text.startswith(start))
@@ -95,6 +95,9 @@ def test_measures_run_end_to_end_on_five_runs(tmp_path, chromium_driver):
     assert row("CPU over")["ours"].endswith("% of a core")
     assert row("a run not compared")["ours"].endswith(" s"), "the link answered"
     assert row("runs table drawn")["ours"].endswith(" s"), "the table drawn in Chromium"
+    # Idle is measured once the file watches are set up (seconds of CPU at 100,000 runs).
+    assert row("file events set up")["ours"].endswith(" s"), ours
+    assert "file events set up" in row("CPU over")["benchmark"]
 
 
 @pytest.mark.integration

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -79,6 +80,7 @@ class FileEvents:
                     on_path(str(getattr(event, "dest_path", "") or event.src_path))
                 wake.set()
 
+        began = time.monotonic()
         observer = Observer()
         # Writes only: a reader's own opens and closes (10,000 runs read at the start)
         # would flood the kernel's event queue, and each overflow re-walks the tree.
@@ -102,6 +104,11 @@ class FileEvents:
             self.enabled = False
             return
         self._observer = observer
+        log.info(
+            "file events on for %s: watches set up in %.1f s",
+            self.runs.root,
+            time.monotonic() - began,
+        )
         if self._stopped:  # stopped while the watches were set up
             self.stop()
 
