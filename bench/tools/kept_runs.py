@@ -5,7 +5,7 @@ by :func:`workloads.many_runs.write_runs` and kept for the next suite and the ne
 
 A scale counts as written once its marker is there; a half-written one is written again,
 and so is one written by an older generator (the marker names the generator's version:
-version 2's runs all end in the past). Delete the folder to give the disk back.
+version 2's runs all end in the past, version 3's start on its clock too). Delete the folder to give the disk back.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from workloads.many_runs import write_runs
 
-MARKER = ".complete-2"  # its number goes up when the generator writes other runs
+MARKER = ".complete-3"  # its number goes up when the generator writes other runs
 
 
 def kept_root() -> Path:
