@@ -54,15 +54,20 @@ def _highlighted(driver: Any, name: str) -> dict | None:
     return seen
 
 
-def test_hovering_a_curve_or_a_row_highlights_that_run_in_every_plot_and_the_table(
-    tmp_path, visdom_server, chromium_driver, run_name
-):
+def _compare_page(tmp_path: Any, run_name: str, server: Any, driver: Any) -> tuple[Any, Any]:
+    """The comparison page of the RUNS sweep, followed once, opened in ``driver``."""
     runs = tmp_path / run_name
     for name, lr, batch in RUNS:
         log_run(runs / name / "pickle", lr, batch, images=0)
-    Follower(str(runs), VisdomClient(visdom_server.endpoint)).run_once()
-    driver, wait = chromium_driver, WebDriverWait(chromium_driver, BROWSER_WAIT_S)
-    driver.get(f"{visdom_server.url}/env/{run_name}_compare")
+    Follower(str(runs), VisdomClient(server.endpoint)).run_once()
+    driver.get(f"{server.url}/env/{run_name}_compare")
+    return driver, WebDriverWait(driver, BROWSER_WAIT_S)
+
+
+def test_hovering_a_curve_or_a_row_highlights_that_run_in_every_plot_and_the_table(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    driver, wait = _compare_page(tmp_path, run_name, visdom_server, chromium_driver)
     for title in (TRAIN, VAL):
         wait.until(lambda d, t=title: (p := plot_of(d, t)) and p["drawn"] and p)
 
@@ -119,12 +124,7 @@ def _marked_rows(driver: Any) -> list[str]:
 def test_hovering_highlights_the_parcoords_line_and_the_runs_table_on_its_own_page(
     tmp_path, visdom_server, chromium_driver, run_name
 ):
-    runs = tmp_path / run_name
-    for name, lr, batch in RUNS:
-        log_run(runs / name / "pickle", lr, batch, images=0)
-    Follower(str(runs), VisdomClient(visdom_server.endpoint)).run_once()
-    driver, wait = chromium_driver, WebDriverWait(chromium_driver, BROWSER_WAIT_S)
-    driver.get(f"{visdom_server.url}/env/{run_name}_compare")
+    driver, wait = _compare_page(tmp_path, run_name, visdom_server, chromium_driver)
     compare = driver.current_window_handle
     wait.until(lambda d: (p := plot_of(d, TRAIN)) and p["drawn"] and p)
     wait.until(lambda d: d.execute_script(PARCOORDS_JS) is not None)
