@@ -116,9 +116,12 @@ class RunsTable:
         """Apply the page's choices and re-send the table if it changed; True when sent."""
         now = time.time() if now is None else now
         self._apply_page_events()
-        built = (state.version, self.view, self.compare_env, self.baseline, frozenset(self.hidden))
-        # A page's choice (filter, sort, page, baseline) is drawn at once; the data's changes
-        # at most every REFRESH_S (10,000 rows are sorted at most this often for them).
+        whole = state.read >= state.total  # every run found is read: its count is final
+        hidden = frozenset(self.hidden)
+        built = (state.version, whole, self.view, self.compare_env, self.baseline, hidden)
+        # A page's choice (filter, sort, page, baseline) is drawn at once, and so is the table
+        # once every run is read; the data's other changes at most every REFRESH_S (10,000
+        # rows are sorted at most this often for them; the whole table waited up to 2 s).
         chosen = self._built is None or built[1:] != self._built[1:]
         if not (force or chosen) and now - self._built_at < REFRESH_S and self._html is not None:
             return self._draw_controls()
