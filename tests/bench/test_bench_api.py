@@ -3,7 +3,9 @@ their own the first time and again from the cache."""
 
 from __future__ import annotations
 
-from bench.bench_api import _big_rows
+import re
+
+from bench.bench_api import _big_rows, _sweep_rows
 from bench.tools.kept_runs import MARKER, kept_runs
 
 
@@ -32,3 +34,13 @@ def test_the_listing_rows_name_the_first_and_the_cached_listing(tmp_path, monkey
     assert list((tmp_path / "cache" / "remote-train-monitor" / "api-summaries").glob("*.jsonl"))
     for row in (first, again):
         assert "peak RSS" in row["ours"] and row["target"] == "<= 10 s and <= 500 MB"
+
+
+def test_the_sweep_rows_list_and_export_three_runs(tmp_path, monkeypatch):
+    """The listing and the Parquet export of the first runs (copied: a link out of the
+    exported folder is not followed, and a folder of links exported nothing)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    listed, exported = _sweep_rows(tmp_path, 3)
+    assert "3 runs listed" in listed["benchmark"] and listed["ours"].endswith("CPU)")
+    assert re.search(r"export of 3 runs \([1-9][\d,]* points\)", exported["benchmark"]), exported
+    assert exported["ratio"].endswith("x faster"), exported
