@@ -66,6 +66,10 @@ def _size(size: tuple[int, int]) -> dict[str, int]:
     return {"width": size[0], "height": size[1]}
 
 
+# What a table was built from: the runs' version, all read, view, compare env, baseline, hidden.
+Built = tuple[int, bool, TableView, str | None, str | None, frozenset[str]]
+
+
 class RunsTable:
     """The runs table and its controls in the ``main`` env, kept up to date."""
 
@@ -92,7 +96,7 @@ class RunsTable:
         self.exports: Html | None = None  # the sweep's downloads, above the rows
         self._html: str | None = None
         self._controls: tuple[object, ...] | None = None  # what the runs pane shows
-        self._built: tuple[int, TableView, str | None, str | None, frozenset[str]] | None = None
+        self._built: Built | None = None
         self._built_at = -math.inf
         self._series: tuple[str, ...] = ()
         self._options: list[str] = []
