@@ -70,7 +70,8 @@ def test_a_thousand_runs_are_a_table_a_comparison_and_links_that_open_a_run(
     def html() -> str:
         return reader.windows(INDEX_ENV)[table]["content"]
 
-    wait_until(lambda: f"{RUNS:,} runs" in html(), timeout=60)
+    # The URL comes with the first page, drawn before the runs are read ("reading 0 of 1,000").
+    wait_until(lambda: f"{RUNS:,} runs" in html() and "reading" not in html(), timeout=60)
     assert html().count("<tr>") == PAGE_ROWS + 1, "a header and a page of rows"
     assert url.endswith(f"/env/{INDEX_ENV}"), "many runs: the page to look at is the runs table"
     compare = env_name("compare", thousand_runs.name, True)
