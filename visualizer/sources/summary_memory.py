@@ -14,10 +14,12 @@ HELD_FROM = 1_000  # runs from which the newly named ones are held out of the cy
 
 def hold() -> None:
     """Leave every object made so far out of the cycle collector's passes (``gc.freeze``),
-    the young garbage collected first. 100,000 runs' summaries are some 5 million objects in
+    the garbage collected first. 100,000 runs' summaries are some 5 million objects in
     no cycle: each full pass over them took a second of the loop, idle too, and the one at
-    exit two of the viewer's SIGTERM -> exit (0.3 s with them held)."""
-    gc.collect(1)
+    exit two of the viewer's SIGTERM -> exit (0.3 s with them held). The pass before is a
+    full one, so no cycle of garbage is frozen for good (a viewer calls this again as new
+    runs come, for hours); it walks only what was made since the last freeze."""
+    gc.collect()
     gc.freeze()
 
 
