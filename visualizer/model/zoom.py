@@ -138,7 +138,11 @@ def pick(zoom: Zoom, series: Series, origin: float | None) -> Pick:
         x = series.times(slice(None))
         if zoom.axis == "relative":
             x = x - (origin if origin is not None else np.nan)
-    inside = (x >= zoom.lo) & (x <= zoom.hi)  # NaN (no wall time) is never inside
+    # A time range came through the page's milliseconds (or minutes) and back: a point the
+    # page's range ends on may come back an ulp or two outside it (1 zoom in 80 on wall time).
+    slack = 0.0 if zoom.axis == "step" else 4 * max(math.ulp(zoom.lo), math.ulp(zoom.hi))
+    lo, hi = zoom.lo - slack, zoom.hi + slack
+    inside = (x >= lo) & (x <= hi)  # NaN (no wall time) is never inside
     near = inside.copy()
     near[1:] |= inside[:-1]
     near[:-1] |= inside[1:]
@@ -146,7 +150,7 @@ def pick(zoom: Zoom, series: Series, origin: float | None) -> Pick:
         near &= np.isfinite(x)  # a neighbour without a wall time has no place on the axis
     index = np.flatnonzero(near)
     if not len(index):
-        before, after = np.flatnonzero(x < zoom.lo)[-1:], np.flatnonzero(x > zoom.hi)[:1]
+        before, after = np.flatnonzero(x < lo)[-1:], np.flatnonzero(x > hi)[:1]
         index = np.concatenate((before, after))
     return Pick(index, ~inside[index])
 
