@@ -8,10 +8,11 @@ Its series are read only when a page needs them (the follower opens such a run).
 A store without a summary (written before summaries) is read whole once and its
 summary computed.
 
-Reading again costs nothing for a run that ended: a local store is looked at when
-a file event names it (or, without events, every :data:`ENDED_RECHECK_S`); an S3
+Reading again costs little for a run that ended: a local store's status is looked at
+every :data:`ENDED_RECHECK_S` (a resumed run; file events watch only the runs not ended),
+less often where that sweep would take more than :data:`SWEEP_SHARE` of a core; an S3
 prefix is listed whole every :data:`S3_CHANGES_S` to see which status changed.
-A run still running is re-read as its status changes, polled with back-off.
+A run still running is re-read as its status changes (a file event), polled with back-off.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ log = logging.getLogger(__name__)
 # wake of the loop for each run cost a third of reading 10,000 (2.0 s, before 2.7 s).
 LOCAL_WORKERS, LOCAL_BATCH = 1, 250
 
-ENDED_RECHECK_S = 60.0  # a local run that ended, without file events: a stat a minute
+ENDED_RECHECK_S = 60.0  # a local run that ended: a stat a minute (it may resume)
+SWEEP_SHARE = 0.002  # of a core, at most: 100,000 runs' stats (0.5 s) every 4 minutes
 S3_CHANGES_S = 300.0  # an S3 prefix listed whole this often: a resumed run shows then
 
 
@@ -102,8 +104,7 @@ class Catalog:
         self._next_changes = time.monotonic() + S3_CHANGES_S
         self._live: set[str] = set()  # keys of the runs whose summary says they run
         self._touched: set[str] = set()  # keys a file event named since the last recheck
-        self.sweep_s = ENDED_RECHECK_S  # every run's status looked at this often (a missed event)
-        self._next_sweep = time.monotonic() + ENDED_RECHECK_S
+        self._next_sweep = time.monotonic() + ENDED_RECHECK_S  # every run's status looked at
         self._first: Future[int] | None = None  # the first scan, started early
         self._held: list[tuple[list[Asked], bool]] | None = None  # its reads, till release()
         self._closed = False
@@ -119,6 +120,11 @@ class Catalog:
     def named(self) -> int:
         """Stores whose documents were read (named)."""
         return len(self.entries) - len(self._pending)
+
+    @property
+    def live(self) -> set[str]:
+        """Keys of the runs whose summary says they have not ended (do not change it)."""
+        return self._live
 
     @property
     def complete(self) -> bool:
@@ -199,18 +205,19 @@ class Catalog:
         if isinstance(self.runs, S3Runs) and self.runs.multi and now >= self._next_changes:
             self._next_changes = now + S3_CHANGES_S
             self._s3_changes(following)
-        # The runs still running and those a file event named; every run each sweep_s
-        # (a missed event): 10,000 runs that ended cost nothing in between.
+        # The runs still running and those a file event named; every run at a sweep (one
+        # resumed, a missed event): 10,000 runs that ended cost nothing in between.
         touched, self._touched = self._touched, set()
-        keys: set[str] | dict[str, Entry] = touched | self._live
-        if now >= self._next_sweep:
-            self._next_sweep, keys = now + self.sweep_s, self.entries
-        for key in keys:
+        began, sweep = time.perf_counter(), now >= self._next_sweep
+        for key in self.entries if sweep else touched | self._live:
             entry = self.entries[key]
             if entry.reading or entry.summary is None or key in following:
                 continue
             if self._due(entry, now):
                 self._submit(key)
+        if sweep:
+            took = time.perf_counter() - began
+            self._next_sweep = now + max(ENDED_RECHECK_S, took / SWEEP_SHARE)
 
     def refresh(self, key: str, summary: RunSummary) -> None:
         """A followed run's summary, from the data its reader holds."""
