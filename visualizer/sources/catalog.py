@@ -31,7 +31,7 @@ from visualizer.model.summary import RunSummary, from_documents
 
 from .runs import Found, LocalRuns, RunSpec, S3Runs, name_in
 from .s3 import FETCHES_AT_ONCE, S3ReadError
-from .summary_memory import HELD_FROM, hold, share_keys
+from .summary_memory import HELD_FROM, hold, share_strings
 from .summary_read import Read, meta_in, read_summary, status_version
 
 log = logging.getLogger(__name__)
@@ -254,7 +254,7 @@ class Catalog:
             try:
                 read = read_summary(source, meta, whole, lambda: self._closed)
                 if read.summary is not None:
-                    share_keys(read.summary)
+                    share_strings(read.summary)
             except Exception as err:  # a hostile or broken store: the others go on
                 # its version, so that it is read again only once it changes
                 kind = Refused if isinstance(err, OverBudgetError) else Read
@@ -283,7 +283,8 @@ class Catalog:
             entry.error = None
         meta = read.meta if read.meta is not None else entry.meta
         if read.meta is not None:  # held only where a read of status would not give it again
-            entry.stored = name_in(read.meta)
+            stored = name_in(read.meta)  # its folder's string where equal: one, not two
+            entry.stored = entry.found.folder if stored == entry.found.folder else stored
             entry.meta = None if meta_in(read.status) is not None else read.meta
         if read.version is not None:  # S3's comes from the prefix's listing
             entry.version = read.version

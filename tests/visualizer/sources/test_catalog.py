@@ -42,7 +42,7 @@ def test_many_runs_are_named_and_summarized_without_being_followed(tmp_path):
     assert (stats.count, stats.last, stats.min, stats.max) == (2, 1.5, 1.5, 3.0)
 
 
-def test_many_runs_share_their_key_strings_and_hold_no_meta_their_status_repeats(tmp_path):
+def test_many_runs_share_their_strings_and_hold_no_meta_their_status_repeats(tmp_path):
     _write(tmp_path, ["a", "b"])
     catalog = Catalog(LocalRuns(tmp_path), 1.0, 60.0, few=1)
     try:
@@ -54,6 +54,8 @@ def test_many_runs_share_their_key_strings_and_hold_no_meta_their_status_repeats
     assert next(iter(a.series)) is next(iter(b.series)), "one string, not one a run"
     assert next(iter(a.config)) is next(iter(b.config))
     assert all(x is y for x, y in zip(sorted(a.status), sorted(b.status), strict=True))
+    assert a.status["state"] is b.status["state"], "a value repeated across runs: one string"
+    assert all(entry.spec.name is entry.found.folder for entry in read), "one name string"
     # Status repeats meta's name and options: meta is read again from it, not held.
     assert all(entry.meta is None and entry.stored == entry.spec.name for entry in read)
 
