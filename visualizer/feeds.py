@@ -7,6 +7,7 @@ Which runs are followed is :mod:`visualizer.runset`'s; the follow loop
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -24,6 +25,14 @@ log = logging.getLogger(__name__)
 POINT_BYTES = 20
 
 
+def check_poll_interval(poll_interval: float) -> None:
+    """ValueError unless ``poll_interval`` (seconds) is a finite number above 0."""
+    if not (math.isfinite(poll_interval) and poll_interval > 0):  # NaN would spin the loop
+        raise ValueError(
+            f"poll_interval (--poll-interval) must be a finite number above 0, not {poll_interval}"
+        )
+
+
 class PollSchedule:
     """When to poll a source next: soon after a change, ever later while nothing changes."""
 
@@ -32,11 +41,18 @@ class PollSchedule:
         self.max_interval = max(interval, max_interval if max_interval is not None else interval)
         self.delay = interval
         self.due = 0.0
+        self.polled = -math.inf
 
     def record(self, changed: bool, now: float) -> None:
         """Set the next due time after a poll that found (or did not find) news."""
         self.delay = self.interval if changed else min(self.delay * 2, self.max_interval)
-        self.due = now + self.delay
+        self.due, self.polled = now + self.delay, now
+
+    def due_for(self, seen: bool) -> float:
+        """When to poll next: when due; for a run no open page shows (``seen`` False), not before
+        ``max_interval`` after the last poll, however often it changes (10 S3 runs training,
+        read every second, were 2,160 requests a minute), and at once when a page opens it."""
+        return self.due if seen else max(self.due, self.polled + self.max_interval)
 
 
 @dataclass

@@ -31,7 +31,7 @@ from visualizer.sources.s3 import S3ReadError
 from visualizer.sources.watch import FileEvents
 from visualizer.visdom_client import VisdomClient
 
-from .feeds import Feed, PollSchedule
+from .feeds import Feed, PollSchedule, check_poll_interval
 from .runset import DEFAULT_MEMORY_BUDGET_MB, RunSet
 
 __all__ = ["Follower", "NoRunsError", "PollSchedule"]
@@ -86,7 +86,7 @@ class Follower:
         memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB,
     ) -> None:
         check_max_points(max_points)
-        _check_poll_interval(poll_interval)
+        check_poll_interval(poll_interval)
         self.runs: LocalRuns | S3Runs = locate(root, s3_client)
         self.client, self.env_prefix, self.downloads = client, env, downloads
         self.poll_interval, self.max_idle_interval = poll_interval, max_idle_interval
@@ -290,19 +290,25 @@ class Follower:
             env = env_name("compare", self.env_prefix or Path(str(self.runs)).name, True)
             self.screen.add_comparison(env)
 
+    def _due(self, feed: Feed, pages: frozenset[str] | None) -> float:
+        """When ``feed`` is read next: an S3 run of a sweep that ended, when the prefix's listing
+        says it changed; one no open page shows (``pages``: their envs), at the slowest pace."""
+        if not (feed.spec.remote and self.runs.multi):
+            return feed.schedule.due
+        if feed.ended:
+            return math.inf
+        return feed.schedule.due_for(self.screen.on_a_page(feed.data.name, pages))
+
     def _poll_due(self, now: float, woken: bool) -> None:
+        pages = self.client.events.pages
         for feed in self.feeds.values():
             if feed.spec.remote and feed.ended and self.runs.multi:
-                # An S3 run that ended costs no request: the prefix's listing says if it resumes.
-                if self.catalog.changed(feed.key):
+                if self.catalog.changed(feed.key):  # it resumed
                     self._poll(feed, now)
-            elif now >= feed.schedule.due or (woken and not feed.spec.remote):
+            elif now >= self._due(feed, pages) or (woken and not feed.spec.remote):
                 self._poll(feed, now)
-        if (
-            not self.known
-            and self.catalog.complete
-            and now - self._last_wait_log >= WAIT_LOG_INTERVAL
-        ):
+        waited = now - self._last_wait_log >= WAIT_LOG_INTERVAL
+        if not self.known and self.catalog.complete and waited:
             self._last_wait_log = now
             log.info("waiting for %s", self.runs.waiting_for())
 
@@ -332,16 +338,10 @@ class Follower:
         self.runset.drawn()
 
     def _timeout(self, now: float) -> float:
-        dues = [f.schedule.due for f in self.feeds.values()]
+        pages = self.client.events.pages
+        dues = [self._due(f, pages) for f in self.feeds.values()]
         due = min(dues) if dues else now + self.poll_interval
         # Held-back points go out on time; summaries being read are taken a few times a second.
         pace = READING_TICK if not self.catalog.complete else TICK
         timeout = min(due - now, pace, self.poll_interval, self.screen.redraw_wait())
         return max(0.005, timeout)
-
-
-def _check_poll_interval(poll_interval: float) -> None:
-    if not (math.isfinite(poll_interval) and poll_interval > 0):  # NaN would spin the loop
-        raise ValueError(
-            f"poll_interval (--poll-interval) must be a finite number above 0, not {poll_interval}"
-        )

@@ -30,6 +30,7 @@ import requests
 
 from visualizer.markup import plot_strings
 from visualizer.server.endpoint import VisdomEndpoint
+from visualizer.server.watched import PAGES_COMMAND
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +196,13 @@ class VisdomEvents:
         self._thread: threading.Thread | None = None
         self._open: Any = None  # the socket listened on: stop() shuts it, so its read ends now
         self._renewed = 0.0
+        self._pages: frozenset[str] | None = None
+
+    @property
+    def pages(self) -> frozenset[str] | None:
+        """The envs open pages show, as the server last told; None while it tells nothing (not
+        listening, or a server without :mod:`visualizer.server.watched`): any env may be open."""
+        return self._pages
 
     def subscribe(self, env: str, win: str) -> EventQueue:
         """The queue that receives window ``win`` of env ``env``'s events; starts listening."""
@@ -257,7 +265,7 @@ class VisdomEvents:
                     self._listen(socket, websocket)
             finally:
                 with self._lock:
-                    self._open = None
+                    self._open, self._pages = None, None  # told again by the next socket
                 socket.close()
             self._stop.wait(1.0)  # closed: a restarting server, or a login it refused
 
@@ -285,6 +293,9 @@ class VisdomEvents:
                 continue
             if not isinstance(event, dict):
                 continue
+            if event.get("command") == PAGES_COMMAND:
+                filed |= self._told_pages(event.get("envs"))
+                continue
             eid, target = event.get("eid"), event.get("target")
             if not (isinstance(eid, str) and isinstance(target, str)):
                 continue  # visdom's "alive" greeting and the like; no window is named so
@@ -294,3 +305,12 @@ class VisdomEvents:
                 events.put(event)
                 filed = True
         return filed
+
+    def _told_pages(self, envs: object) -> bool:
+        """Keep the envs the server says open pages show; True when that changed."""
+        if not (isinstance(envs, list) and all(isinstance(e, str) for e in envs)):
+            return False  # not the server's message: what was known stays
+        pages = frozenset(envs)
+        with self._lock:
+            changed, self._pages = pages != self._pages, pages
+        return changed

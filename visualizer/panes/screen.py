@@ -162,6 +162,17 @@ class Screen:
             self.compare.exports = markup.element("p", link)
         log.info("comparing the runs in visdom env %r", env)
 
+    def on_a_page(self, name: str, pages: frozenset[str] | None) -> bool:
+        """Whether one of the ``pages`` open (their envs; None: not known) shows run ``name``:
+        its own page, the comparison that overlays it, or the runs table."""
+        if pages is None or INDEX_ENV in pages:
+            return True
+        display = self.runs.get(name)
+        if display is not None and display.env in pages:
+            return True
+        compared = self.compared is None or name in self.compared
+        return self.compare is not None and compared and self.compare.env in pages
+
     @property
     def page_env(self) -> str | None:
         """The env to look at: the runs table when only some runs are compared, the comparison

@@ -30,6 +30,8 @@ left open for a whole run:
   page's socket to ``main`` until the page's request for its env arrives: a window
   of ``main`` sent in between (the runs index, re-sent every few seconds in a run)
   was drawn on a page of another env, and stayed there.
+* **The viewer told which envs open pages show** (:mod:`visualizer.server.watched`), so
+  it reads a live S3 run nobody looks at once a minute.
 * **Its own origin only.** visdom answers any ``Host`` and accepts writes and
   websockets from any page: a web page the user opens could read and wipe the
   plots by DNS rebinding, or post to it across origins. Here every handler
@@ -68,6 +70,7 @@ from visualizer.parent import watch_parent
 from .endpoint import VisdomEndpoint
 from .page import add_page_style, page_hash, serve_static_files
 from .probes import OWNER_HEADER
+from .watched import tell_pages_watched
 
 # How long after the server closed a window a page's "close" of it is taken as its echo.
 ECHO_WINDOW_S = 10.0
@@ -270,6 +273,7 @@ def patch_visdom(host: str, static_dir: str | None, owner_pid: int | None) -> No
     _envs_to_come(web_handlers)
     _sockets_start_on_no_env(socket_handlers)
     _websockets_never_stale(socket_handlers)
+    tell_pages_watched(web_handlers, socket_handlers)
     web_handlers.hash_md_window = page_hash
     _own_origin_only(VisdomEndpoint(host).is_loopback)
     if owner_pid is not None:

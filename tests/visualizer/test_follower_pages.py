@@ -1,0 +1,103 @@
+"""A live S3 run of a sweep that no open page shows is read only at the slowest pace; a page
+opened on it has it read at once, and every poll while it stays open."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+import websocket
+
+from snapshot_store import Recorder
+from tests.fixtures.runs.small_runs import write_small_runs
+from tests.fixtures.servers.visdom_reading import following
+from tests.fixtures.servers.waiting import wait_until
+from tests.visualizer.sources.test_s3 import RequestLog, upload
+from visualizer.follower import Follower
+from visualizer.sources.s3 import make_read_client
+from visualizer.visdom_client import VisdomClient
+
+pytestmark = pytest.mark.integration
+
+SLOWEST_S = 600.0  # --max-idle-interval: longer than the test, so an unseen run is never read
+PASSES = 20  # the follow loop's passes watched for requests
+
+
+@contextmanager
+def training(bucket, store: Path, prefix: str) -> Iterator[list[int]]:
+    """A run logging a step every 0.1 s, its files put in the bucket as a transfer hook does;
+    yields the steps logged so far."""
+    stop, logged = threading.Event(), [-1]
+    with Recorder(store, flush_interval=0.02) as rec:
+
+        def train() -> None:
+            while not stop.wait(0.1):
+                rec.log({"loss": 1.0 / (logged[0] + 2)}, step=logged[0] + 1)
+                rec.flush()
+                upload(bucket, store, prefix)
+                logged[0] += 1
+
+        thread = threading.Thread(target=train, daemon=True)
+        thread.start()
+        try:
+            yield logged
+        finally:
+            stop.set()
+            thread.join(10)
+
+
+def _shown(follower: Follower) -> frozenset[str] | None:
+    return follower.client.events.pages
+
+
+def _passes(follower: Follower) -> list[int]:
+    count = [0]
+    follower.on_pass = lambda now: count.__setitem__(0, count[0] + 1)
+    return count
+
+
+def _requests_over_passes(follower: Follower, log: RequestLog, passes: list[int]) -> list[str]:
+    """The live run's requests while the loop passes PASSES times."""
+    log.clear()
+    start = passes[0]
+    wait_until(lambda: passes[0] >= start + PASSES)
+    return [url for url in map(unquote, log.urls) if "/live/" in url]
+
+
+def test_a_live_s3_run_no_page_shows_is_read_when_a_page_opens_it(
+    tmp_path, s3_bucket, visdom_server, reader, run_name
+):
+    for name in write_small_runs(tmp_path / "done", 2):  # finished runs of the sweep beside it
+        upload(s3_bucket, tmp_path / "done" / name / "pickle", f"{run_name}/{name}/pickle/")
+    client = make_read_client()
+    log = RequestLog(client)
+    live = tmp_path / "live" / "pickle"
+    with (
+        training(s3_bucket, live, f"{run_name}/live/pickle/") as logged,
+        following(
+            s3_bucket.uri(f"{run_name}/"), visdom_server.endpoint, env=run_name,
+            poll_interval=0.1, max_idle_interval=SLOWEST_S, s3_client=client,
+        ) as follower,
+    ):  # fmt: skip
+        passes = _passes(follower)
+        wait_until(lambda: "live" in follower.feeds and follower.feeds["live"].replayed)
+        wait_until(lambda: _shown(follower) is not None)  # told which pages are open: none
+        assert _requests_over_passes(follower, log, passes) == [], "read with no page open"
+
+        env = follower.env_of("live")
+        page = websocket.create_connection(f"ws://127.0.0.1:{visdom_server.endpoint.port}/socket")
+        try:
+            sid = json.loads(page.recv())["data"]
+            VisdomClient(visdom_server.endpoint).post(f"env/{env}", {"sid": sid})
+            step = logged[0]
+            wait_until(lambda: reader.traces(env, "train")["loss"][0][-1] >= step)
+            assert _requests_over_passes(follower, log, passes), "not read while shown"
+        finally:
+            page.close()
+        wait_until(lambda: _shown(follower) is not None and env not in _shown(follower))
+        assert _requests_over_passes(follower, log, passes) == [], "read once the page closed"
