@@ -41,7 +41,7 @@ from bench.many.many_measure import (
 from bench.tools.process_tree import MB, PeakRss, terminate_tree, tree_cpu
 from bench.tools.s3_env import BUCKET
 from snapshot_store.format.frames import STATUS_FILE
-from tests.fixtures.servers.visdom_reading import VisdomReader
+from tests.fixtures.servers.visdom_reading import VisdomReader, page_on
 from visualizer.follower import DEFAULT_POLL_INTERVAL
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.sources.s3 import FETCHES_AT_ONCE
@@ -139,9 +139,11 @@ def _measure(
     # Idle is once every run's summary is in: the first read is not idle.
     out["read_s"] = until(all_read(work, runs + LIVE), began, pace.start_cap)
     out["read"] = proxy.snapshot() - out["start"]
-    reader = VisdomReader(VisdomEndpoint.parse(printed.base))
+    endpoint = VisdomEndpoint.parse(printed.base)
+    reader = VisdomReader(endpoint)
     open_run(work, "live-00")  # its page, opened as a person does: then drawn
-    out["point_s"] = _point_latency(reader, live, pace.start_cap)
+    with page_on(endpoint, "live-00"):  # and left open while the points are timed
+        out["point_s"] = _point_latency(reader, live, pace.start_cap)
     out["new_s"] = _new_run_latency(reader, live, pace.start_cap)
     time.sleep(pace.settle)
     before, first, cpu = proxy.snapshot(), len(proxy.paths), tree_cpu(proc.pid)

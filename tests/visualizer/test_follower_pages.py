@@ -3,7 +3,6 @@ opened on it has it read at once, and every poll while it stays open."""
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,16 +10,14 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-import websocket
 
 from snapshot_store import Recorder
 from tests.fixtures.runs.small_runs import write_small_runs
-from tests.fixtures.servers.visdom_reading import following
+from tests.fixtures.servers.visdom_reading import following, page_on
 from tests.fixtures.servers.waiting import wait_until
 from tests.visualizer.sources.test_s3 import RequestLog, upload
 from visualizer.follower import Follower
 from visualizer.sources.s3 import make_read_client
-from visualizer.visdom_client import VisdomClient
 
 pytestmark = pytest.mark.integration
 
@@ -90,14 +87,9 @@ def test_a_live_s3_run_no_page_shows_is_read_when_a_page_opens_it(
         assert _requests_over_passes(follower, log, passes) == [], "read with no page open"
 
         env = follower.env_of("live")
-        page = websocket.create_connection(f"ws://127.0.0.1:{visdom_server.endpoint.port}/socket")
-        try:
-            sid = json.loads(page.recv())["data"]
-            VisdomClient(visdom_server.endpoint).post(f"env/{env}", {"sid": sid})
+        with page_on(visdom_server.endpoint, env):
             step = logged[0]
             wait_until(lambda: reader.traces(env, "train")["loss"][0][-1] >= step)
             assert _requests_over_passes(follower, log, passes), "not read while shown"
-        finally:
-            page.close()
         wait_until(lambda: _shown(follower) is not None and env not in _shown(follower))
         assert _requests_over_passes(follower, log, passes) == [], "read once the page closed"
