@@ -27,6 +27,7 @@ from .store_folders import is_folder, subfolders
 log = logging.getLogger(__name__)
 
 Watched = dict[str, bool]  # a folder watched, and whether with its subfolders
+NEW_RUN_S = 5.0  # seconds a new folder's store is looked for each second (then at events)
 
 
 class FileEvents:
@@ -44,7 +45,9 @@ class FileEvents:
         self._handler: Any = None
         self._watched: Watched = {}
         self._watches: dict[str, Any] = {}  # each folder's watch; None: it could not be watched
-        self._new: set[str] = set()  # folders come without a known store (watchdog's thread adds)
+        # Folders come without a known store, and when (watchdog's thread adds them).
+        self._new: dict[str, float] = {}
+        self._woken = 0.0  # when the loop was last woken for a new folder's store
         self._lock = threading.Lock()  # over _new
         self._starting = False
         self._stopped = False
@@ -85,7 +88,7 @@ class FileEvents:
             at = len(root) + 1  # where a store's run folder's name starts in its key
             known = {f"{root}{os.sep}{store[at:].split(os.sep, 1)[0]}" for store in stores}
             with self._lock:
-                self._new.update(f for f in subfolders(root) if f not in known)
+                self._new.update((f, began) for f in subfolders(root) if f not in known)
                 wanted.update(dict.fromkeys(self._new, False))
         observer, self._handler = Observer(), self._make_handler()
         try:
@@ -125,7 +128,7 @@ class FileEvents:
         parent, name = os.path.split(path)
         with self._lock:
             if parent == str(self.catalog.runs) or (name == "pickle" and parent in self._new):
-                self._new.add(path)
+                self._new[path] = time.monotonic()
 
     def _wanted(self) -> Watched:
         """The folders to watch now: the root; in a directory of runs, the stores of the runs
@@ -138,7 +141,9 @@ class FileEvents:
         entries = self.catalog.entries
         with self._lock:
             self._new = {
-                f for f in self._new if f not in entries and f"{f}{os.sep}pickle" not in entries
+                f: came
+                for f, came in self._new.items()
+                if f not in entries and f"{f}{os.sep}pickle" not in entries
             }
             wanted.update(dict.fromkeys(self._new, False))
         wanted[root] = False
@@ -147,6 +152,14 @@ class FileEvents:
     def _keep(self) -> None:
         """Watch what :meth:`_wanted` says, no more (on the loop's thread)."""
         wanted = self._wanted()
+        with self._lock:
+            came = max(self._new.values(), default=-NEW_RUN_S)
+        now = time.monotonic()
+        if now - came < NEW_RUN_S and now - self._woken >= 1:
+            # A new run's files come just after its folder, before a watch on it is set: the
+            # loop, which looks for new runs once a second when woken, is woken each second.
+            self._woken = now
+            self.wake.set()
         if wanted == self._watched:
             return
         for folder, recursive in list(self._watched.items()):

@@ -110,6 +110,8 @@ def test_a_new_runs_folders_are_watched_until_its_store_is_known(tmp_path):
         new.mkdir()
         wait_until(woken.is_set)  # the root's watch saw it come
         wait_until(lambda: _kept(events, lambda: _watched(new)[0]))
+        woken.clear()  # its store may come before a watch on it: the loop is woken to look
+        wait_until(lambda: _kept(events, woken.is_set))
         (new / "pickle").mkdir()
         wait_until(lambda: _kept(events, lambda: _watched(new / "pickle")[0]))
         running = Recorder(new / "pickle")
