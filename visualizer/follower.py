@@ -292,7 +292,7 @@ class Follower:
 
     def _due(self, feed: Feed, pages: frozenset[str] | None) -> float:
         """When ``feed`` is read next: an S3 run of a sweep that ended, when the prefix's listing
-        says it changed; one no open page shows (``pages``: their envs), at the slowest pace."""
+        says it changed; one no open page shows (``pages``: their envs), every UNSEEN_INTERVAL."""
         if not (feed.spec.remote and self.runs.multi):
             return feed.schedule.due
         if feed.ended:

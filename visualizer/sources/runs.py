@@ -216,7 +216,9 @@ class LocalRuns(_RunNames):
 
 
 # The whole prefix is listed for new runs this often; between, only after the last run known.
-WHOLE_LISTING_S = 60.0
+# Taken at the next discovery (every 8 s): 48-56 s apart, so a run named before the others
+# is in the runs table within a minute, its read and the table's redraw included.
+WHOLE_LISTING_S = 48.0
 
 
 class S3Runs(_RunNames):
