@@ -10,6 +10,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Literal
 
 from snapshot_store.format.frames import ENDED_STATES
 from snapshot_store.format.summary import RunSummary
@@ -23,10 +24,13 @@ log = logging.getLogger(__name__)
 
 # Bytes a point costs in memory (Series: step, value, wall time) with its share of overhead.
 POINT_BYTES = 20
-# A running S3 run of a sweep that no open page shows is read whole this often: its listing,
-# status and new bytes (4-5 requests) under one a minute, and alert rules see its curves
-# within 5 minutes. 10 runs training, read every second, were 2,160 requests a minute.
-UNSEEN_INTERVAL = 300.0
+# Where an open page shows a run: its curves, its row in the runs table alone, or nowhere.
+Shown = Literal["curves", "row"] | None
+# The least time between two reads of a running S3 run of a sweep, by where it is shown (10
+# runs training, read every second, were 2,160 requests a minute). A read is its listing,
+# status and new bytes (4-5 requests): every 10 s is what a row shows (the table is redrawn
+# every few seconds); every 5 minutes is under one a minute, and alert rules see its curves.
+READ_GAPS: dict[Shown, float] = {"curves": 0.0, "row": 10.0, None: 300.0}
 
 
 def check_poll_interval(poll_interval: float) -> None:
@@ -52,11 +56,10 @@ class PollSchedule:
         self.delay = self.interval if changed else min(self.delay * 2, self.max_interval)
         self.due, self.polled = now + self.delay, now
 
-    def due_for(self, seen: bool) -> float:
-        """When to poll next: when due; for a run no open page shows (``seen`` False), not before
-        :data:`UNSEEN_INTERVAL` after the last poll however often it changes, and at once when
-        a page opens it."""
-        return self.due if seen else max(self.due, self.polled + UNSEEN_INTERVAL)
+    def due_for(self, shown: Shown) -> float:
+        """When to poll next: when due, and not before its :data:`READ_GAPS` after the last poll
+        however often it changes (so at once when a page opens on it)."""
+        return max(self.due, self.polled + READ_GAPS[shown])
 
 
 @dataclass

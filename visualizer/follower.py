@@ -292,12 +292,12 @@ class Follower:
 
     def _due(self, feed: Feed, pages: frozenset[str] | None) -> float:
         """When ``feed`` is read next: an S3 run of a sweep that ended, when the prefix's listing
-        says it changed; one no open page shows (``pages``: their envs), every UNSEEN_INTERVAL."""
+        says it changed; else by where the open ``pages`` (their envs) show it (READ_GAPS)."""
         if not (feed.spec.remote and self.runs.multi):
             return feed.schedule.due
         if feed.ended:
             return math.inf
-        return feed.schedule.due_for(self.screen.on_a_page(feed.data.name, pages))
+        return feed.schedule.due_for(self.screen.shown_on(feed.data.name, pages))
 
     def _poll_due(self, now: float, woken: bool) -> None:
         pages = self.client.events.pages

@@ -1,5 +1,6 @@
-"""A live S3 run of a sweep that no open page shows is read only every UNSEEN_INTERVAL; a page
-opened on it has it read at once, and every poll while it stays open."""
+"""A live S3 run of a sweep is read as often as the open pages show it (READ_GAPS): no page, not
+in the test's time; a page of its curves opened, at once and every poll; the runs table's row
+alone, at once and then every 10 s."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from tests.fixtures.servers.visdom_reading import following, page_on
 from tests.fixtures.servers.waiting import wait_until
 from tests.visualizer.sources.test_s3 import RequestLog, upload
 from visualizer.follower import Follower
+from visualizer.panes.runs_table import INDEX_ENV
 from visualizer.sources.s3 import make_read_client
 
 pytestmark = pytest.mark.integration
@@ -65,7 +67,7 @@ def _requests_over_passes(follower: Follower, log: RequestLog, passes: list[int]
     return [url for url in map(unquote, log.urls) if "/live/" in url]
 
 
-def test_a_live_s3_run_no_page_shows_is_read_when_a_page_opens_it(
+def test_a_live_s3_run_is_read_as_often_as_the_open_pages_show_it(
     tmp_path, s3_bucket, visdom_server, reader, run_name
 ):
     for name in write_small_runs(tmp_path / "done", 2):  # finished runs of the sweep beside it
@@ -92,3 +94,10 @@ def test_a_live_s3_run_no_page_shows_is_read_when_a_page_opens_it(
             assert _requests_over_passes(follower, log, passes), "not read while shown"
         wait_until(lambda: _shown(follower) is not None and env not in _shown(follower))
         assert _requests_over_passes(follower, log, passes) == [], "read once the page closed"
+
+        # The runs table shows its row alone: read at once, then not every poll (READ_GAPS).
+        with page_on(visdom_server.endpoint, INDEX_ENV):
+            log.clear()
+            wait_until(lambda: any("/live/" in unquote(url) for url in log.urls))
+            listings = [u for u in _requests_over_passes(follower, log, passes) if "list-type" in u]
+            assert len(listings) <= 1, listings

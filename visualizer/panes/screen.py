@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from visualizer import markup
+from visualizer.feeds import Shown
 from visualizer.model.rundata import RunData, SeriesKey
 from visualizer.sources.download import CsvDownloads, export_command
 from visualizer.visdom_client import VisdomClient, VisdomRequestError, VisdomUnavailableError
@@ -162,16 +163,19 @@ class Screen:
             self.compare.exports = markup.element("p", link)
         log.info("comparing the runs in visdom env %r", env)
 
-    def on_a_page(self, name: str, pages: frozenset[str] | None) -> bool:
-        """Whether one of the ``pages`` open (their envs; None: not known) shows run ``name``:
-        its own page, the comparison that overlays it, or the runs table."""
-        if pages is None or INDEX_ENV in pages:
-            return True
+    def shown_on(self, name: str, pages: frozenset[str] | None) -> Shown:
+        """Where the ``pages`` open (their envs; None: not known, any may be) show run ``name``:
+        its curves (its own page, or the comparison overlaying it), its row in the runs table
+        alone, or nowhere (None)."""
+        if pages is None:
+            return "curves"
         display = self.runs.get(name)
-        if display is not None and display.env in pages:
-            return True
         compared = self.compared is None or name in self.compared
-        return self.compare is not None and compared and self.compare.env in pages
+        if (display is not None and display.env in pages) or (
+            self.compare is not None and compared and self.compare.env in pages
+        ):
+            return "curves"
+        return "row" if INDEX_ENV in pages else None
 
     @property
     def page_env(self) -> str | None:
