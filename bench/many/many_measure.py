@@ -52,7 +52,9 @@ class Pace:
     memory_idle: float = 30.0  # memory measured again this long after the start
     exit_cap: float = 30.0  # SIGTERM -> exit
     rounds: int = 3  # openings of the comparison page a way, each in a new browser
-    s3_idle: float = 60.0  # S3 requests counted over this
+    # S3 requests counted over this: a running run no page shows is read every 5 minutes
+    # (visualizer.feeds.READ_GAPS), so a minute's count would catch that read or not.
+    s3_idle: float = 300.0
 
 
 PACE = Pace()
