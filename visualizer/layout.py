@@ -49,7 +49,10 @@ PANE_MARGIN = 10
 # comparison's table, view and compare panes), so that widened alike they still make one row.
 TWO_COLUMNS = 2 * PLOT_SIZE[0] + PANE_MARGIN
 STATUS_WIDTH, VIEW_WIDTH, OPTIONS_WIDTH = 330, 300, 560
-COMPARE_TABLE_WIDTH, COMPARE_WIDTH = 590, 300
+COMPARE_TABLE_WIDTH = 590  # beside the view and compare panes, each VIEW_WIDTH wide
+# ... where the comparison's table needs more, it takes from the view and compare panes down
+# to this width each (their labels and choices still whole); wider tables scroll.
+MIN_CONTROLS_WIDTH = 220
 # The small panes (status, view, options; the comparison's table and panes) make the first
 # row, all this tall: the page packs its panes in rows and then floats each pane up into
 # any hole above it, so a row of unequal heights would give a different layout depending
@@ -70,6 +73,12 @@ LINES_MODE = "lines+lines"
 # the code font, so that the estimate errs on the tall side. The pane's bar and padding besides.
 _ROW_PX, _LINE_PX, _PARAGRAPH_GAP_PX, _CHAR_PX, _TEXT_CHROME_PX = 22, 20, 10, 8, 30
 _BLOCK = re.compile(r"<(tr|p)\b[^>]*>(.*?)</\1>", re.S)
+# A table's columns as the page sets them: each cell a character of its proportional font
+# (8.2 px measured, rounded up: a column's estimate errs wide) and its cell's right padding.
+_TABLE = re.compile(r"<table\b[^>]*>(.*?)</table>", re.S)
+_ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr>", re.S)
+_CELL_TAG = re.compile(r"<t([dh])\b([^>]*)>(.*?)</t\1>", re.S)
+_WIDE_CHAR_PX, _CELL_PAD_PX = 9, 12
 _TAG = re.compile(r"<[^>]+>")
 
 STATUS_WIN = "status"
@@ -213,3 +222,35 @@ def text_pane_height(markup: str, width: int) -> int:
         else:
             height += lines * _LINE_PX + _PARAGRAPH_GAP_PX
     return height
+
+
+def compare_row(table_px: int) -> tuple[int, int]:
+    """The comparison's first row, one row TWO_COLUMNS wide as a run's page's first: the runs
+    table's width, as wide as its columns need (``table_px``: :func:`text_pane_width`) from
+    COMPARE_TABLE_WIDTH up to what leaves MIN_CONTROLS_WIDTH to each pane beside it (wider
+    tables scroll), and the width of the view and compare panes, sharing the rest."""
+    most = TWO_COLUMNS - 2 * (MIN_CONTROLS_WIDTH + PANE_MARGIN)
+    table = min(max(COMPARE_TABLE_WIDTH, table_px), most)
+    return table, (TWO_COLUMNS - table) // 2 - PANE_MARGIN
+
+
+def text_pane_width(markup: str) -> int:
+    """The width in pixels a text pane needs to show every column of ``markup``'s widest
+    table whole, cells not wrapped (each column as wide as its longest cell; a cell spanning
+    columns is left out), with the pane's padding and a scrollbar beside the rows."""
+    widest = 0
+    for table in _TABLE.findall(markup):
+        columns: list[int] = []
+        for row in _ROW.findall(table):
+            cells = _CELL_TAG.findall(row)
+            if any("colspan" in attrs for _, attrs, _ in cells):
+                continue
+            for i, (_, _, inner) in enumerate(cells):
+                chars = len(html.unescape(_TAG.sub("", inner)))
+                px = chars * _WIDE_CHAR_PX + _CELL_PAD_PX
+                if i < len(columns):
+                    columns[i] = max(columns[i], px)
+                else:
+                    columns.append(px)
+        widest = max(widest, sum(columns))
+    return widest + _TEXT_CHROME_PX

@@ -1,19 +1,22 @@
 """Headless Chromium at 1,400 px on a run logged with ``add_hparams`` (issue 48: "a run page's
-hparams pane is mostly blank"): the hparams pane is as tall as its rows; and on the runs table's
-page, whose first row was half blank; measured on the panes' boxes as the page lays them out."""
+hparams pane is mostly blank"): the hparams pane is as tall as its rows; on the runs table's
+page, whose first row was half blank; and on the comparison's, whose table pane was twice as
+tall as 3 runs' rows and cut 100 runs' last columns; measured on the panes' boxes as the page
+lays them out."""
 
 from __future__ import annotations
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.e2e.test_browser_rows import PANE_BOXES_JS
+from tests.e2e.test_browser_rows import PANE_BOXES_JS, open_page
 from tests.fixtures.runs.small_runs import write_small_runs
 from tests.fixtures.servers.pages import BROWSER_WAIT_S, PANE_XPATH, screenshot
 from trainer import SummaryWriter
 from visualizer.follower import Follower
 from visualizer.panes.runs_table import INDEX_ENV
 from visualizer.visdom_client import VisdomClient
+from workloads.many_runs import write_runs
 
 SCREEN_PX = 1400  # the width the issue was seen at
 # The pane's bar and padding above its text: what a pane holds besides its rows.
@@ -87,3 +90,36 @@ def test_the_runs_table_page_s_first_row_is_used_at_1400_px(
     assert table["left"] + table["width"] - controls["left"] >= 0.9 * width, (found, width)
     boxes = driver.find_elements(By.XPATH, PANE_XPATH.format(title=titles[0]) + CHECKBOXES)
     assert len(boxes) == 4, "a checkbox per row, under the controls"
+
+
+def _compared_table(driver: object, url: str, runs: int, plots: int) -> dict:
+    """The comparison's runs table pane at ``url`` (listing ``runs`` runs, over ``plots``
+    series' plots) once the page's panes stopped moving into place."""
+    boxes = open_page(driver, url, 4 + plots)  # table, view, compare, parallel coordinates
+    return next(b for b in boxes if b["title"] == f"runs compared ({runs})")
+
+
+def test_the_comparison_s_table_pane_fits_3_runs_rows_and_100_runs_columns(
+    tmp_path, visdom_server, chromium_driver, run_name
+):
+    """Issue 48: 3 runs' table pane was 320 px tall around 142 px of rows (the first row's
+    height was fixed); 100 runs grouped by seed (a long group column) showed 650 px of a
+    745 px table, its last columns cut. Now the row is as tall as the table's rows (at least
+    the compare pane's five), the table as wide as its columns, the view and compare panes
+    beside it narrower."""
+    driver = chromium_driver
+    driver.set_window_size(SCREEN_PX, 900)
+    few, many = tmp_path / f"{run_name}-few", tmp_path / f"{run_name}-many"
+    write_small_runs(few, 3, steps=5, varied=True)
+    write_runs(many, 100, points=5)
+    for root, count in ((few, 3), (many, 100)):
+        client = VisdomClient(visdom_server.endpoint)
+        Follower(str(root), client, env=root.name, compare=count).run_once()
+    table = _compared_table(driver, f"{visdom_server.url}/env/{few.name}_compare", 3, 1)
+    screenshot(driver, "pane_sizes_compare_3")
+    assert table["whole"] <= table["visible"], table
+    assert table["height"] <= table["whole"] + CHROME_PX, "no blank half-pane under the rows"
+    table = _compared_table(driver, f"{visdom_server.url}/env/{many.name}_compare", 100, 3)
+    screenshot(driver, "pane_sizes_compare_100")
+    assert table["whole_width"] <= table["shown_width"], ("every column shown", table)
+    assert table["scrolls"] and table["whole"] > table["visible"], "100 rows scroll"

@@ -21,7 +21,7 @@ from visualizer.visdom_client import VisdomClient
 # Many options, as the trainer's CLI stores (its runs have some forty).
 MANY_OPTIONS = {f"option_{i:02d}": i * 1.5 for i in range(30)}
 
-# Per pane: its bar's title, its box, and its text content's visible and whole heights.
+# Per pane: its bar's title, its box, and its text content's visible and whole heights and widths.
 PANE_BOXES_JS = """
 return Array.from(document.querySelectorAll('.react-grid-item')).map(item => {
   const bar = item.querySelector('.bar');
@@ -30,6 +30,7 @@ return Array.from(document.querySelectorAll('.react-grid-item')).map(item => {
   return {title: bar ? Array.from(bar.querySelectorAll(':scope > div')).map(d => d.textContent.trim()).pop() || '' : '',
           top: box.top, left: box.left, width: box.width, height: box.height,
           visible: text ? text.clientHeight : null, whole: text ? text.scrollHeight : null,
+          shown_width: text ? text.clientWidth : null, whole_width: text ? text.scrollWidth : null,
           scrolls: text ? getComputedStyle(text).overflowY === 'auto' : null};
 });
 """

@@ -138,5 +138,20 @@ def test_a_text_pane_is_as_tall_as_its_rows_and_wrapped_paragraphs():
 def test_a_first_rows_panes_share_two_columns_so_that_widened_alike_they_make_one_row():
     margins = 2 * layout.PANE_MARGIN  # between three panes
     run_row = layout.STATUS_WIDTH + layout.VIEW_WIDTH + layout.OPTIONS_WIDTH + margins
-    compare_row = layout.COMPARE_TABLE_WIDTH + layout.VIEW_WIDTH + layout.COMPARE_WIDTH + margins
+    compare_row = layout.COMPARE_TABLE_WIDTH + 2 * layout.VIEW_WIDTH + margins
     assert run_row == compare_row == layout.TWO_COLUMNS
+    assert layout.compare_row(100) == (layout.COMPARE_TABLE_WIDTH, layout.VIEW_WIDTH)
+    for need in (700, 10_000):  # a wide runs table takes from the panes beside it, not past
+        table, beside = layout.compare_row(need)
+        assert table == min(need, table) and beside >= layout.MIN_CONTROLS_WIDTH
+        assert table + 2 * beside + margins <= layout.TWO_COLUMNS
+
+
+def test_a_text_pane_is_as_wide_as_its_widest_cells():
+    wide = markup.row(["run-00001", "x" * 46])
+    table = markup.element("table", markup.row(["run", "group"], "th"), wide)
+    assert layout.text_pane_width(table) >= 55 * 8, "every character whole"
+    note = markup.row(["y" * 500], "td", ' colspan="99"')  # "… 900 more runs": it may wrap
+    assert layout.text_pane_width(markup.element("table", wide, note)) == layout.text_pane_width(
+        markup.element("table", wide)
+    ), "a spanning cell is left out"

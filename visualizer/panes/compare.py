@@ -55,8 +55,9 @@ COMPARE_WINDOW_POINTS = 100 * layout.PLOT_SIZE[0]
 # without a legend: a smoothed copy would double what the browser draws, and a hundred names
 # under the plot take longer to draw than the curves, of curves too many to tell apart.
 SMOOTHED_RUNS = DEFAULT_COMPARE
-# The runs table scrolls past this height (a sweep of many runs).
-COMPARE_HEADER_HEIGHT = 300
+# The first row is at least this tall: the compare pane's five rows (the runs table's rows
+# decide past it, up to a plot's height; more rows scroll: :meth:`EnvDisplay._fit_header`).
+SELECT_HEIGHT = 180
 
 
 def compile_runs(text: str) -> Search:
@@ -159,7 +160,8 @@ class CompareDisplay(EnvDisplay):
         self.colors = self.group_colors
         self.window_points = COMPARE_WINDOW_POINTS
         self.smoothed_lines = SMOOTHED_RUNS
-        self.header_height = COMPARE_HEADER_HEIGHT
+        self.header_height = SELECT_HEIGHT
+        self.table_width = layout.COMPARE_TABLE_WIDTH
         self.selection = selection if selection is not None else Selection()
         self.links = links if links is not None else {}  # run name -> its env's URL
         self.baseline: str | None = None  # drawn black and dashed, whatever the page selects
@@ -216,7 +218,7 @@ class CompareDisplay(EnvDisplay):
         extra = [PARCOORDS_WIN] if parcoords is not None else []
         shown = [TABLE_WIN, CONTROLS_WIN, SELECT_WIN, *extra, *(spec.win for spec, _ in windows)]
         self._keep_order(shown)
-        sent = self._draw_table(chosen, left_out, grouped)
+        sent = self._draw_table(chosen, left_out, grouped)  # first: it sizes the first row
         sent |= self._draw_controls()
         sent |= self._draw_select(keys, varying_keys([run_config(run) for run in runs]))
         sent |= self._draw_parcoords(parcoords)
@@ -237,6 +239,8 @@ class CompareDisplay(EnvDisplay):
     def _draw_table(
         self, runs: list[RunData], left_out: int = 0, groups: dict[str, str] | None = None
     ) -> bool:
+        """Send the runs table if it changed (True), the first row fitted to it first: as wide
+        as its columns (:func:`~visualizer.layout.compare_row`), as tall as its rows."""
         table = comparison_table(
             runs, self.selection.sort_by, self.selection.descending, self.links, groups
         )
@@ -245,12 +249,17 @@ class CompareDisplay(EnvDisplay):
             table = markup.join(table, markup.element("p", note, attrs=" style='color:#9a6700'"))
         if self.exports is not None:
             table = markup.join(table, self.exports)
+        width, beside = layout.compare_row(layout.text_pane_width(table))
+        if width != self.table_width:  # the row's three panes drawn again at their widths
+            self.table_width, self.controls_width = width, beside
+            for win in (TABLE_WIN, CONTROLS_WIN, SELECT_WIN):
+                self._forget(win)
+        height = layout.text_pane_height(table, width)
+        self._fit_header(height, SELECT_HEIGHT, TABLE_WIN, SELECT_WIN)
         if table == self._table:
             return False
         title = f"runs compared ({len(runs)})"
-        self._text(
-            TABLE_WIN, table, title, width=layout.COMPARE_TABLE_WIDTH, height=self.header_height
-        )
+        self._text(TABLE_WIN, table, title, width=self.table_width, height=self.header_height)
         self._table = table
         return True
 
@@ -330,7 +339,7 @@ class CompareDisplay(EnvDisplay):
             "eid": self.env,
             "opts": {
                 "title": "compare",
-                "width": layout.COMPARE_WIDTH,
+                "width": self.controls_width,
                 "height": self.header_height,
             },
         }

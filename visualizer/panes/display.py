@@ -90,7 +90,8 @@ class RunDisplay(EnvDisplay):
             ]
         )
         options = markup.join(self.download, folding.note() if folding else "", run_table(run))
-        self._fit_header(layout.text_pane_height(options, layout.OPTIONS_WIDTH))
+        height = layout.text_pane_height(options, layout.OPTIONS_WIDTH)
+        self._fit_header(height, layout.HEADER_HEIGHT, layout.STATUS_WIN, layout.OPTIONS_WIN)
         sent = self._draw_status(run, now)
         sent |= self._draw_controls()
         sent |= self._text(
@@ -107,18 +108,6 @@ class RunDisplay(EnvDisplay):
         self.sent_steps = self._sent_steps(windows)
         self._drawn_version = run.version
         return sent
-
-    def _fit_header(self, options_height: int) -> None:
-        """Make the first row as tall as the options pane needs to show every row whole
-        (at least :data:`~visualizer.layout.HEADER_HEIGHT`, at most
-        :data:`~visualizer.layout.MAX_HEADER_HEIGHT`: more options scroll); its panes stay
-        equal, so the page lays the windows under them out the same whatever order they came in."""
-        height = min(max(layout.HEADER_HEIGHT, options_height), layout.MAX_HEADER_HEIGHT)
-        if height != self.header_height:
-            self.header_height = height
-            self.controls_drawn = False  # each drawn again at the new height
-            for win in (layout.STATUS_WIN, layout.OPTIONS_WIN):
-                self._texts.pop(win, None)
 
     def _sent_steps(self, windows: list[_RunWindow]) -> dict[SeriesKey, int]:
         """The last step of each series that is on the server (held-back points excluded)."""

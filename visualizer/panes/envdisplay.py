@@ -68,6 +68,7 @@ class EnvDisplay:
         self._texts: dict[str, str] = {}  # text pane -> HTML on the server
         self._shown: list[str] = []  # windows on the server, in the page's order
         self.header_height = layout.HEADER_HEIGHT
+        self.controls_width = layout.VIEW_WIDTH  # the view pane's (the comparison's may narrow it)
 
     def invalidate(self) -> None:
         """Forget everything on the server; the next draw rebuilds the env."""
@@ -108,6 +109,18 @@ class EnvDisplay:
         if win == CONTROLS_WIN:
             self.controls_drawn = False
 
+    def _fit_header(self, content_height: int, floor: int, *texts: str) -> None:
+        """Make the first row as tall as its text pane needs to show ``content_height`` px
+        (:func:`~visualizer.layout.text_pane_height`) whole: at least ``floor`` (what its other
+        panes need), at most :data:`~visualizer.layout.MAX_HEADER_HEIGHT` (more rows scroll).
+        Its panes stay equal, so the page lays the windows under them out the same whatever
+        order they came in; at a new height the controls and ``texts`` panes are drawn again."""
+        height = min(max(floor, content_height), layout.MAX_HEADER_HEIGHT)
+        if height != self.header_height:
+            self.header_height = height
+            for win in (CONTROLS_WIN, *texts):
+                self._forget(win)
+
     @property
     def pending(self) -> bool:
         """True when a window holds back new points until its next redraw slot."""
@@ -135,6 +148,7 @@ class EnvDisplay:
             return False
         message = controls_message(self.env, self.view)
         message["opts"]["height"] = self.header_height  # as tall as the first row's panes
+        message["opts"]["width"] = self.controls_width
         self.client.post("events", message)
         self.controls_drawn = True
         return True
