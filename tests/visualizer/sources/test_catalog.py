@@ -8,6 +8,7 @@ from snapshot_store import Recorder
 from snapshot_store.format import frames as fmt
 from visualizer.sources.catalog import ENDED_RECHECK_S, Catalog
 from visualizer.sources.runs import LocalRuns
+from visualizer.sources.summary_memory import LIVE_ONLY
 
 
 def _write(root, names, state="finished"):
@@ -55,6 +56,7 @@ def test_many_runs_share_their_strings_and_hold_no_meta_their_status_repeats(tmp
     assert next(iter(a.config)) is next(iter(b.config))
     assert all(x is y for x, y in zip(sorted(a.status), sorted(b.status), strict=True))
     assert a.status["state"] is b.status["state"], "a value repeated across runs: one string"
+    assert "start_time" in a.status and not LIVE_ONLY & set(a.status), "ended: no heartbeat"
     assert all(entry.spec.name is entry.found.folder for entry in read), "one name string"
     # Status repeats meta's name and options: meta is read again from it, not held.
     assert all(entry.meta is None and entry.stored == entry.spec.name for entry in read)
@@ -108,5 +110,6 @@ def test_a_run_that_ended_is_read_again_only_when_its_files_change(tmp_path):
             read = catalog.collect(wait=5.0)
         assert [entry.spec.name for entry in read] == ["a"]
         assert read[0].summary.state == "running"
+        assert "heartbeat_seconds" in read[0].summary.status, "a running run's staleness"
     finally:
         catalog.close()
