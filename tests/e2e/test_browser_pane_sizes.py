@@ -9,9 +9,10 @@ from __future__ import annotations
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.e2e.test_browser_rows import PANE_BOXES_JS, open_page
+from tests.e2e.test_browser_rows import PANE_BOXES_JS
 from tests.fixtures.runs.small_runs import write_small_runs
 from tests.fixtures.servers.pages import BROWSER_WAIT_S, PANE_XPATH, screenshot
+from tests.fixtures.servers.visdom_reading import following
 from trainer import SummaryWriter
 from visualizer.follower import Follower
 from visualizer.panes.runs_table import INDEX_ENV
@@ -22,6 +23,24 @@ SCREEN_PX = 1400  # the width the issue was seen at
 # The pane's bar and padding above its text: what a pane holds besides its rows.
 CHROME_PX = 60
 CHECKBOXES = "//input[@type='checkbox']"
+VIEW_AND_COMPARE = ("view (smoothing 0 to <1)", "compare")  # beside the comparison's table
+# Runs compared: enough that some share a config, grouped by seed (its group column's labels
+# name the config: the widest column), and more rows than a pane shows.
+MANY = 40
+
+
+def _panes_titled(driver: object, *titles: str) -> dict[str, dict]:
+    """The page's panes of these ``titles`` by title, once all show and they stopped moving
+    into place."""
+    seen: list[dict] = []
+
+    def ours(d: object) -> dict | None:
+        boxes = d.execute_script(PANE_BOXES_JS)  # type: ignore[attr-defined]
+        found = {b["title"]: b for b in boxes if b["title"] in titles}
+        seen.append(found)
+        return found if len(found) == len(titles) and seen[-2:-1] == [found] else None
+
+    return WebDriverWait(driver, BROWSER_WAIT_S, poll_frequency=0.5).until(ours)
 
 
 def test_the_hparams_pane_is_as_tall_as_its_rows(
@@ -69,16 +88,7 @@ def test_the_runs_table_page_s_first_row_is_used_at_1400_px(
     driver.set_window_size(SCREEN_PX, 900)
     driver.get(f"{visdom_server.url}/env/{INDEX_ENV}")
     titles = (f"filter, sort, page ({run_name})", f"runs: {root}")
-    seen: list[dict] = []
-
-    def ours(d: object) -> dict | None:
-        """This sweep's two panes by title, once they stopped moving into place."""
-        boxes = d.execute_script(PANE_BOXES_JS)  # type: ignore[attr-defined]
-        found = {b["title"]: b for b in boxes if b["title"] in titles}
-        seen.append(found)
-        return found if len(found) == 2 and seen[-2:-1] == [found] else None
-
-    found = WebDriverWait(driver, BROWSER_WAIT_S, poll_frequency=0.5).until(ours)
+    found = _panes_titled(driver, *titles)
     controls, table = found[titles[0]], found[titles[1]]
     driver.execute_script("window.scrollTo(0, arguments[0] - 60)", controls["top"])
     screenshot(driver, "pane_sizes_runs_table")
@@ -92,34 +102,47 @@ def test_the_runs_table_page_s_first_row_is_used_at_1400_px(
     assert len(boxes) == 4, "a checkbox per row, under the controls"
 
 
-def _compared_table(driver: object, url: str, runs: int, plots: int) -> dict:
-    """The comparison's runs table pane at ``url`` (listing ``runs`` runs, over ``plots``
-    series' plots) once the page's panes stopped moving into place."""
-    boxes = open_page(driver, url, 4 + plots)  # table, view, compare, parallel coordinates
-    return next(b for b in boxes if b["title"] == f"runs compared ({runs})")
+def _first_row(driver: object, runs: int) -> dict[str, dict]:
+    """The comparison page's first row (its runs table, view and compare panes) by title, once
+    the table lists ``runs`` runs and the panes stopped moving into place."""
+    return _panes_titled(driver, f"runs compared ({runs})", *VIEW_AND_COMPARE)
 
 
-def test_the_comparison_s_table_pane_fits_3_runs_rows_and_100_runs_columns(
+def test_the_comparison_s_first_row_fits_3_runs_rows_and_40_runs_columns(
     tmp_path, visdom_server, chromium_driver, run_name
 ):
     """Issue 48: 3 runs' table pane was 320 px tall around 142 px of rows (the first row's
     height was fixed); 100 runs grouped by seed (a long group column) showed 650 px of a
-    745 px table, its last columns cut. Now the row is as tall as the table's rows (at least
-    the compare pane's five), the table as wide as its columns, the view and compare panes
-    beside it narrower."""
+    745 px table, its last columns cut (40 as well). Now the row is as tall as the table's
+    rows (at least the compare pane's five), the table as wide as its columns, the view and
+    compare panes beside it narrower; on a page left open as the runs arrive too (it kept
+    the sizes it opened with: visdom's page changed a pane's layout item in place)."""
     driver = chromium_driver
     driver.set_window_size(SCREEN_PX, 900)
-    few, many = tmp_path / f"{run_name}-few", tmp_path / f"{run_name}-many"
+    few = tmp_path / f"{run_name}-few"
     write_small_runs(few, 3, steps=5, varied=True)
-    write_runs(many, 100, points=5)
-    for root, count in ((few, 3), (many, 100)):
-        client = VisdomClient(visdom_server.endpoint)
-        Follower(str(root), client, env=root.name, compare=count).run_once()
-    table = _compared_table(driver, f"{visdom_server.url}/env/{few.name}_compare", 3, 1)
+    Follower(str(few), VisdomClient(visdom_server.endpoint), env=few.name).run_once()
+    driver.get(f"{visdom_server.url}/env/{few.name}_compare")
+    table = _first_row(driver, 3)["runs compared (3)"]
     screenshot(driver, "pane_sizes_compare_3")
     assert table["whole"] <= table["visible"], table
     assert table["height"] <= table["whole"] + CHROME_PX, "no blank half-pane under the rows"
-    table = _compared_table(driver, f"{visdom_server.url}/env/{many.name}_compare", 100, 3)
-    screenshot(driver, "pane_sizes_compare_100")
+
+    staging, many = tmp_path / "staging", tmp_path / f"{run_name}-many"
+    write_runs(staging, MANY, points=5)
+    many.mkdir()
+    stores = sorted(staging.iterdir())
+    for store in stores[:3]:
+        store.rename(many / store.name)
+    with following(many, visdom_server.endpoint, env=many.name, compare=MANY):
+        driver.get(f"{visdom_server.url}/env/{many.name}_compare")
+        _first_row(driver, 3)
+        for store in stores[3:]:  # the page stays open as they arrive
+            store.rename(many / store.name)
+        row = _first_row(driver, MANY)
+    screenshot(driver, "pane_sizes_compare_many")
+    table, view, compare = (row[title] for title in (f"runs compared ({MANY})", *VIEW_AND_COMPARE))
     assert table["whole_width"] <= table["shown_width"], ("every column shown", table)
-    assert table["scrolls"] and table["whole"] > table["visible"], "100 rows scroll"
+    assert table["scrolls"] and table["whole"] > table["visible"], "the rows scroll"
+    assert view["top"] == compare["top"] == table["top"], ("one row", row)
+    assert table["left"] + table["width"] < view["left"] < compare["left"], ("in order", row)

@@ -78,6 +78,27 @@ _SCRIPT_MENDS = (
         b"e.addPaneBatched(n));break;",
     ),
     (b"setTimeout(e._checkWindow,0,n,3)", b"e._checkWindow(n,3)"),
+    # A window drawn again at a new size (the comparison's first row as runs arrive) kept its
+    # old one: the page changed its layout item in place, and the grid, handed items equal to
+    # those it had, laid nothing out again. The item is now replaced by a resized copy, and
+    # the page packs its panes again in their order, as when a pane closes (a wider pane left
+    # where it was overlapped the next, pushed down out of its row) ...
+    (
+        b"var o=Ly(r,t.id);t.width&&(o.w=e.p2w(t.width))",
+        b"var o=Ly(r,t.id),z=o.w+'x'+o.h;o=r[r.indexOf(o)]=Object.assign({},o);"
+        b"t.width&&(o.w=e.p2w(t.width))",
+    ),
+    (
+        b"e.state.consistent_pane_copy[t.id]=JSON.parse(JSON.stringify(t))}else{",
+        b"e.state.consistent_pane_copy[t.id]=JSON.parse(JSON.stringify(t));"
+        b"z!==o.w+'x'+o.h&&(e._rtmResized=1)}else{",
+    ),
+    # ... once the batch the sizes came in is laid out.
+    (
+        b"e._pendingPanes=[],e._timeoutID=null,e.setState({panes:t,layout:n})",
+        b"e._pendingPanes=[],e._timeoutID=null,e.setState({panes:t,layout:n},function(){"
+        b"e._rtmResized&&(e._rtmResized=0,e.relayout())})",
+    ),
     # Window messages are drawn in batches 10 ms after the first, not 100: a comparison's
     # windows come one by one while the page draws the one before (each a 100-run plot),
     # and each waited the whole batch time again (a window is drawn after its batch).
