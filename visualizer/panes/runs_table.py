@@ -103,6 +103,7 @@ class RunsTable:
         self._summary_keys: list[str] = []
         self._counted = -1  # the state version the series and columns were counted at
         self._live, self._live_at = False, -1  # whether a run runs, at that state version
+        self.on_a_page = True  # an open page shows the table (or none is known): the screen's
         self._selected: tuple[tuple[object, ...], list[RunSummary]] | None = None  # rows() kept
 
     @property
@@ -129,7 +130,9 @@ class RunsTable:
         chosen = self._built is None or built[1:] != self._built[1:]
         if not (force or chosen) and now - self._built_at < REFRESH_S and self._html is not None:
             return self._draw_controls()
-        if built == self._built and not self._running(state) and self._html is not None:
+        # A running run's row changes with time ("5 s ago"): redrawn while a page shows it.
+        ticking = self.on_a_page and self._running(state)
+        if built == self._built and not ticking and self._html is not None:
             return self._draw_controls()
         self._built, self._built_at = built, now
         self._count(state)  # the series to choose from, before the controls show them

@@ -16,7 +16,7 @@ from visualizer.api.query import MAX_FILTER_CHARS
 from visualizer.follower import Follower
 from visualizer.layout import safe_id
 from visualizer.panes.run_rows import COMPARED, SORTS, STATE_CHOICES, RunsTableState
-from visualizer.panes.runs_table import INDEX_ENV, PAGE_ROWS, REFRESH_S, RunsTable
+from visualizer.panes.runs_table import INDEX_ENV, PAGE_ROWS, RunsTable
 from visualizer.server.endpoint import VisdomEndpoint
 from visualizer.visdom_client import VisdomClient
 
@@ -248,35 +248,6 @@ class _Heard(_Posts):
 
     def subscribe(self, env: str, win: str) -> queue.SimpleQueue:
         return self.heard
-
-
-def test_a_choice_on_the_page_redraws_the_table_at_once_new_data_at_most_every_refresh():
-    """Issue 48: clicks took 2.3-2.5 s each, the table rebuilt at most every REFRESH_S; that
-    pace is for the data, a sort or page chosen on the page is drawn at the next pass."""
-    client = _Posts()
-    table = RunsTable(client, "runs", link=lambda name: f"http://open/{name}")
-    summaries = _summaries(250)
-    assert table.draw(RunsTableState(summaries, 250, 250, 1), now=100.0)
-    table.view = table._changed(_event(5, "2"))  # page 2 chosen
-    client.sent.clear()
-    assert table.draw(RunsTableState(summaries, 250, 250, 1), now=100.1)
-    assert any("page 2 of 3" in str(m.get("data")) for m in client.sent)
-    client.sent.clear()
-    assert not table.draw(RunsTableState(summaries[:200], 200, 200, 2), now=100.2)
-    assert not client.sent, "new data waits for its slot"
-    assert table.draw(RunsTableState(summaries[:200], 200, 200, 2), now=100.1 + REFRESH_S)
-
-
-def test_the_table_is_drawn_at_once_when_every_run_is_read():
-    """The last runs read no longer wait for the data's slot (REFRESH_S): at 10,000 runs the
-    whole table came up to 2 s after the viewer's log said every run was read."""
-    client = _Posts()
-    table = RunsTable(client, "runs", link=lambda name: f"http://open/{name}")
-    summaries = _summaries(250)
-    assert table.draw(RunsTableState(summaries[:100], 100, 250, 1), now=100.0)
-    assert not table.draw(RunsTableState(summaries[:200], 200, 250, 2), now=100.1)
-    assert table.draw(RunsTableState(summaries, 250, 250, 3), now=100.2)
-    assert any("250 runs" in str(m.get("data")) for m in client.sent)
 
 
 def test_a_row_s_checkbox_hides_its_run_and_a_bad_change_is_ignored():
