@@ -114,7 +114,7 @@ def _answer(worker: subprocess.Popen[str]) -> Pooled | None:
         version, name = json.loads(head)
     except (ValueError, TypeError):  # cut short: the worker ended
         return None
-    version = tuple(version) if isinstance(version, list) else None  # as status_version gives it
+    version = version if type(version) is int else None  # as status_version gives it
     return version, (name if isinstance(name, str) else None), text
 
 

@@ -7,7 +7,7 @@ JSON lines: a header naming the format and the location, then a line a run::
 
     ["<store key>", <status version>, "<name its meta gives>" or null]<TAB>[<status>, <meta or null>]
 
-The version is the status' size and mtime (local) or its ETag and size (S3); a run whose
+The version is the status' mtime and size (local, in one int) or its ETag and size (S3); a run whose
 version differs is read again. The documents are kept as text and decoded when a run's
 config or summary is first asked for, by the same reader a fresh read goes through
 (:func:`~visualizer.model.summary.from_documents`): 100,000 runs listed hold 100,000 short
@@ -37,7 +37,7 @@ from .run import Documents
 log = logging.getLogger(__name__)
 
 CACHE_FOLDER = "api-summaries"
-FORMAT = "remote-train-monitor api summaries 1"
+FORMAT = "remote-train-monitor api summaries 2"  # 2: a local version is one int
 MAX_CACHE_BYTES = 1 << 30  # a bigger file is not read (100,000 runs took about 80 MB)
 MAX_LINE_CHARS = 1 << 20  # a run's line; a status is some hundred bytes to 100 kB
 
@@ -202,12 +202,7 @@ def _add_entry(runs: dict[str, CachedRun], line: str) -> None:
     except (ValueError, TypeError, RecursionError):
         return
     if tab and isinstance(key, str) and isinstance(name, str | None):
-        runs[key] = CachedRun(_version(version), name, text)
-
-
-def _version(value: Any) -> object:
-    """A version as the file holds it (a list for a tuple), as :func:`status_version` gives it."""
-    return tuple(value) if isinstance(value, list) else value
+        runs[key] = CachedRun(version, name, text)
 
 
 def lazily(text: str, read_again: Callable[[], Documents]) -> Callable[[], Documents]:

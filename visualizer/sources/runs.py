@@ -138,7 +138,7 @@ class LocalRuns(_RunNames):
     def __init__(self, root: str | os.PathLike[str]) -> None:
         super().__init__()
         self.root = Path(root)
-        self._by_folder: dict[str, Found] = {}  # each run folder's store, once found
+        self._by_folder: dict[str, Found] = {}  # each run folder's store, by the folder's name
         self._outside: set[str] = set()  # links out of the root, told of once
         self._listed: tuple[tuple[int, int, int] | None, list[Found]] = (None, [])  # stat, stores
 
@@ -165,13 +165,13 @@ class LocalRuns(_RunNames):
             return list(self._listed[1])  # no folder came or went: 100,000 not listed again
         found, real_root, unsettled = [], os.path.realpath(root), False  # unsettled: a non-store
         for child in subfolders(root):
-            known = self._by_folder.get(child)
+            known = self._by_folder.get(name := child.rsplit(os.sep, 1)[-1])  # Found's string
             if known is None:
-                known = self._look_into(child, real_root)
+                known = self._look_into(child, name, real_root)
                 if known is None:
                     unsettled = True  # its store may appear: listed again
                     continue
-                self._by_folder[child] = known
+                self._by_folder[name] = known
             found.append(known)
         if found:
             self.multi = True
@@ -179,10 +179,10 @@ class LocalRuns(_RunNames):
         self._listed = (stamp if settled and not unsettled else None, found)
         return list(found)
 
-    def _look_into(self, child: str, real_root: str) -> Found | None:
-        """The store in folder ``child`` (``child/pickle`` or ``child`` itself), if any; none
-        through a symlink that leads out of the root (told once)."""
-        store, name = f"{child}{os.sep}pickle", child.rsplit(os.sep, 1)[-1]
+    def _look_into(self, child: str, name: str, real_root: str) -> Found | None:
+        """The store in folder ``child`` (``child/pickle`` or ``child`` itself, named ``name``),
+        if any; none through a symlink that leads out of the root (told once)."""
+        store = f"{child}{os.sep}pickle"
         for path in (child, store):
             if leaves(real_root, path):
                 if path not in self._outside:

@@ -66,14 +66,16 @@ def meta_in(status: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def status_version(source: Source) -> object:
-    """A local store's status.pickle version (size and mtime), None where it has none."""
+    """A local store's status.pickle version, None where it has none: its mtime and size in
+    one int (``mtime_ns << 64 | size``; a tuple of two held 80 bytes more a run: 8 MB of
+    100,000 runs the catalog knows)."""
     if not isinstance(source, LocalSource):
         return None
     try:  # a string path: joining Paths cost more than the stat, 10,000 runs over
         st = os.stat(source.describe(fmt.STATUS_FILE))  # noqa: PTH116
     except OSError:
         return None
-    return (st.st_size, st.st_mtime_ns)
+    return st.st_mtime_ns << 64 | st.st_size
 
 
 class _QuietReader(StoreReader):

@@ -116,10 +116,13 @@ def test_a_root_whose_folders_did_not_change_is_not_listed_again(tmp_path, monke
     settled = time.time() - 60  # changed a minute ago: past its mtime's tick
     os.utime(tmp_path, (settled, settled))
     runs = LocalRuns(tmp_path)
-    assert [found.folder for found in runs.found()] == ["a", "b"]
+    first = runs.found()
+    assert [found.folder for found in first] == ["a", "b"]
     _record(tmp_path / "c")  # a store in a folder listed before: the root is listed again
     os.utime(tmp_path, (settled, settled))
-    assert [found.folder for found in runs.found()] == ["a", "b", "c"]
+    again = runs.found()
+    assert [found.folder for found in again] == ["a", "b", "c"]
+    assert all(x is y for x, y in zip(first, again, strict=False)), "folders known: not looked into"
     listed: list[object] = []
     monkeypatch.setattr(runs_module, "subfolders", lambda root: listed.append(root) or [])
     assert [found.folder for found in runs.found()] == ["a", "b", "c"] and not listed

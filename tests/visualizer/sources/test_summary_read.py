@@ -3,12 +3,14 @@ name and options, from both documents for a store written before it did."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from snapshot_store import Recorder
 from snapshot_store.format import frames as fmt
 from snapshot_store.read.local_source import LocalSource
-from visualizer.sources.summary_read import read_summary
+from visualizer.sources.summary_read import read_summary, status_version
 
 
 def _run(root, options):
@@ -57,3 +59,21 @@ def test_a_status_without_meta_as_written_is_read_with_meta_pickle(tmp_path, cha
     read = read_summary(LocalSource(store), whole=False)
     assert read.meta["name"] == "sweep/run-7" and "sessions" in read.meta  # meta.pickle's
     assert read.summary.config == {"lr": 0.1}
+
+
+def test_a_status_version_is_one_number_that_changes_with_its_size_or_mtime(tmp_path):
+    store = _run(tmp_path, {"lr": 0.1})
+    path, source = store / fmt.STATUS_FILE, LocalSource(store)
+    version = status_version(source)
+    assert type(version) is int, "one int a run, not a tuple of two"
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    assert status_version(source) not in (version, None)
+    path.write_bytes(path.read_bytes() + b"\0")  # one byte more, at the mtime it had
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert status_version(source) not in (version, None)
+    path.write_bytes(path.read_bytes()[:-1])
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert status_version(source) == version
+    path.unlink()
+    assert status_version(source) is None
