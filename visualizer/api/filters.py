@@ -48,7 +48,7 @@ def _refuse(what: object, why: str) -> ValueError:
 
 def dig(value: Any, path: str) -> Any:
     """``value[path]``, else the dotted ``path`` followed into nested dicts; MISSING if none."""
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict | Mapping):  # a dict first: an ABC's check is slower
         return MISSING
     if path in value:
         return value[path]
@@ -238,6 +238,8 @@ def _in_seconds(condition: Any) -> Any:
 
 def _combined(tests: list[Test], how: str) -> Test:
     """Whether every one of ``tests`` ($and), one ($or) or none ($nor) keeps a run."""
+    if len(tests) == 1 and how != "$nor":
+        return tests[0]  # a parsed expression nests each condition in one: 11 calls a run
     if how == "$and":
         return lambda run: all(test(run) for test in tests)
     if how == "$or":

@@ -10,6 +10,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 from run_core.tags import tag_of
@@ -265,7 +266,7 @@ def select(
     keeps, _why = row_filter(view.filter)
     kept = [s for s in summaries if view.state in (ANY_STATE, s.state) and keeps(s)]
     key = _sort_key(view.sort, tag, now)
-    keyed = [(key(s), s) for s in sorted(kept, key=lambda s: s.name)]
+    keyed = [(key(s), s) for s in sorted(kept, key=attrgetter("name"))]
     known = [(k, s) for k, s in keyed if k is not None]
     known.sort(key=lambda pair: pair[0], reverse=view.descending)
     return [s for _k, s in known] + [s for k, s in keyed if k is None]
