@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -189,10 +190,7 @@ class AlertWatch:
         state, step = status.get("state"), status.get("step")
         found: list[Finding] = []
         if state in ENDED_STATES:
-            # Each session of a resumed run ends on its own; a first session's start is the
-            # run's (the same key as before stores said when their session started).
-            session = status.get("session_start", status.get("start_time"))
-            found.append(events.ended(str(state), step, session))
+            found.append(events.ended(str(state), step, session_start(status)))
         elif state == "running" and self.silent_after is not None:
             last = last_activity(status)
             if last is not None and now - last >= self.silent_after:
@@ -247,3 +245,10 @@ def _non_finite_summed(summary: Mapping[str, SeriesStats]) -> Iterator[Finding]:
         )
         if bad is not None:
             yield events.non_finite(name, bad, stats.step, exact=False)
+
+
+def session_start(status: Mapping[str, Any]) -> Any:
+    """When the session that ended began, the key of its alert: each session of a resumed run
+    ends on its own; a first session's start is the run's (a status without ``session_start``,
+    as stores wrote before they said it, or one held without it where it is the start)."""
+    return status.get("session_start", status.get("start_time"))

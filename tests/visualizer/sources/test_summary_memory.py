@@ -7,10 +7,14 @@ import copy
 import pickle
 from dataclasses import replace
 
+import pytest
+
+from snapshot_store.alert_rules import events
+from visualizer.alerts.rules import session_start
 from visualizer.api.filters import fields_of, sort_key, summary_of
 from visualizer.model.summary import from_documents
 from visualizer.panes.run_rows import cells
-from visualizer.sources.summary_memory import share_strings
+from visualizer.sources.summary_memory import SESSION, START, share_strings
 
 NOW = 1795841100.0
 
@@ -40,14 +44,17 @@ def test_a_runs_equal_numbers_become_one_object_and_every_value_reads_the_same()
     summary = from_documents("r", None, _status())
     before = copy.deepcopy(summary)
     share_strings(summary)
-    kept = {k: v for k, v in before.status.items() if k != "host"}  # ended: no heartbeat fields
+    # Ended: no heartbeat field, nor a session_start that is its start_time.
+    kept = {k: v for k, v in before.status.items() if k not in ("host", "session_start")}
     assert repr(summary) == repr(replace(before, status=kept))
     series = summary.series
     assert len({id(stats.count) for tag, stats in series.items() if tag[0] != "z"}) == 1
     times = [summary.updated, summary.status["updated"], summary.status["last_log_time"]]
     assert all(value is series["val/loss"].time for value in times), "one float, not five"
     assert summary.step is summary.status["step"] is series["train/loss"].step
-    assert summary.started is summary.status["session_start"]
+    assert summary.started is summary.status["start_time"]
+    ended = [events.ended("finished", 999, session_start(s.status)) for s in (summary, before)]
+    assert ended[0] == ended[1], "the alert of its end: one key"
     # Zeros keep their sign (0.0 == -0.0), ints and floats and bools their kind (1 == 1.0 == True).
     assert repr(series["zero/a"].time) == "0.0" and repr(series["zero/b"].time) == "-0.0"
     assert [repr(summary.config[k]) for k in ("lr", "epochs", "flag")] == ["1.0", "1", "True"]
@@ -59,3 +66,20 @@ def test_a_runs_equal_numbers_become_one_object_and_every_value_reads_the_same()
     assert repr(summary_of(summary)) == repr(summary_of(before))
     for field in ("config.lr", "summary.val/loss", "created_at", "summary._timestamp"):
         assert sort_key(field)(fields_of(summary)) == sort_key(field)(fields_of(before))
+
+
+@pytest.mark.parametrize(
+    ("state", "session", "start"),
+    [
+        ("finished", 20.5, 10.5),
+        ("running", 10.5, 10.5),
+        ("failed", 10.0, 10),
+        ("stopped", 0.0, 0.0),
+    ],
+    ids=["resumed", "running", "other-kind", "zero"],
+)
+def test_a_session_start_is_left_out_only_where_it_is_an_ended_runs_start(state, session, start):
+    status = pickle.loads(pickle.dumps({"state": state, SESSION: session, START: start}))
+    summary = from_documents("r", None, status)
+    share_strings(summary)
+    assert repr(summary.status[SESSION]) == repr(session)
