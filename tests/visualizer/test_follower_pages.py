@@ -15,7 +15,7 @@ import pytest
 from snapshot_store import Recorder
 from tests.fixtures.runs.small_runs import write_small_runs
 from tests.fixtures.servers.visdom_reading import following, page_on
-from tests.fixtures.servers.waiting import wait_until
+from tests.fixtures.servers.waiting import running, wait_until
 from tests.visualizer.sources.test_s3 import RequestLog, upload
 from visualizer.follower import Follower
 from visualizer.panes.runs_table import INDEX_ENV
@@ -40,13 +40,8 @@ def training(bucket, store: Path, prefix: str) -> Iterator[list[int]]:
                 upload(bucket, store, prefix)
                 logged[0] += 1
 
-        thread = threading.Thread(target=train, daemon=True)
-        thread.start()
-        try:
+        with running(train, stop.set, "training"):
             yield logged
-        finally:
-            stop.set()
-            thread.join(10)
 
 
 def _shown(follower: Follower) -> frozenset[str] | None:
