@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 
 Watched = dict[str, bool]  # a folder watched, and whether with its subfolders
 NEW_RUN_S = 5.0  # seconds a new folder's store is looked for each second (then at events)
+# watchdog takes an inotify instance and a thread for each folder watched, and a user has 128
+# instances (Linux's default): past this many runs not ended the root is watched whole (one
+# instance), and run by run again once they are half as many.
+MAX_RUN_WATCHES = 64
 
 
 class FileEvents:
@@ -135,9 +139,11 @@ class FileEvents:
         not ended and the folders that came without a known store."""
         runs = self.catalog.runs
         root = str(runs)
-        if not runs.multi:
-            return {root: True}  # one run (or none yet): its few folders, whole
-        wanted = dict.fromkeys(self.catalog.live, False)
+        live = self.catalog.live
+        whole = self._watched.get(root, False)
+        if not runs.multi or len(live) > MAX_RUN_WATCHES // (2 if whole else 1):
+            return {root: True}  # one run (or none yet), or many running: the whole tree
+        wanted = dict.fromkeys(live, False)
         entries = self.catalog.entries
         with self._lock:
             self._new = {

@@ -12,6 +12,7 @@ import pytest
 
 from snapshot_store import Recorder
 from tests.fixtures.servers.waiting import wait_until
+from visualizer.sources import watch
 from visualizer.sources.catalog import Catalog
 from visualizer.sources.runs import LocalRuns
 from visualizer.sources.watch import FileEvents
@@ -125,5 +126,37 @@ def test_a_new_runs_folders_are_watched_until_its_store_is_known(tmp_path):
         finally:
             running.close()
     finally:
+        events.stop()
+        catalog.close()
+
+
+def test_past_max_run_watches_running_runs_the_root_is_watched_whole(tmp_path, monkeypatch):
+    """watchdog takes an inotify instance a folder watched, and a user has 128: many running
+    runs are watched through the root, whole, and run by run again once half as many."""
+    monkeypatch.setattr(watch, "MAX_RUN_WATCHES", 2)
+    done = tmp_path / "done" / "pickle"
+    with Recorder(done) as rec:
+        rec.log({"loss": 1.0}, step=0)
+    running = [Recorder(tmp_path / f"live{i}" / "pickle") for i in range(3)]
+    for rec in running:
+        rec.log({"loss": 1.0}, step=0)
+        rec.flush()
+    catalog = Catalog(LocalRuns(tmp_path), 1.0, 60.0, few=0)
+    events = FileEvents(catalog, threading.Event(), 1.0)
+    try:
+        catalog.scan()
+        _read(catalog)
+        events.start()
+        wait_until(lambda: events.active)
+        assert _watched(tmp_path, done.parent, done) == [True] * 3, "3 running: the whole tree"
+        for rec in running[:2]:  # 1 left running: run by run again
+            rec.close()
+        later = time.monotonic() + 3600.0  # the sweep of every status, come due
+        catalog.recheck(later, following=set())
+        wait_until(lambda: catalog.collect(wait=1.0) and len(catalog.live) == 1)
+        live = tmp_path / "live2" / "pickle"
+        wait_until(lambda: _kept(events, lambda: _watched(done, live) == [False, True]))
+    finally:
+        running[2].close()
         events.stop()
         catalog.close()
