@@ -16,7 +16,7 @@ import pytest
 from run_core.exit_codes import ExitCode
 from snapshot_store import Recorder
 from snapshot_store.read.store_reader import StoreReader
-from tests.fixtures.servers.visdom_reading import following
+from tests.fixtures.servers.visdom_reading import following, page_on
 from tests.fixtures.servers.waiting import wait_until
 from tests.visualizer.sources.test_s3 import upload
 from visualizer import cli
@@ -89,6 +89,10 @@ def test_a_denied_run_is_warned_of_once_the_others_go_on_and_it_recovers(
     with (
         CountingProxy(s3_bucket.server.endpoint_url) as proxy,
         appending(tmp_path, s3_bucket, prefix, ("open", "denied")) as append,
+        # Each run's page open, as a person watching both: a running run of an S3 sweep no
+        # page shows is read every 5 minutes (feeds.READ_GAPS).
+        page_on(visdom_server.endpoint, f"{run_name}_open"),
+        page_on(visdom_server.endpoint, f"{run_name}_denied"),
     ):
         append("open", 5)
         append("denied", 5)
