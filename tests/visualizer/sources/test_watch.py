@@ -6,6 +6,8 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -58,41 +60,61 @@ def _kept(events: FileEvents, check) -> bool:
     return check()
 
 
-def test_a_finished_runs_folders_get_no_watch_and_a_resumed_run_is_watched_again(tmp_path):
-    done, live = tmp_path / "done" / "pickle", tmp_path / "live" / "pickle"
-    with Recorder(done) as rec:
+def _finished(store: Path) -> None:
+    with Recorder(store) as rec:
         rec.log({"loss": 1.0}, step=0)
-    running = Recorder(live)
-    running.log({"loss": 1.0}, step=0)
-    running.flush()
-    catalog = Catalog(LocalRuns(tmp_path), 1.0, 60.0, few=0)
+
+
+def _running(store: Path) -> Recorder:
+    rec = Recorder(store)
+    rec.log({"loss": 1.0}, step=0)
+    rec.flush()
+    return rec
+
+
+@contextmanager
+def _watching(root: Path) -> Iterator[tuple[Catalog, FileEvents]]:
+    """Every run under ``root`` read, and file events on, as the follow loop has them."""
+    catalog = Catalog(LocalRuns(root), 1.0, 60.0, few=0)
     events = FileEvents(catalog, threading.Event(), 1.0)
     try:
         catalog.scan()
         _read(catalog)
         events.start()
         wait_until(lambda: events.active)
-        assert _watched(tmp_path, live, done, done.parent, live.parent) == [True] * 2 + [False] * 3
-        running.log({"loss": 0.5}, step=1)
-        running.flush()
-        wait_until(lambda: catalog.entries[str(live)].dirty)  # an event named the live run
-        with Recorder(done) as resumed:  # --continue-train: its status says running
-            resumed.flush()
-            later = time.monotonic() + 3600.0  # the sweep of every status, come due
-            catalog.recheck(later, following=set())
-            wait_until(lambda: catalog.collect(wait=1.0) and _state(catalog, done) == "running")
-            wait_until(lambda: _kept(events, lambda: _watched(done)[0]))
-            resumed.log({"loss": 0.2}, step=9)
-            resumed.flush()
-            wait_until(lambda: catalog.entries[str(done)].dirty)
-        catalog.recheck(later, following=set())  # the event named it: read again, ended
-        wait_until(lambda: catalog.collect(wait=1.0) and _state(catalog, done) == "finished")
-        wait_until(lambda: _kept(events, lambda: not _watched(done)[0]))
-        assert _watched(tmp_path, live) == [True, True]
+        yield catalog, events
     finally:
-        running.close()
         events.stop()
         catalog.close()
+
+
+def test_a_finished_runs_folders_get_no_watch_and_a_resumed_run_is_watched_again(tmp_path):
+    done, live = tmp_path / "done" / "pickle", tmp_path / "live" / "pickle"
+    _finished(done)
+    running = _running(live)
+    try:
+        with _watching(tmp_path) as (catalog, events):
+            assert (
+                _watched(tmp_path, live, done, done.parent, live.parent) == [True] * 2 + [False] * 3
+            )
+            running.log({"loss": 0.5}, step=1)
+            running.flush()
+            wait_until(lambda: catalog.entries[str(live)].dirty)  # an event named the live run
+            with Recorder(done) as resumed:  # --continue-train: its status says running
+                resumed.flush()
+                later = time.monotonic() + 3600.0  # the sweep of every status, come due
+                catalog.recheck(later, following=set())
+                wait_until(lambda: catalog.collect(wait=1.0) and _state(catalog, done) == "running")
+                wait_until(lambda: _kept(events, lambda: _watched(done)[0]))
+                resumed.log({"loss": 0.2}, step=9)
+                resumed.flush()
+                wait_until(lambda: catalog.entries[str(done)].dirty)
+            catalog.recheck(later, following=set())  # the event named it: read again, ended
+            wait_until(lambda: catalog.collect(wait=1.0) and _state(catalog, done) == "finished")
+            wait_until(lambda: _kept(events, lambda: not _watched(done)[0]))
+            assert _watched(tmp_path, live) == [True, True]
+    finally:
+        running.close()
 
 
 def test_a_new_runs_folders_are_watched_until_its_store_is_known(tmp_path):
@@ -135,28 +157,18 @@ def test_past_max_run_watches_running_runs_the_root_is_watched_whole(tmp_path, m
     runs are watched through the root, whole, and run by run again once half as many."""
     monkeypatch.setattr(watch, "MAX_RUN_WATCHES", 2)
     done = tmp_path / "done" / "pickle"
-    with Recorder(done) as rec:
-        rec.log({"loss": 1.0}, step=0)
-    running = [Recorder(tmp_path / f"live{i}" / "pickle") for i in range(3)]
-    for rec in running:
-        rec.log({"loss": 1.0}, step=0)
-        rec.flush()
-    catalog = Catalog(LocalRuns(tmp_path), 1.0, 60.0, few=0)
-    events = FileEvents(catalog, threading.Event(), 1.0)
+    _finished(done)
+    running = [_running(tmp_path / f"live{i}" / "pickle") for i in range(3)]
     try:
-        catalog.scan()
-        _read(catalog)
-        events.start()
-        wait_until(lambda: events.active)
-        assert _watched(tmp_path, done.parent, done) == [True] * 3, "3 running: the whole tree"
-        for rec in running[:2]:  # 1 left running: run by run again
-            rec.close()
-        later = time.monotonic() + 3600.0  # the sweep of every status, come due
-        catalog.recheck(later, following=set())
-        wait_until(lambda: catalog.collect(wait=1.0) and len(catalog.live) == 1)
-        live = tmp_path / "live2" / "pickle"
-        wait_until(lambda: _kept(events, lambda: _watched(done, live) == [False, True]))
+        with _watching(tmp_path) as (catalog, events):
+            assert _watched(tmp_path, done.parent, done) == [True] * 3, "3 running: the whole tree"
+            for rec in running[:2]:  # 1 left running: run by run again
+                rec.close()
+            later = time.monotonic() + 3600.0  # the sweep of every status, come due
+            catalog.recheck(later, following=set())
+            wait_until(lambda: catalog.collect(wait=1.0) and len(catalog.live) == 1)
+            live = tmp_path / "live2" / "pickle"
+            wait_until(lambda: _kept(events, lambda: _watched(done, live) == [False, True]))
     finally:
-        running[2].close()
-        events.stop()
-        catalog.close()
+        for rec in running:
+            rec.close()
