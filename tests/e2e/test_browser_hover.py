@@ -71,11 +71,17 @@ def test_hovering_a_curve_or_a_row_highlights_that_run_in_every_plot_and_the_tab
     for title in (TRAIN, VAL):
         wait.until(lambda d, t=title: (p := plot_of(d, t)) and p["drawn"] and p)
 
-    x, y = driver.execute_script(POINT_JS, TRAIN, "lr-0.01")
     pointer = ActionBuilder(driver)
-    pointer.pointer_action.move_to_location(int(x), int(y))
-    pointer.perform()  # the pointer over lr-0.01's train curve
-    seen = wait.until(lambda d: _highlighted(d, "lr-0.01"))
+
+    def hovered(d: Any) -> Any:
+        # The pointer over lr-0.01's train curve, where it is now: the page may lay its panes
+        # out again as windows arrive (a pane drawn at a new size), moving the curve.
+        x, y = d.execute_script(POINT_JS, TRAIN, "lr-0.01")
+        pointer.pointer_action.move_to_location(int(x), int(y))
+        pointer.perform()
+        return _highlighted(d, "lr-0.01")
+
+    seen = wait.until(hovered)
     assert {tuple(t) for t in seen["plots"][VAL]} >= {("lr-0.1", "0.15"), ("lr-0.01", "1")}
     assert seen["rows"] == ["lr-0.01"], "its row in the runs' table"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
