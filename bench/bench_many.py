@@ -172,7 +172,12 @@ def click_rows(runs: int, compared: dict) -> list[dict]:
             "ours": seconds(compared["clicks"][click], why),
             "reference": "",
             "ratio": "",
-            **_target(runs, "<= 0.5 s", (compared["clicks"][click] or 1e9) <= 0.5),
+            # The issue sets 0.5 s at 10,000 runs; at 100,000 the times are shown, not judged.
+            **(
+                _target(runs, "<= 0.5 s", (compared["clicks"][click] or 1e9) <= 0.5)
+                if runs == TARGET_RUNS
+                else {}
+            ),
         }
         for click, what in CLICK_WHAT.items()
     ]

@@ -26,8 +26,9 @@ from visualizer.panes.screen import OnSent, Screen
 from visualizer.panes.view import ViewSettings
 from visualizer.sources.catalog import Catalog, Entry
 from visualizer.sources.download import CsvDownloads
-from visualizer.sources.runs import LocalRuns, S3Runs, env_name, locate
+from visualizer.sources.runs import LocalRuns, env_name, locate
 from visualizer.sources.s3 import S3ReadError
+from visualizer.sources.s3_runs import S3Runs
 from visualizer.sources.watch import FileEvents
 from visualizer.visdom_client import VisdomClient
 

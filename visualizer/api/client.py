@@ -19,8 +19,9 @@ from typing import Any
 
 from visualizer.model.summary import RunSummary
 from visualizer.sources.catalog import Read, read_error
-from visualizer.sources.runs import Found, LocalRuns, S3Runs, locate, name_in
+from visualizer.sources.runs import Found, LocalRuns, locate, name_in
 from visualizer.sources.s3 import FETCHES_AT_ONCE, S3ReadError
+from visualizer.sources.s3_runs import S3Runs
 from visualizer.sources.summary_read import read_summary, status_version
 
 from .filters import Fields, compile_filters, ordered

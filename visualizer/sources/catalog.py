@@ -11,7 +11,8 @@ summary computed.
 Reading again costs little for a run that ended: a local store's status is looked at
 every :data:`ENDED_RECHECK_S` (a resumed run; file events watch only the runs not ended),
 less often where that sweep would take more than :data:`SWEEP_SHARE` of a core; an S3
-prefix is listed whole every :data:`S3_CHANGES_S` to see which status changed.
+prefix's objects are walked a page a minute to see which status changed
+(:meth:`~.s3_runs.S3Runs.status_page`).
 A run still running is re-read as its status changes (a file event), polled with back-off.
 """
 
@@ -29,8 +30,9 @@ from snapshot_store.format.frames import OverBudgetError, StoreError
 from snapshot_store.read.store_reader import Source
 from visualizer.model.summary import RunSummary, from_documents
 
-from .runs import Found, LocalRuns, RunSpec, S3Runs, name_in
+from .runs import Found, LocalRuns, RunSpec, name_in
 from .s3 import FETCHES_AT_ONCE, S3ReadError
+from .s3_runs import S3Runs
 from .summary_memory import HELD_FROM, hold, share_strings
 from .summary_read import Read, meta_in, read_summary, status_version
 
@@ -43,7 +45,6 @@ LOCAL_WORKERS, LOCAL_BATCH = 1, 250
 
 ENDED_RECHECK_S = 60.0  # a local run that ended: a stat a minute (it may resume)
 SWEEP_SHARE = 0.002  # of a core, at most: 100,000 runs' stats (0.5 s) every 4 minutes
-S3_CHANGES_S = 300.0  # an S3 prefix listed whole this often: a resumed run shows then
 
 
 @dataclass(slots=True)
@@ -101,7 +102,6 @@ class Catalog:
         # Found, not named yet, in the order found (a deque: 100,000 pops from a list's
         # front moved its rest each time).
         self._pending: deque[str] = deque()
-        self._next_changes = time.monotonic() + S3_CHANGES_S
         self._live: set[str] = set()  # keys of the runs whose summary says they run
         self._touched: set[str] = set()  # keys a file event named since the last recheck
         self._next_sweep = time.monotonic() + ENDED_RECHECK_S  # every run's status looked at
@@ -202,8 +202,7 @@ class Catalog:
 
     def recheck(self, now: float, following: set[str]) -> None:
         """Read again the runs that may have changed, except the ``following`` ones (by key)."""
-        if isinstance(self.runs, S3Runs) and self.runs.multi and now >= self._next_changes:
-            self._next_changes = now + S3_CHANGES_S
+        if isinstance(self.runs, S3Runs) and self.runs.multi:
             self._s3_changes(following)
         # The runs still running and those a file event named; every run at a sweep (one
         # resumed, a missed event): 10,000 runs that ended cost nothing in between.
@@ -326,15 +325,17 @@ class Catalog:
     def _s3_changes(self, following: set[str]) -> None:
         assert isinstance(self.runs, S3Runs)
         try:
-            versions = self.runs.status_versions()
+            versions = self.runs.status_page()  # None until its minute has passed
         except S3ReadError as err:
             log.warning("listing %s for changed runs: %s", self.runs, err)
             return
+        if versions is None:
+            return
         for key, version in versions.items():
             entry = self.entries.get(key)
-            if entry is None or entry.reading or entry.summary is None:
+            if entry is None or entry.reading:  # a read under way may have seen either version
                 continue
-            if entry.version is not None and version != entry.version:
+            if entry.summary is not None and entry.version not in (None, version):
                 if key in following:
                     entry.dirty = True  # its feed reads it (see changed())
                 else:

@@ -34,8 +34,9 @@ from visualizer.api.table import (
 from visualizer.patterns import searcher
 
 from . import graph_events, projector
-from .runs import LocalRuns, RunSpec, S3Runs, locate
+from .runs import LocalRuns, RunSpec, locate
 from .s3 import S3ReadError
+from .s3_runs import S3Runs
 
 log = logging.getLogger(__name__)
 

@@ -9,21 +9,22 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from snapshot_store.format import frames as fmt
 from snapshot_store.read.store_reader import MAX_DOCUMENT_BYTES, LocalSource, Source
-from transfer_plugins.s3_location import S3Location
 from visualizer.layout import safe_id
 
-from .s3 import S3ReadError, S3Source, call, is_s3_url, make_read_client
+from .s3 import S3ReadError, is_s3_url
 from .store_folders import folder_stamp, has_documents, is_store, leaves, subfolders
+
+if TYPE_CHECKING:
+    from .s3_runs import S3Runs
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ class Found:
     remote: bool
 
 
-class _RunNames:
+class RunNames:
     """The runs found under one root, each named once and uniquely."""
 
     def __init__(self) -> None:
@@ -127,7 +128,7 @@ class _RunNames:
         return found
 
 
-class LocalRuns(_RunNames):
+class LocalRuns(RunNames):
     """Runs under a local directory, re-scanned on every call so later runs are picked up.
 
     ``root`` may be a store (``<name>/pickle``, or a SummaryWriter log dir), a run
@@ -215,124 +216,12 @@ class LocalRuns(_RunNames):
         return None
 
 
-# The whole prefix is listed for new runs this often; between, only after the last run known.
-# Taken at the next discovery (every 8 s): 48-56 s apart, so a run named before the others
-# is in the runs table within a minute, its read and the table's redraw included.
-WHOLE_LISTING_S = 48.0
-
-
-class S3Runs(_RunNames):
-    """Runs under an S3 prefix: one store (``.../<name>/pickle``) or a prefix of runs.
-
-    A prefix of runs is listed with a delimiter (one request per 1,000 runs) to find its
-    ``<name>/`` folders, each taken as a run with its store in ``<name>/pickle/``;
-    that listing is repeated every ``rediscover_interval`` seconds to pick up new runs,
-    whole at most every :data:`WHOLE_LISTING_S`, else from the last folder known on.
-    """
-
-    def __init__(self, url: str, client: Any = None, rediscover_interval: float = 60.0) -> None:
-        super().__init__()
-        self.location = S3Location.parse(url)
-        self.client = client if client is not None else make_read_client()
-        self.rediscover_interval = rediscover_interval
-        self._next_discovery = 0.0
-        self.whole_listing_s = WHOLE_LISTING_S
-        self._last_folder = ""  # the last run folder in key order, once the prefix was listed
-        self._listed_whole = -math.inf
-        self._paged = False  # the last whole listing took more than one request
-
-    def __str__(self) -> str:
-        return str(self.location)
-
-    def waiting_for(self) -> str:
-        return f"a snapshot store at {self.location} (or runs at {self.location}<name>/pickle/)"
-
-    def discover(self) -> list[RunSpec]:
-        """The runs there, listing the prefix again at most every ``rediscover_interval``."""
-        now = time.monotonic()
-        if now >= self._next_discovery or self.location.prefix.endswith("pickle/"):
-            self._next_discovery = now + self.rediscover_interval
-            super().discover()
-        return sorted(self._specs.values(), key=lambda spec: spec.name)
-
-    def found(self) -> list[Found]:
-        """The stores there now: one delimited listing (a request per 1,000 runs)."""
-        if self.location.prefix.endswith("pickle/"):
-            # The usual single-run URL: the run's own polls tell whether anything is there.
-            return [self._store(self.location.run_name, self.location)]
-        names: list[str] = []
-        folders: list[str] = []
-        start, pages = self._listing_start(), 0
-        for page in self._pages(Delimiter="/", **start):
-            pages += 1
-            names += [obj["Key"][len(self.location.prefix) :] for obj in page.get("Contents", ())]
-            folders += [common["Prefix"] for common in page.get("CommonPrefixes", ())]
-        self._paged = self._paged if start else pages > 1
-        if any(n in (fmt.META_FILE, fmt.STATUS_FILE) or fmt.parse_segment_name(n) for n in names):
-            return [self._store(self.location.run_name, self.location)]  # a store itself
-        found = []
-        self._last_folder = max([self._last_folder, *folders])
-        for folder in folders:
-            name = folder[len(self.location.prefix) :].strip("/")
-            if name and not name.startswith("."):
-                self.multi = True
-                found.append(
-                    self._store(name, S3Location(self.location.bucket, f"{folder}pickle/"))
-                )
-        return found
-
-    def _listing_start(self) -> dict[str, str]:
-        """Where this discovery's listing starts: at the prefix's start, or, once a whole
-        listing took more than one request (past 1,000 runs), after the last run folder known
-        except every ``whole_listing_s``. That is one request however many runs there are,
-        and finds the new runs named later in order (a counter, a date); a new run named
-        earlier shows at the next whole listing."""
-        now = time.monotonic()
-        if not self._paged or now >= self._listed_whole + self.whole_listing_s:
-            self._listed_whole = now
-            return {}
-        return {"StartAfter": self._last_folder}
-
-    def status_versions(self) -> dict[str, str]:
-        """Each store's ``status.pickle`` version (its ETag), by key, from one listing of every
-        object under the prefix (a request per 1,000 objects): which finished runs changed."""
-        versions = {}
-        suffix = f"/{fmt.STATUS_FILE}"
-        for page in self._pages():
-            for obj in page.get("Contents", ()):
-                key = obj["Key"]
-                if key.endswith(suffix):
-                    store = str(S3Location(self.location.bucket, key[: -len(fmt.STATUS_FILE)]))
-                    versions[store] = f"{obj.get('ETag')}:{obj.get('Size')}"
-        return versions
-
-    def _pages(self, **delimiter: str) -> Iterator[dict[str, Any]]:
-        """The listing of the prefix, page by page: S3 returns at most 1,000 per page."""
-        token: dict[str, str] = {}
-        while True:
-            page = call(
-                self.client,
-                self.location,
-                "list_objects_v2",
-                Bucket=self.location.bucket,
-                Prefix=self.location.prefix,
-                **delimiter,
-                **token,
-            )
-            yield page
-            if not page.get("IsTruncated") or not page.get("NextContinuationToken"):
-                return
-            token = {"ContinuationToken": page["NextContinuationToken"]}
-
-    def _store(self, folder: str, location: S3Location) -> Found:
-        key = str(location)
-        return self._known(key, lambda: Found(key, folder, S3Source(location, self.client), True))
-
-
 def locate(location: str, s3_client: Any = None) -> LocalRuns | S3Runs:
     """The run finder for ``location``, the ``--pickle-dir`` value: a store, a run dir or a
     directory of runs, as a path or an ``s3://`` URL."""
     if is_s3_url(location):
+        from .s3_runs import S3Runs  # it builds on this module's RunNames
+
         try:
             return S3Runs(location, s3_client)
         except ImportError as err:

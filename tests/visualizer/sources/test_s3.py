@@ -237,7 +237,7 @@ def test_a_prefix_of_more_than_1000_runs_is_listed_page_by_page(s3_bucket):
     """S3 lists at most 1,000 folders per request: every run past that is found too."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from visualizer.sources.runs import S3Runs
+    from visualizer.sources.s3_runs import S3Runs
 
     client = s3_bucket.client()
     names = [f"run-{i:04d}" for i in range(1005)]

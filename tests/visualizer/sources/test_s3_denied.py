@@ -22,8 +22,8 @@ from tests.visualizer.sources.test_s3 import upload
 from visualizer import cli
 from visualizer.__main__ import main as python_m_visualizer
 from visualizer.sources.catalog import Catalog
-from visualizer.sources.runs import S3Runs
 from visualizer.sources.s3 import S3ReadError, S3Source, make_read_client
+from visualizer.sources.s3_runs import S3Runs
 from workloads.s3_proxy import CountingProxy
 
 Append = Callable[[str, int], None]

@@ -56,29 +56,3 @@ def test_idle_finished_runs_cost_the_discovery_listing_and_a_new_run_shows(
         wait_until(lambda: "late-run" in follower.known, timeout=S3_DISCOVERY_INTERVAL + 30)
         table = follower.screen.index.win
         wait_until(lambda: "late-run</a>" in reader.windows(INDEX_ENV)[table]["content"])
-
-
-def test_between_whole_listings_one_request_lists_what_comes_after_the_last_run(s3_bucket):
-    """Past 1,000 runs a whole listing is two requests or more: between whole listings (every
-    minute) a listing after the last run known finds runs named later in one request."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from visualizer.sources import runs as run_finders
-
-    client = s3_bucket.client()
-
-    def put(name: str) -> None:  # a tiny object makes the run's folder exist
-        client.put_object(Bucket=s3_bucket.name, Key=f"sweep/{name}/pickle/x", Body=b"")
-
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(put, [f"run-{i:04d}" for i in range(1005)]))
-    requests = RequestLog(client)
-    runs = run_finders.S3Runs(s3_bucket.uri("sweep/"), client)
-    assert len(runs.found()) == 1005 and requests.counts()["ListObjectsV2"] == 2
-    put("run-9999")  # named later in order (a counter, a date): found at the next discovery
-    put("a-early")  # named earlier: found at the next whole listing
-    assert [f.folder for f in runs.found()] == ["run-9999"]
-    assert requests.counts()["ListObjectsV2"] == 3
-    runs.whole_listing_s = 0.0  # the minute passed
-    assert "a-early" in [f.folder for f in runs.found()]
-    assert requests.counts()["ListObjectsV2"] == 5
