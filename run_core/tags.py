@@ -15,6 +15,8 @@ Stores written before names were kept hold conventional groups (``train``,
 
 from __future__ import annotations
 
+import functools
+
 
 def key_of(tag: str) -> tuple[str, str]:
     """The store key ``(group, name)`` of the logged name ``tag`` (inverse of :func:`tag_of`)."""
@@ -31,6 +33,7 @@ def tag_of(group: str, name: str) -> str:
 _HIGHER = ("acc", "f1", "auc", "precision", "recall", "iou", "dice", "psnr", "ssim", "map", "bleu")
 
 
+@functools.lru_cache(maxsize=4096)  # asked for each of 100,000 runs when they are ranked
 def higher_is_better(tag: str) -> bool:
     """Whether a series' best value is its largest, judged by its logged name (accuracy, F1...):
     the runs table's best value and the alert rules' direction alike."""
