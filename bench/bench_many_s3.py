@@ -57,10 +57,8 @@ UPLOAD_THREADS = 16  # small files: the server's latency, not its bandwidth, bou
 IDLE_TARGET = 10  # requests a minute, for every finished run together
 LIVE = 10  # runs training while the viewer starts and idles
 POINT_SAMPLES = 5  # a live run's points timed until drawn
-# New runs started once every run is read: past 1,000 runs one named after the others in order
-# is found by the listing after the last run (every 8 s), one named before by the walk through
-# the folders (a page a minute: visualizer.sources.s3_runs). Both carry "live-" so their
-# requests count as live runs'; they train on while idle is measured.
+# New runs started once every run is read, found past 1,000 runs by the listing after the last
+# run (every 8 s) and by the folders' walk (visualizer.sources.s3_runs). "live-": they train on.
 NEW_RUNS = {"after": "run-live-new", "before": "a-live-new"}
 LIVES = LIVE + len(NEW_RUNS)  # training while idle is measured
 PREFIX = "runs"
