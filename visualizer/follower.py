@@ -280,6 +280,8 @@ class Follower:
         return True
 
     def _scan(self) -> None:
+        if isinstance(self.runs, S3Runs):  # a person looks at the runs table: new runs sooner
+            self.runs.watched = self.screen.index.on_a_page
         try:
             self.runset.scanned(self.catalog.scan())
         except S3ReadError as err:

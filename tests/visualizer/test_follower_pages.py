@@ -80,6 +80,7 @@ def test_a_live_s3_run_is_read_as_often_as_the_open_pages_show_it(
         passes = _passes(follower)
         wait_until(lambda: "live" in follower.feeds and follower.feeds["live"].replayed)
         wait_until(lambda: _shown(follower) is not None)  # told which pages are open: none
+        wait_until(lambda: not follower.runs.watched, timeout=30)  # new runs: a page a minute
         assert _requests_over_passes(follower, log, passes) == [], "read with no page open"
 
         env = follower.env_of("live")
@@ -96,3 +97,4 @@ def test_a_live_s3_run_is_read_as_often_as_the_open_pages_show_it(
             wait_until(lambda: any("/live/" in unquote(url) for url in log.urls))
             listings = [u for u in _requests_over_passes(follower, log, passes) if "list-type" in u]
             assert len(listings) <= 1, listings
+            wait_until(lambda: follower.runs.watched, timeout=30)  # new runs at each discovery

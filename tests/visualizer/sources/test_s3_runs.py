@@ -67,6 +67,23 @@ def test_the_folders_are_walked_a_page_at_a_time_and_find_a_run_named_before(
     assert len(requests.urls) == 6 and _start_after(requests.urls[5]) is None
 
 
+def test_while_a_page_shows_the_runs_table_the_folders_are_walked_at_each_discovery(s3_bucket):
+    _sweep(s3_bucket)
+    client = s3_bucket.client()
+    requests = RequestLog(client)
+    runs = S3Runs(s3_bucket.uri("sweep/"), client)
+    runs.found()
+    _sweep(s3_bucket, ("a-early",))
+    runs.watched = True  # the follower's word: a page shows the runs table
+    requests.clear()
+    assert "a-early" in {f.folder for f in runs.found()} and len(requests.urls) == 2
+    runs.found()  # the walk's second page at once
+    assert len(requests.urls) == 4 and _start_after(requests.urls[3]) is not None
+    runs.watched = False  # the page closed: a page a minute again
+    runs.found()
+    assert len(requests.urls) == 5
+
+
 def test_every_object_is_walked_a_page_a_minute_for_status_versions(s3_bucket, monkeypatch):
     _sweep(s3_bucket)
     client = s3_bucket.client()
