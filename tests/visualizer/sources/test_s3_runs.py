@@ -33,6 +33,19 @@ def _start_after(url: str) -> str | None:
     return parse_qs(urlsplit(url).query).get("start-after", [None])[0]
 
 
+def _listed_then_one_named_before(bucket) -> tuple[S3Runs, RequestLog]:
+    """The sweep listed whole once, then ``a-early`` put in (named before every run); the
+    requests counted from there."""
+    _sweep(bucket)
+    client = bucket.client()
+    requests = RequestLog(client)
+    runs = S3Runs(bucket.uri("sweep/"), client)
+    runs.found()
+    _sweep(bucket, ("a-early",))
+    requests.clear()
+    return runs, requests
+
+
 def test_past_1000_runs_a_discovery_is_one_request_after_the_last_run(s3_bucket):
     _sweep(s3_bucket)
     client = s3_bucket.client()
@@ -50,13 +63,7 @@ def test_the_folders_are_walked_a_page_at_a_time_and_find_a_run_named_before(
     s3_bucket, monkeypatch
 ):
     monkeypatch.setattr(s3_runs, "PAGE_GAP_S", 0.0)  # each discovery is a minute on
-    _sweep(s3_bucket)
-    client = s3_bucket.client()
-    requests = RequestLog(client)
-    runs = S3Runs(s3_bucket.uri("sweep/"), client)
-    runs.found()
-    _sweep(s3_bucket, ("a-early",))
-    requests.clear()
+    runs, requests = _listed_then_one_named_before(s3_bucket)
     first = {f.folder for f in runs.found()}  # after the last run, and the walk's first page
     assert "a-early" in first and len(first) == 1000 and len(requests.urls) == 2
     assert _start_after(requests.urls[1]) is None
@@ -68,14 +75,8 @@ def test_the_folders_are_walked_a_page_at_a_time_and_find_a_run_named_before(
 
 
 def test_while_a_page_shows_the_runs_table_the_folders_are_walked_at_each_discovery(s3_bucket):
-    _sweep(s3_bucket)
-    client = s3_bucket.client()
-    requests = RequestLog(client)
-    runs = S3Runs(s3_bucket.uri("sweep/"), client)
-    runs.found()
-    _sweep(s3_bucket, ("a-early",))
+    runs, requests = _listed_then_one_named_before(s3_bucket)
     runs.watched = True  # the follower's word: a page shows the runs table
-    requests.clear()
     assert "a-early" in {f.folder for f in runs.found()} and len(requests.urls) == 2
     runs.found()  # the walk's second page at once
     assert len(requests.urls) == 4 and _start_after(requests.urls[3]) is not None
