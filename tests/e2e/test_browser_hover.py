@@ -54,6 +54,14 @@ def _highlighted(driver: Any, name: str) -> dict | None:
     return seen
 
 
+def _move(driver: Any, *points: tuple[int, int]) -> None:
+    """The pointer moved through ``points``, in page coordinates (one action chain each call)."""
+    pointer = ActionBuilder(driver)
+    for x, y in points:
+        pointer.pointer_action.move_to_location(x, y)
+    pointer.perform()
+
+
 def _compare_page(tmp_path: Any, run_name: str, server: Any, driver: Any) -> tuple[Any, Any]:
     """The comparison page of the RUNS sweep, followed once, opened in ``driver``."""
     runs = tmp_path / run_name
@@ -71,14 +79,13 @@ def test_hovering_a_curve_or_a_row_highlights_that_run_in_every_plot_and_the_tab
     for title in (TRAIN, VAL):
         wait.until(lambda d, t=title: (p := plot_of(d, t)) and p["drawn"] and p)
 
-    pointer = ActionBuilder(driver)
-
     def hovered(d: Any) -> Any:
         # The pointer over lr-0.01's train curve, where it is now: the page may lay its panes
-        # out again as windows arrive (a pane drawn at a new size), moving the curve.
+        # out again as windows arrive (a pane drawn at a new size), moving the curve. It comes
+        # from off the plots each time: Plotly tells a hover only when the point hovered
+        # changes, and the page hooks each plot's events within half a second of its drawing.
         x, y = d.execute_script(POINT_JS, TRAIN, "lr-0.01")
-        pointer.pointer_action.move_to_location(int(x), int(y))
-        pointer.perform()
+        _move(d, (2, 2), (int(x), int(y)))
         return _highlighted(d, "lr-0.01")
 
     seen = wait.until(hovered)
@@ -86,8 +93,7 @@ def test_hovering_a_curve_or_a_row_highlights_that_run_in_every_plot_and_the_tab
     assert seen["rows"] == ["lr-0.01"], "its row in the runs' table"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     assert driver.save_screenshot(str(ARTIFACTS / "hover_curve.png"))
-    pointer.pointer_action.move_to_location(2, 2)  # off the plots: nothing stands out
-    pointer.perform()
+    _move(driver, (2, 2))  # off the plots: nothing stands out
     wait.until(lambda d: not d.execute_script(HIGHLIGHT_JS)["rows"])
 
     # The pointer over a run's row in the table: its curves stand out in every plot.
@@ -154,17 +160,17 @@ def test_hovering_highlights_the_parcoords_line_and_the_runs_table_on_its_own_pa
     assert driver.save_screenshot(str(ARTIFACTS / "hover_parcoords.png"))
 
     # The pointer on the comparison's curve of another run: the runs table's page marks it.
-    x, y = driver.execute_script(POINT_JS, TRAIN, "lr-0.1")
-    pointer = ActionBuilder(driver)
-    pointer.pointer_action.move_to_location(int(x), int(y))
-    pointer.perform()
-    wait.until(lambda d: _lit(d, "lr-0.1"))
+    def hovered(d: Any) -> Any:
+        x, y = d.execute_script(POINT_JS, TRAIN, "lr-0.1")
+        _move(d, (2, 2), (int(x), int(y)))  # from off the plots, as in the test above
+        return _lit(d, "lr-0.1")
+
+    wait.until(hovered)
     driver.switch_to.window(index)
     wait.until(lambda d: set(_marked_rows(d)) == {"lr-0.1"})
     assert driver.save_screenshot(str(ARTIFACTS / "hover_runs_table.png"))
     driver.switch_to.window(compare)
-    pointer.pointer_action.move_to_location(2, 2)  # off the plots: every line as it was
-    pointer.perform()
+    _move(driver, (2, 2))  # off the plots: every line as it was
     wait.until(lambda d: d.execute_script(PARCOORDS_JS) == before)
     driver.switch_to.window(index)
     wait.until(lambda d: not _marked_rows(d))
