@@ -1,9 +1,12 @@
 """Delivering alerts off the caller's thread (the follow loop, a run's writer thread): a
 webhook POST, or a user's ``--alert-cmd`` plugin.
 
-Each destination has its own worker threads (:data:`SENDS_AT_ONCE`) and queue, so
-a slow or dead one never holds up the caller, nor the other destination, nor
-its own other alerts (a webhook try's deadline: :mod:`~.webhook`).
+Each destination has its own lanes (:data:`SENDS_AT_ONCE`, a queue and a worker
+thread each), so a slow or dead one never holds up the caller, nor the other
+destination. One run's alerts go through one lane, in the order they were sent
+(a rule's, then the run's end); another run's take the least busy lane, so a
+slow try holds up no other run while no more runs than lanes wait (a webhook
+try's deadline: :mod:`~.webhook`).
 A failed delivery is logged and retried :data:`ATTEMPTS` times in all, waiting
 ever longer between tries (:data:`FIRST_RETRY_S`, doubling); then it is given
 up, with an error. An alert every destination delivered is handed to the
@@ -30,7 +33,7 @@ log = logging.getLogger(__name__)
 ATTEMPTS = 5
 CLOSE_TIMEOUT_S = 15.0  # how long a closing sender (a viewer, a run) still delivers its queue
 FIRST_RETRY_S = 1.0
-SENDS_AT_ONCE = 8  # alerts one destination delivers at a time, each with its tries
+SENDS_AT_ONCE = 8  # lanes: alerts one destination delivers at a time, each with its tries
 
 
 def check_plugin(plugin: Callable[..., object], spec: str) -> None:
@@ -50,25 +53,44 @@ def check_plugin(plugin: Callable[..., object], spec: str) -> None:
 
 
 class Destination:
-    """One place alerts go, with :data:`SENDS_AT_ONCE` worker threads: an alert whose
-    tries are slow holds up no other."""
+    """One place alerts go, through :data:`SENDS_AT_ONCE` lanes: a run's alerts keep their
+    order, and an alert whose tries are slow holds up only the runs of its lane."""
 
     def __init__(
         self, name: str, deliver: Callable[[Alert], object], done: Callable[[Alert, bool], None]
     ):
         self.name, self.deliver, self.done = name, deliver, done
-        self.queue: queue.Queue[Alert | None] = queue.Queue()
+        self.lanes: list[queue.Queue[Alert | None]] = [queue.Queue() for _ in range(SENDS_AT_ONCE)]
         self.closing = threading.Event()
+        self._lock = threading.Lock()
+        self._load = [0] * SENDS_AT_ONCE  # alerts queued or being tried, per lane
+        self._runs: dict[str, tuple[int, int]] = {}  # run -> (its lane, its alerts there)
         self.threads = [
-            threading.Thread(target=self._work, name=f"alerts {name}", daemon=True)
-            for _ in range(SENDS_AT_ONCE)
+            threading.Thread(target=self._work, args=(lane,), name=f"alerts {name}", daemon=True)
+            for lane in range(SENDS_AT_ONCE)
         ]
         for thread in self.threads:
             thread.start()
 
-    def _work(self) -> None:
-        while (alert := self.queue.get()) is not None:
-            self.done(alert, self._send(alert))
+    def put(self, alert: Alert) -> None:
+        """Queue ``alert`` in its run's lane while it has alerts there, else the least busy."""
+        with self._lock:
+            lane, count = self._runs.get(alert.run, (-1, 0))
+            if lane < 0:
+                lane = min(range(SENDS_AT_ONCE), key=self._load.__getitem__)
+            self._runs[alert.run] = (lane, count + 1)
+            self._load[lane] += 1
+        self.lanes[lane].put(alert)
+
+    def _work(self, lane: int) -> None:
+        while (alert := self.lanes[lane].get()) is not None:
+            delivered = self._send(alert)
+            with self._lock:
+                self._load[lane] -= 1
+                _, count = self._runs.pop(alert.run)
+                if count > 1:
+                    self._runs[alert.run] = (lane, count - 1)
+            self.done(alert, delivered)
 
     def _send(self, alert: Alert) -> bool:
         """Whether ``alert`` was delivered, trying up to :data:`ATTEMPTS` times."""
@@ -104,10 +126,10 @@ class Destination:
         return False
 
     def close(self) -> None:
-        """Tell the workers to stop once the queue is empty, trying each alert left once."""
+        """Tell the workers to stop once their lanes are empty, trying each alert left once."""
         self.closing.set()
-        for _ in self.threads:
-            self.queue.put(None)
+        for lane in self.lanes:
+            lane.put(None)
 
 
 class AlertSender:
@@ -135,7 +157,7 @@ class AlertSender:
         with self._lock:
             self._pending[(alert.run, alert.key)] = (len(self.destinations), True)
         for destination in self.destinations:
-            destination.queue.put(alert)
+            destination.put(alert)
 
     def _done(self, alert: Alert, delivered: bool) -> None:
         with self._lock:

@@ -1,10 +1,12 @@
 """Delivering alerts: an unreachable, slow or redirecting webhook is logged and retried, never
-remembered as sent undelivered, and holds up no other alert; its secret is never shown."""
+remembered as sent undelivered, and holds up no other run's alert; a run's alerts arrive in the
+order sent; a webhook's secret is never shown."""
 
 from __future__ import annotations
 
 import base64
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -129,6 +131,26 @@ def test_a_slow_webhook_is_cut_at_its_deadline_and_holds_up_no_other_alert(
         wait_until(lambda: cut in caplog.text, TIMEOUT)
         wait_until(lambda: len(slow.of("run0")) == 2, TIMEOUT)  # tried again
     assert not any(memory.sent(run, f"finished@{run}") for run in runs)  # the slow one has none
+
+
+def test_a_runs_alerts_arrive_in_order_and_its_slow_one_holds_up_no_other_run(memory):
+    """Run a's first alert hangs in the plugin: a's next waits for it; b's is sent meanwhile."""
+    release, arrived = threading.Event(), []
+
+    def plugin(alert: dict) -> None:
+        if alert["key"] == "rule@a":
+            release.wait(TIMEOUT)
+        arrived.append((alert["run"], alert["event"]))
+
+    sender = AlertSender(memory.delivered)
+    sender.add_plugin("myalerts.notify", plugin)
+    for alert in (replace(finished("a"), event="rule", key="rule@a"), finished("a"), finished("b")):
+        sender.send(alert)
+    wait_until(lambda: arrived == [("b", "finished")], TIMEOUT)
+    release.set()
+    sender.close(TIMEOUT)
+    assert arrived == [("b", "finished"), ("a", "rule"), ("a", "finished")]
+    assert all(memory.sent(run, key) for run, key in (("a", "rule@a"), ("a", "finished@a")))
 
 
 @pytest.mark.integration
