@@ -11,6 +11,7 @@ line names the cause and what to check.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from run_core.exit_codes import ExitCode
@@ -144,6 +145,64 @@ def call(client: Any, location: S3Location, operation: str, **kwargs: Any) -> An
         raise explain(err, location, client) from err
 
 
+# A listing's pages at most (S3 returns up to 1,000 keys a page): 2,000,000 keys, where a bucket
+# of 100,000 runs lists in 100 (its run folders) to some 1,000 (every object).
+MAX_LIST_PAGES = 2_000
+
+
+def list_page(client: Any, location: S3Location, **kwargs: str) -> dict[str, Any]:
+    """One ``ListObjectsV2`` page under ``location``'s prefix, its entries checked: an object
+    without a text key or an integer size, a common prefix without a text prefix (which no S3
+    sends, but a broken or hostile endpoint may) is left out, not met later as a KeyError."""
+    page = call(
+        client,
+        location,
+        "list_objects_v2",
+        Bucket=location.bucket,
+        Prefix=location.prefix,
+        **kwargs,
+    )
+    contents, prefixes = page.get("Contents"), page.get("CommonPrefixes")
+    page["Contents"] = [
+        obj
+        for obj in (contents if isinstance(contents, list) else ())
+        if isinstance(obj, dict)
+        and isinstance(obj.get("Key"), str)
+        and type(obj.get("Size")) is int
+    ]
+    page["CommonPrefixes"] = [
+        common
+        for common in (prefixes if isinstance(prefixes, list) else ())
+        if isinstance(common, dict) and isinstance(common.get("Prefix"), str)
+    ]
+    return page
+
+
+_CUT: set[str] = set()  # the locations whose listing was cut: each is told once
+
+
+def list_pages(client: Any, location: S3Location, **kwargs: str) -> Iterator[dict[str, Any]]:
+    """The listing under ``location``'s prefix, page by page (:func:`list_page`): at most
+    :data:`MAX_LIST_PAGES`, and ended there or where a continuation token comes again (a
+    listing that would go on for ever: a broken or hostile endpoint), with one warning."""
+    tokens: set[str] = set()
+    why = f"stopped after {MAX_LIST_PAGES:,} pages ({MAX_LIST_PAGES * 1000:,} keys)"
+    for _ in range(MAX_LIST_PAGES):
+        page = list_page(client, location, **kwargs)
+        yield page
+        token = page.get("NextContinuationToken")
+        if not page.get("IsTruncated") or not isinstance(token, str) or not token:
+            return
+        if token in tokens:
+            why = "stopped: the endpoint sent a continuation token again"
+            break
+        tokens.add(token)
+        kwargs = {**kwargs, "ContinuationToken": token}
+    if str(location) not in _CUT:
+        _CUT.add(str(location))
+        log.warning("listing %s: %s; the rest is not looked at", location, why)
+
+
 class S3Source:
     """One store under an S3 prefix, as the reader's ``Source``."""
 
@@ -157,17 +216,12 @@ class S3Source:
     def list(self) -> dict[str, tuple]:
         """Objects directly under the prefix: name -> (size, etag). One LIST request per 1000 objects."""
         found: dict[str, tuple] = {}
-        kwargs = {"Bucket": self.location.bucket, "Prefix": self.location.prefix, "Delimiter": "/"}
-        while True:
-            page = call(self.client, self.location, "list_objects_v2", **kwargs)
-            for obj in page.get("Contents", ()):
+        for page in list_pages(self.client, self.location, Delimiter="/"):
+            for obj in page["Contents"]:
                 name = obj["Key"][len(self.location.prefix) :]
                 if name and not name.startswith("."):
                     found[name] = (obj["Size"], obj.get("ETag", ""))
-            token = page.get("NextContinuationToken")
-            if not page.get("IsTruncated") or not token:
-                return found
-            kwargs["ContinuationToken"] = token
+        return found
 
     def read(self, name: str, offset: int = 0, length: int | None = None) -> bytes:
         """At most ``length`` bytes of ``name`` from ``offset``: a ranged GET, so only those travel."""

@@ -30,7 +30,7 @@ from snapshot_store.format import frames as fmt
 from transfer_plugins.s3_location import S3Location
 
 from .runs import Found, RunNames, RunSpec
-from .s3 import S3Source, call, make_read_client
+from .s3 import S3Source, list_page, list_pages, make_read_client
 
 PAGE_GAP_S = 60.0  # between two pages of a walk through a prefix past 1,000 runs
 
@@ -162,25 +162,12 @@ class S3Runs(RunNames):
         return versions
 
     def _pages(self, **delimiter: str) -> Iterator[dict[str, Any]]:
-        """The listing of the prefix, page by page: S3 returns at most 1,000 per page."""
-        token: dict[str, str] = {}
-        while True:
-            page = self._page(**delimiter, **token)
-            yield page
-            if not page.get("IsTruncated") or not page.get("NextContinuationToken"):
-                return
-            token = {"ContinuationToken": page["NextContinuationToken"]}
+        """The listing of the prefix, page by page (:func:`~.s3.list_pages`: budgeted)."""
+        return list_pages(self.client, self.location, **delimiter)
 
     def _page(self, **kwargs: str) -> dict[str, Any]:
         """One ``ListObjectsV2`` request under the prefix: a page of at most 1,000."""
-        return call(
-            self.client,
-            self.location,
-            "list_objects_v2",
-            Bucket=self.location.bucket,
-            Prefix=self.location.prefix,
-            **kwargs,
-        )
+        return list_page(self.client, self.location, **kwargs)
 
     def _store(self, folder: str, location: S3Location) -> Found:
         key = str(location)
