@@ -191,7 +191,7 @@ def _point_latency(reader: VisdomReader, live: LiveRuns, cap: float) -> float | 
 
 def _walk_s(runs: int) -> float:
     """Seconds the walk through ``runs`` folders takes: a page of 1,000 a minute."""
-    return math.ceil((runs + LIVE + len(NEW_RUNS)) / 1000) * PAGE_GAP_S
+    return math.ceil((runs + LIVES) / 1000) * PAGE_GAP_S
 
 
 def _new_run_latency(reader: VisdomReader, live: LiveRuns, cap: float) -> dict[str, float | None]:
