@@ -58,7 +58,11 @@ def test_idle_runs_are_not_laid_out_again(tmp_path, visdom_server, reader, run_n
         wait_until(
             lambda: reader.traces(f"{run_name}_compare", "compare_train_loss")["a"][0] == [0, 1]
         )
-        assert "a" in laid_out and "compare" in laid_out and "b" not in laid_out
+        # The comparison is drawn before the run's own env (what a person opens first, first):
+        # wait for the run's layout too, then check the idle run was left alone.
+        wait_until(lambda: "a" in laid_out)
+        wait_until(lambda: reader.traces(f"{run_name}_a", "train")["loss"][0] == [0, 1])
+        assert "compare" in laid_out and "b" not in laid_out
 
 
 def test_many_runs_each_get_an_env_plus_a_comparison(tmp_path, visdom_server, reader, run_name):
