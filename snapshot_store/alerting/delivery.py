@@ -12,6 +12,10 @@ ever longer between tries (:data:`FIRST_RETRY_S`, doubling); then it is given
 up, with an error. An alert every destination delivered is handed to the
 sender's ``on_delivered`` (the viewer's memory of sent alerts, a run's status);
 one given up, or still queued at exit, is not, so whoever judges next sends it.
+A user's plugin has :data:`PLUGIN_DEADLINE_S` to return (a webhook try has its own
+deadline): a call that does not return can not be stopped, so its alert is given
+up, not tried again, and its lane goes on; while :data:`SENDS_AT_ONCE` calls hang,
+the plugin's alerts are given up at once.
 """
 
 from __future__ import annotations
@@ -33,7 +37,12 @@ log = logging.getLogger(__name__)
 ATTEMPTS = 5
 CLOSE_TIMEOUT_S = 15.0  # how long a closing sender (a viewer, a run) still delivers its queue
 FIRST_RETRY_S = 1.0
+PLUGIN_DEADLINE_S = 30.0  # an --alert-cmd call's time to return
 SENDS_AT_ONCE = 8  # lanes: alerts one destination delivers at a time, each with its tries
+
+
+class NotReturned(Exception):
+    """A plugin call still running past its deadline (or too many such calls): not retried."""
 
 
 def check_plugin(plugin: Callable[..., object], spec: str) -> None:
@@ -57,9 +66,16 @@ class Destination:
     order, and an alert whose tries are slow holds up only the runs of its lane."""
 
     def __init__(
-        self, name: str, deliver: Callable[[Alert], object], done: Callable[[Alert, bool], None]
+        self,
+        name: str,
+        deliver: Callable[[Alert], object],
+        done: Callable[[Alert, bool], None],
+        deadline: float | None = None,
     ):
-        self.name, self.deliver, self.done = name, deliver, done
+        """``deadline``: seconds a call of ``deliver`` has, on a thread of its own (a plugin);
+        None where ``deliver`` keeps its own (a webhook try)."""
+        self.name, self.deliver, self.done, self.deadline = name, deliver, done, deadline
+        self._hung = 0  # calls past their deadline that have not returned yet
         self.lanes: list[queue.Queue[Alert | None]] = [queue.Queue() for _ in range(SENDS_AT_ONCE)]
         self.closing = threading.Event()
         self._lock = threading.Lock()
@@ -97,7 +113,14 @@ class Destination:
         delay = FIRST_RETRY_S
         for attempt in range(1, ATTEMPTS + 1):
             try:
-                self.deliver(alert)
+                self._try(alert)
+            except NotReturned as err:
+                log.error(
+                    "alert %r of run %r to %s given up: %s; not remembered as sent, so it is "
+                    "sent again by whoever judges the run next",
+                    alert.event, alert.run, self.name, err,
+                )  # fmt: skip
+                return False
             except Exception as err:  # the user's plugin, the network: never the follower's end
                 reason = redact_text(f"{type(err).__name__}: {err}")
                 if attempt == ATTEMPTS:
@@ -125,6 +148,37 @@ class Destination:
                 return True
         return False
 
+    def _try(self, alert: Alert) -> None:
+        """One call of ``deliver``: here, or on a thread of its own within :attr:`deadline`."""
+        if self.deadline is None:
+            self.deliver(alert)
+            return
+        with self._lock:
+            if self._hung >= SENDS_AT_ONCE:
+                raise NotReturned(f"{self._hung} earlier calls have not returned")
+        finished, late, failed = threading.Event(), threading.Event(), []
+
+        def call() -> None:
+            try:
+                self.deliver(alert)
+            except BaseException as err:  # a sys.exit() in the plugin too: a failed try
+                failed.append(err if isinstance(err, Exception) else RuntimeError(repr(err)))
+            finally:
+                with self._lock:  # one lock with the count below: counted once, freed once
+                    finished.set()
+                    self._hung -= late.is_set()
+
+        threading.Thread(target=call, name=f"alert-cmd {self.name}", daemon=True).start()
+        if not finished.wait(self.deadline):
+            with self._lock:
+                hung = not finished.is_set()  # else it returned just now
+                late.set()
+                self._hung += hung
+            if hung:
+                raise NotReturned(f"the call did not return within {self.deadline:g} s")
+        if failed:
+            raise failed[0]
+
     def close(self) -> None:
         """Tell the workers to stop once their lanes are empty, trying each alert left once."""
         self.closing.set()
@@ -150,7 +204,9 @@ class AlertSender:
 
     def add_plugin(self, spec: str, plugin: Callable[..., object]) -> None:
         """Send alerts by calling ``plugin(alert_dict)``."""
-        self.destinations.append(Destination(spec, lambda a: plugin(a.as_dict()), self._done))
+        self.destinations.append(
+            Destination(spec, lambda a: plugin(a.as_dict()), self._done, PLUGIN_DEADLINE_S)
+        )
 
     def send(self, alert: Alert) -> None:
         """Queue ``alert`` for every destination; returns at once."""

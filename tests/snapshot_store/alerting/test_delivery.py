@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,8 +16,9 @@ from dataclasses import replace
 import pytest
 
 from snapshot_store import Recorder
+from snapshot_store.alerting import delivery
 from snapshot_store.alerting.alert import Alert
-from snapshot_store.alerting.delivery import ATTEMPTS, AlertSender
+from snapshot_store.alerting.delivery import ATTEMPTS, SENDS_AT_ONCE, AlertSender
 from snapshot_store.alerting.webhook import (
     TRY_DEADLINE_S,
     describe_webhook,
@@ -90,6 +92,10 @@ def finished(run: str) -> Alert:
     )
 
 
+def rule(run: str) -> Alert:
+    return replace(finished(run), event="rule", key=f"rule@{run}")
+
+
 @pytest.fixture
 def memory(tmp_path) -> AlertMemory:
     return AlertMemory(tmp_path / "sent.json", "runs")
@@ -144,13 +150,56 @@ def test_a_runs_alerts_arrive_in_order_and_its_slow_one_holds_up_no_other_run(me
 
     sender = AlertSender(memory.delivered)
     sender.add_plugin("myalerts.notify", plugin)
-    for alert in (replace(finished("a"), event="rule", key="rule@a"), finished("a"), finished("b")):
+    for alert in (rule("a"), finished("a"), finished("b")):
         sender.send(alert)
     wait_until(lambda: arrived == [("b", "finished")], TIMEOUT)
     release.set()
     sender.close(TIMEOUT)
     assert arrived == [("b", "finished"), ("a", "rule"), ("a", "finished")]
     assert all(memory.sent(run, key) for run, key in (("a", "rule@a"), ("a", "finished@a")))
+
+
+def test_a_plugin_call_that_does_not_return_is_given_up_at_its_deadline(
+    memory, caplog, monkeypatch
+):
+    """A hung call: its alert is given up (not tried again, not remembered) and the run's next
+    alert is sent; while 8 calls hang, the plugin's alerts are given up without a call. A
+    ``sys.exit()`` in the plugin is a failed try."""
+    monkeypatch.setattr(delivery, "PLUGIN_DEADLINE_S", 1.0)
+    monkeypatch.setattr(delivery, "FIRST_RETRY_S", 0.01)
+    release, calls = threading.Event(), []
+
+    def plugin(alert: dict) -> None:
+        calls.append(alert["key"])
+        if alert["event"] == "rule":
+            release.wait(TIMEOUT)
+        if alert["run"] == "exits":
+            sys.exit(3)
+
+    sender = AlertSender(memory.delivered)
+    sender.add_plugin("myalerts.notify", plugin)
+    sender.send(rule("a"))
+    sender.send(finished("a"))
+    wait_until(lambda: memory.sent("a", "finished@a"), TIMEOUT)
+    assert calls == ["rule@a", "finished@a"] and not memory.sent("a", "rule@a")
+    given_up = "alert 'rule' of run 'a' to myalerts.notify given up: the call did not return "
+    assert given_up + "within 1 s; not remembered as sent" in caplog.text
+    for i in range(1, SENDS_AT_ONCE):
+        sender.send(rule(f"r{i}"))
+    wait_until(lambda: caplog.text.count("did not return within") == SENDS_AT_ONCE, TIMEOUT)
+    sender.send(finished("b"))
+    refused = f"run 'b' to myalerts.notify given up: {SENDS_AT_ONCE} earlier calls have not"
+    wait_until(lambda: refused in caplog.text, TIMEOUT)
+    assert "finished@b" not in calls and not memory.sent("b", "finished@b")
+    release.set()  # the hung calls return (their threads end): the plugin is called again
+    wait_until(lambda: not [t for t in threading.enumerate() if t.name.startswith("alert-cmd")])
+    sender.send(finished("c"))
+    wait_until(lambda: memory.sent("c", "finished@c"), TIMEOUT)
+    sender.send(finished("exits"))
+    exited = f"not delivered after {ATTEMPTS} attempts: RuntimeError: SystemExit(3)"
+    wait_until(lambda: exited in caplog.text, TIMEOUT)
+    sender.close(TIMEOUT)
+    assert calls.count("finished@exits") == ATTEMPTS
 
 
 @pytest.mark.integration
