@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,8 +51,8 @@ class Walk:
 
     def went(self, page: dict[str, Any]) -> None:
         """Note where ``page`` ended: the next starts after its last key, or at the start."""
-        keys = [obj["Key"] for obj in page.get("Contents", ())]
-        keys += [common["Prefix"] for common in page.get("CommonPrefixes", ())]
+        keys = [obj["Key"] for obj in page["Contents"]]
+        keys += [common["Prefix"] for common in page["CommonPrefixes"]]
         self.after = max(keys) if page.get("IsTruncated") and keys else ""
 
 
@@ -98,13 +97,11 @@ class S3Runs(RunNames):
             return [self._store(self.location.run_name, self.location)]
         pages = self._folder_pages()
         names = [
-            obj["Key"][len(self.location.prefix) :]
-            for page in pages
-            for obj in page.get("Contents", ())
+            obj["Key"][len(self.location.prefix) :] for page in pages for obj in page["Contents"]
         ]
         if any(n in (fmt.META_FILE, fmt.STATUS_FILE) or fmt.parse_segment_name(n) for n in names):
             return [self._store(self.location.run_name, self.location)]  # a store itself
-        folders = [common["Prefix"] for page in pages for common in page.get("CommonPrefixes", ())]
+        folders = [common["Prefix"] for page in pages for common in page["CommonPrefixes"]]
         self._last_folder = max([self._last_folder, *folders])
         found = []
         for folder in folders:
@@ -121,14 +118,14 @@ class S3Runs(RunNames):
         that, one request after the last folder known, and the walk's page when due."""
         now = time.monotonic()
         if not self._paged:
-            pages = list(self._pages(Delimiter="/"))
+            pages = list(list_pages(self.client, self.location, Delimiter="/"))
             self._paged = len(pages) > 1
             self._folders = Walk(last=now)  # the walk's first page: its gap on
             return pages
-        pages = [self._page(Delimiter="/", StartAfter=self._last_folder)]
+        pages = [list_page(self.client, self.location, Delimiter="/", StartAfter=self._last_folder)]
         start = self._folders.start(now, 0.0 if self.watched else None)
         if start is not None:
-            pages.append(walked := self._page(Delimiter="/", **start))
+            pages.append(walked := list_page(self.client, self.location, Delimiter="/", **start))
             self._folders.went(walked)
             self._paged = bool(start or walked.get("IsTruncated"))  # runs deleted: whole again
         return pages
@@ -141,33 +138,29 @@ class S3Runs(RunNames):
         start = self._statuses.start(time.monotonic())
         if start is None:
             return None
-        page = self._page(**start)
+        page = list_page(self.client, self.location, **start)
         self._statuses.went(page)
         return self._versions(page)
 
     def status_versions(self) -> dict[str, str]:
         """Each store's ``status.pickle`` version (its ETag and size), by key, from one listing
         of every object under the prefix (a request per 1,000 objects)."""
-        return {key: v for page in self._pages() for key, v in self._versions(page).items()}
+        return {
+            key: v
+            for page in list_pages(self.client, self.location)
+            for key, v in self._versions(page).items()
+        }
 
     def _versions(self, page: dict[str, Any]) -> dict[str, str]:
         """The ``status.pickle`` versions a page of a listing of every object names."""
         suffix = f"/{fmt.STATUS_FILE}"
         versions = {}
-        for obj in page.get("Contents", ()):
+        for obj in page["Contents"]:
             key = obj["Key"]
             if key.endswith(suffix):
                 store = str(S3Location(self.location.bucket, key[: -len(fmt.STATUS_FILE)]))
                 versions[store] = f"{obj.get('ETag')}:{obj.get('Size')}"
         return versions
-
-    def _pages(self, **delimiter: str) -> Iterator[dict[str, Any]]:
-        """The listing of the prefix, page by page (:func:`~.s3.list_pages`: budgeted)."""
-        return list_pages(self.client, self.location, **delimiter)
-
-    def _page(self, **kwargs: str) -> dict[str, Any]:
-        """One ``ListObjectsV2`` request under the prefix: a page of at most 1,000."""
-        return list_page(self.client, self.location, **kwargs)
 
     def _store(self, folder: str, location: S3Location) -> Found:
         key = str(location)
